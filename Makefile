@@ -1,0 +1,51 @@
+# The two set-up commands of README.md, plus developer targets.
+#   make run    bootstrap, Release build, synthesize the demo model, run ebb on it
+#   make test   bootstrap, Debug build, unit + integration tests (and a short soak)
+# Both are safe to rerun: bootstrap and the builds are cached (ccache, CMake, .deps/).
+
+JOBS       ?= 2
+BUILD_REL  := build/release
+BUILD_DBG  := build/debug
+BUILD_SAN  := build/asan
+DEMO_DIR   := models/demo
+PYTHON3    ?= /usr/bin/python3
+CMAKE_GEN  := -G Ninja
+CTEST_ARGS ?=
+
+.PHONY: run test bootstrap build build-debug demo-model sanitize-test bench fuzz format clean
+
+bootstrap: .deps/onnxruntime/.complete
+.deps/onnxruntime/.complete: scripts/bootstrap
+	scripts/bootstrap
+
+build: bootstrap
+	cmake -S . -B $(BUILD_REL) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DEBB_BUILD_TESTS=OFF
+	cmake --build $(BUILD_REL) -j $(JOBS)
+
+build-debug: bootstrap
+	cmake -S . -B $(BUILD_DBG) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DEBB_WERROR=ON
+	cmake --build $(BUILD_DBG) -j $(JOBS)
+
+demo-model: $(DEMO_DIR)/genai_config.json
+$(DEMO_DIR)/genai_config.json: tools/synth_model.py
+	$(PYTHON3) tools/synth_model.py --family llama --preset tiny --seed 0 --out $(DEMO_DIR)
+
+run: build demo-model
+	$(BUILD_REL)/src/cli/ebb --version
+	$(BUILD_REL)/src/cli/ebb info $(DEMO_DIR)
+
+test: build-debug
+	cd $(BUILD_DBG) && ctest -L 'unit|integration' --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# ASan+UBSan build of the library and the unit tests (CI runs this when time allows).
+sanitize-test: bootstrap
+	cmake -S . -B $(BUILD_SAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DEBB_WERROR=ON \
+	  -DEBB_SANITIZE=address,undefined
+	cmake --build $(BUILD_SAN) -j $(JOBS)
+	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1 ctest -L unit --output-on-failure -j $(JOBS)
+
+format:
+	find include src tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i
+
+clean:
+	rm -rf build

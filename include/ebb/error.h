@@ -1,0 +1,38 @@
+// ebb/error.h — the one error type of the ebb C++ API.
+//
+// Contract: every fallible ebb call reports failure by throwing ebb::Error. The message
+// names the problem and, where there is one, the fix (the option or input to change).
+// Exceptions never cross the C ABI, Python or HTTP boundaries; those translate ErrorCode.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace ebb {
+
+enum class ErrorCode {
+  InvalidArgument,     // bad input or option; fix the input
+  NotFound,            // a file, model or key does not exist
+  ResourceExhausted,   // a memory budget or cap would be exceeded
+  FailedPrecondition,  // the object is in a state that forbids the call
+  Cancelled,           // the caller cancelled the operation
+  DeadlineExceeded,    // a timeout expired
+  Unavailable,         // a needed resource (device, service) is not available
+  Internal,            // a bug in ebb or an unexpected failure below it
+};
+
+// Stable lower_snake_case name of a code, e.g. "resource_exhausted".
+std::string_view ErrorCodeName(ErrorCode code) noexcept;
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, std::string message)
+      : std::runtime_error(std::move(message)), code_(code) {}
+  ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+}  // namespace ebb

@@ -1,0 +1,18 @@
+// ebb/version.h — build and runtime identification.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ebb {
+
+// ebb's own version, e.g. "0.1.0".
+std::string Version();
+
+// The ONNX Runtime version actually loaded at run time (not the headers' version).
+std::string OrtVersion();
+
+// Execution providers compiled into the loaded ONNX Runtime, e.g. {"CPUExecutionProvider"}.
+std::vector<std::string> AvailableProviders();
+
+}  // namespace ebb

@@ -1,0 +1,58 @@
+// ebb — command-line entry point.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "ebb/error.h"
+#include "ebb/log.h"
+#include "ebb/version.h"
+
+namespace {
+
+void PrintVersion() {
+  std::cout << "ebb " << ebb::Version() << "\n";
+  std::cout << "onnxruntime " << ebb::OrtVersion() << "\n";
+  std::cout << "execution providers:";
+  for (const auto& p : ebb::AvailableProviders()) std::cout << " " << p;
+  std::cout << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ebb — a local LLM runtime whose memory ebbs back", "ebb"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  std::string log_level;
+  app.add_flag("--version", version, "Print ebb's version, the loaded ONNX Runtime and its EPs");
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off (default: warn)");
+
+  ebb::cli::RegisterInfoCommand(app);
+#ifdef EBB_HAVE_TOKENIZE_CLI
+  ebb::cli::RegisterTokenizeCommands(app);
+#endif
+#ifdef EBB_HAVE_CHAT_TEMPLATE_CLI
+  ebb::cli::RegisterChatTemplateCommand(app);
+#endif
+
+  app.parse_complete_callback([&] {
+    if (!log_level.empty()) ebb::SetLogLevel(ebb::ParseLogLevel(log_level));
+  });
+  try {
+    app.parse(argc, argv);
+    if (version) {
+      PrintVersion();
+    } else if (app.get_subcommands().empty()) {
+      std::cout << app.help();
+    }
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ebb::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 70;
+  }
+  return 0;
+}

@@ -1,0 +1,286 @@
+#include "model/genai_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "ebb/error.h"
+
+namespace ebb::internal {
+namespace {
+
+using nlohmann::json;
+
+// Model types that are decoders with a KV cache, as the ORT model builder emits them.
+constexpr const char* kDecoderTypes[] = {"gpt2",  "llama",    "mistral", "phi",     "phi3",
+                                         "phi3v", "phi3small", "phimoe", "qwen2",   "qwen3",
+                                         "gemma", "gemma2",   "gemma3",  "granite", "olmo",
+                                         "chatglm", "nemotron", "smollm3"};
+constexpr const char* kEncoderTypes[] = {"bert", "roberta", "xlm-roberta", "nomic_bert"};
+
+// Walks a JSON document and reports errors with the file and a JSON-pointer path.
+class Reader {
+ public:
+  explicit Reader(std::filesystem::path file) : file_(std::move(file)) {}
+
+  [[noreturn]] void Fail(const std::string& path, const std::string& what) const {
+    throw Error(ErrorCode::InvalidArgument, file_.string() + ": " + path + ": " + what);
+  }
+
+  const json* Find(const json& obj, const std::string& key) const {
+    if (!obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  const json& Object(const json& obj, const std::string& key, const std::string& path) const {
+    const json* v = Find(obj, key);
+    if (v == nullptr) Fail(path + "/" + key, "missing; this field is required");
+    if (!v->is_object()) Fail(path + "/" + key, "expected an object, got " + v->dump());
+    return *v;
+  }
+
+  int32_t Int(const json& obj, const std::string& key, const std::string& path,
+              std::optional<int32_t> fallback) const {
+    const json* v = Find(obj, key);
+    if (v == nullptr) {
+      if (!fallback) Fail(path + "/" + key, "missing; this field is required");
+      return *fallback;
+    }
+    if (!v->is_number_integer()) Fail(path + "/" + key, "expected an integer, got " + v->dump());
+    const int64_t x = v->get<int64_t>();
+    if (x < INT32_MIN || x > INT32_MAX) Fail(path + "/" + key, "out of range: " + v->dump());
+    return static_cast<int32_t>(x);
+  }
+
+  float Float(const json& obj, const std::string& key, const std::string& path,
+              float fallback) const {
+    const json* v = Find(obj, key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number()) Fail(path + "/" + key, "expected a number, got " + v->dump());
+    return v->get<float>();
+  }
+
+  bool Bool(const json& obj, const std::string& key, const std::string& path,
+            bool fallback) const {
+    const json* v = Find(obj, key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) Fail(path + "/" + key, "expected true or false, got " + v->dump());
+    return v->get<bool>();
+  }
+
+  std::string String(const json& obj, const std::string& key, const std::string& path,
+                     std::optional<std::string> fallback) const {
+    const json* v = Find(obj, key);
+    if (v == nullptr) {
+      if (!fallback) Fail(path + "/" + key, "missing; this field is required");
+      return *fallback;
+    }
+    if (!v->is_string()) Fail(path + "/" + key, "expected a string, got " + v->dump());
+    return v->get<std::string>();
+  }
+
+  // ORT option values appear as strings, numbers or booleans in real configs.
+  std::string OptionValue(const json& v, const std::string& path) const {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+    if (v.is_number()) return v.dump();
+    Fail(path, "expected a string, number or boolean, got " + v.dump());
+  }
+
+ private:
+  std::filesystem::path file_;
+};
+
+bool Contains(const auto& list, const std::string& s) {
+  for (const char* t : list) {
+    if (s == t) return true;
+  }
+  return false;
+}
+
+void ReadSessionOptions(const Reader& r, const json& so, const std::string& path,
+                        GenaiConfig& cfg) {
+  if (!so.is_object()) r.Fail(path, "expected an object, got " + so.dump());
+  for (const auto& [key, value] : so.items()) {
+    if (key == "provider_options") {
+      // A list of {"<ep>": {k: v, ...}} objects, in priority order.
+      if (!value.is_array()) r.Fail(path + "/provider_options", "expected a list");
+      for (size_t i = 0; i < value.size(); ++i) {
+        const std::string ip = path + "/provider_options/" + std::to_string(i);
+        if (!value[i].is_object()) r.Fail(ip, "expected an object like {\"cuda\": {...}}");
+        for (const auto& [ep, opts] : value[i].items()) {
+          ProviderOptions po;
+          po.name = ep;
+          if (!opts.is_object()) r.Fail(ip + "/" + ep, "expected an object of options");
+          for (const auto& [k, v] : opts.items()) {
+            po.options.emplace_back(k, r.OptionValue(v, ip + "/" + ep + "/" + k));
+          }
+          cfg.provider_options.push_back(std::move(po));
+        }
+      }
+    } else if (key == "log_id" || key == "log_severity_level" || key == "custom_ops_library") {
+      // Session identification / logging hints of onnxruntime-genai; ebb has its own logging.
+      continue;
+    } else {
+      cfg.session_options.emplace_back(key, r.OptionValue(value, path + "/" + key));
+    }
+  }
+}
+
+}  // namespace
+
+std::string LayerName(const std::string& pattern, int layer) {
+  std::string out = pattern;
+  const auto pos = out.find("%d");
+  if (pos != std::string::npos) out.replace(pos, 2, std::to_string(layer));
+  return out;
+}
+
+GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::path& config_path) {
+  Reader r(config_path);
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(ErrorCode::InvalidArgument, config_path.string() + ": not valid JSON (" +
+                                                e.what() + "); fix or regenerate the file");
+  }
+  GenaiConfig cfg;
+  cfg.config_path = config_path;
+  cfg.dir = config_path.parent_path();
+  if (!doc.is_object()) r.Fail("/", "expected a JSON object");
+  const json& model = r.Object(doc, "model", "");
+  cfg.model_type = r.String(model, "type", "/model", std::nullopt);
+  if (Contains(kEncoderTypes, cfg.model_type)) {
+    cfg.is_encoder = true;
+  } else if (!Contains(kDecoderTypes, cfg.model_type)) {
+    std::string known;
+    for (const char* t : kDecoderTypes) known += std::string(known.empty() ? "" : ", ") + t;
+    for (const char* t : kEncoderTypes) known += std::string(", ") + t;
+    r.Fail("/model/type", "unknown model type \"" + cfg.model_type + "\"; supported: " + known);
+  }
+  cfg.vocab_size = r.Int(model, "vocab_size", "/model", std::nullopt);
+  if (cfg.vocab_size <= 0) r.Fail("/model/vocab_size", "must be positive");
+  cfg.context_length = r.Int(model, "context_length", "/model", std::nullopt);
+  if (cfg.context_length <= 0) r.Fail("/model/context_length", "must be positive");
+  cfg.bos_token_id = r.Int(model, "bos_token_id", "/model", -1);
+  cfg.pad_token_id = r.Int(model, "pad_token_id", "/model", -1);
+  if (const json* eos = r.Find(model, "eos_token_id")) {
+    if (eos->is_array()) {
+      for (size_t i = 0; i < eos->size(); ++i) {
+        if (!(*eos)[i].is_number_integer()) {
+          r.Fail("/model/eos_token_id/" + std::to_string(i), "expected an integer");
+        }
+        cfg.eos_token_ids.push_back((*eos)[i].get<int32_t>());
+      }
+    } else {
+      cfg.eos_token_ids.push_back(r.Int(model, "eos_token_id", "/model", -1));
+    }
+  }
+
+  const std::string section = cfg.is_encoder && r.Find(model, "encoder") ? "encoder" : "decoder";
+  const std::string sp = "/model/" + section;
+  const json& dec = r.Object(model, section, "/model");
+  const std::string filename = r.String(dec, "filename", sp, std::nullopt);
+  if (filename.empty()) r.Fail(sp + "/filename", "must name the ONNX file");
+  cfg.model_path = cfg.dir / filename;
+  cfg.hidden_size = r.Int(dec, "hidden_size", sp, 0);
+  cfg.num_hidden_layers = r.Int(dec, "num_hidden_layers", sp, cfg.is_encoder ? 0 : -1);
+  if (!cfg.is_encoder) {
+    if (cfg.num_hidden_layers <= 0) r.Fail(sp + "/num_hidden_layers", "must be positive");
+    cfg.head_size = r.Int(dec, "head_size", sp, std::nullopt);
+    if (cfg.head_size <= 0) r.Fail(sp + "/head_size", "must be positive");
+    cfg.num_key_value_heads = r.Int(dec, "num_key_value_heads", sp, std::nullopt);
+    if (cfg.num_key_value_heads <= 0) r.Fail(sp + "/num_key_value_heads", "must be positive");
+    cfg.num_attention_heads = r.Int(dec, "num_attention_heads", sp, cfg.num_key_value_heads);
+    if (cfg.num_attention_heads <= 0 || cfg.num_attention_heads % cfg.num_key_value_heads != 0) {
+      r.Fail(sp + "/num_attention_heads",
+             "inconsistent head counts: num_attention_heads=" +
+                 std::to_string(cfg.num_attention_heads) +
+                 " must be a positive multiple of num_key_value_heads=" +
+                 std::to_string(cfg.num_key_value_heads));
+    }
+    if (cfg.hidden_size > 0 && cfg.hidden_size != cfg.num_attention_heads * cfg.head_size &&
+        cfg.model_type != "gemma" && cfg.model_type != "gemma2" && cfg.model_type != "gemma3" &&
+        cfg.model_type != "qwen3") {
+      // Most families have hidden = heads * head_size; Gemma and Qwen3 decouple them.
+      r.Fail(sp + "/hidden_size", "inconsistent: hidden_size=" + std::to_string(cfg.hidden_size) +
+                                      " but num_attention_heads*head_size=" +
+                                      std::to_string(cfg.num_attention_heads * cfg.head_size));
+    }
+  }
+
+  if (const json* in = r.Find(dec, "inputs")) {
+    const std::string ip = sp + "/inputs";
+    cfg.io.input_ids = r.String(*in, "input_ids", ip, cfg.io.input_ids);
+    cfg.io.attention_mask = r.String(*in, "attention_mask", ip, cfg.io.attention_mask);
+    cfg.io.position_ids = r.String(*in, "position_ids", ip, cfg.io.position_ids);
+    cfg.io.past_combined = r.String(*in, "past_names", ip, "");
+    cfg.io.past_key = r.String(*in, "past_key_names", ip, cfg.io.past_key);
+    cfg.io.past_value = r.String(*in, "past_value_names", ip, cfg.io.past_value);
+  }
+  if (const json* out = r.Find(dec, "outputs")) {
+    const std::string op = sp + "/outputs";
+    cfg.io.logits = r.String(*out, "logits", op, cfg.io.logits);
+    cfg.io.present_combined = r.String(*out, "present_names", op, "");
+    cfg.io.present_key = r.String(*out, "present_key_names", op, cfg.io.present_key);
+    cfg.io.present_value = r.String(*out, "present_value_names", op, cfg.io.present_value);
+  }
+  if (cfg.io.past_combined.empty() != cfg.io.present_combined.empty()) {
+    r.Fail(sp + "/inputs/past_names",
+           "combined KV needs both inputs.past_names and outputs.present_names");
+  }
+  if (const json* so = r.Find(dec, "session_options")) {
+    ReadSessionOptions(r, *so, sp + "/session_options", cfg);
+  }
+  if (const json* ro = r.Find(dec, "run_options")) {
+    if (!ro->is_object()) r.Fail(sp + "/run_options", "expected an object");
+    for (const auto& [k, v] : ro->items()) {
+      cfg.run_options.emplace_back(k, r.OptionValue(v, sp + "/run_options/" + k));
+    }
+  }
+
+  if (const json* s = r.Find(doc, "search")) {
+    SearchDefaults& d = cfg.search;
+    d.do_sample = r.Bool(*s, "do_sample", "/search", d.do_sample);
+    d.max_length = r.Int(*s, "max_length", "/search", d.max_length);
+    d.top_k = r.Int(*s, "top_k", "/search", d.top_k);
+    d.top_p = r.Float(*s, "top_p", "/search", d.top_p);
+    d.temperature = r.Float(*s, "temperature", "/search", d.temperature);
+    d.repetition_penalty = r.Float(*s, "repetition_penalty", "/search", d.repetition_penalty);
+    d.past_present_share_buffer =
+        r.Bool(*s, "past_present_share_buffer", "/search", d.past_present_share_buffer);
+    d.num_beams = r.Int(*s, "num_beams", "/search", d.num_beams);
+    if (d.max_length < 0) r.Fail("/search/max_length", "must not be negative");
+  }
+  return cfg;
+}
+
+GenaiConfig LoadGenaiConfig(const std::filesystem::path& dir) {
+  std::filesystem::path path = dir;
+  std::error_code ec;
+  // A folder (existing or not) gets the standard file name; a path to a .json file is used as is.
+  if (std::filesystem::is_directory(dir, ec) || dir.extension() != ".json") {
+    path = dir / "genai_config.json";
+  }
+  if (!std::filesystem::exists(path, ec)) {
+    throw Error(ErrorCode::NotFound,
+                path.string() + ": not found; a model folder needs genai_config.json (as written "
+                                "by the ONNX Runtime model builder or tools/synth_model.py)");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::NotFound, path.string() + ": cannot be read (permissions?)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  GenaiConfig cfg = ParseGenaiConfig(ss.str(), path);
+  if (!std::filesystem::exists(cfg.model_path, ec)) {
+    throw Error(ErrorCode::NotFound,
+                path.string() + ": " + (cfg.is_encoder ? "/model/encoder" : "/model/decoder") +
+                    "/filename: " + cfg.model_path.string() + " does not exist");
+  }
+  return cfg;
+}
+
+}  // namespace ebb::internal

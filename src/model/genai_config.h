@@ -1,0 +1,85 @@
+// Loads an onnxruntime-genai model folder's genai_config.json into a typed, validated struct.
+//
+// Errors: every problem throws ebb::Error naming the file and the JSON field, e.g.
+//   "/m/genai_config.json: /model/decoder/num_key_value_heads: expected an integer, got "x"".
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ebb::internal {
+
+// Names of the graph's inputs and outputs, as the config spells them. Empty means "not used".
+// KV names contain "%d" for the layer index.
+struct DecoderIoNames {
+  std::string input_ids = "input_ids";
+  std::string attention_mask = "attention_mask";
+  std::string position_ids = "position_ids";
+  std::string past_key = "past_key_values.%d.key";
+  std::string past_value = "past_key_values.%d.value";
+  std::string past_combined;  // gpt2 style "past_%d": [2, batch, heads, seq, head_size]
+  std::string logits = "logits";
+  std::string present_key = "present.%d.key";
+  std::string present_value = "present.%d.value";
+  std::string present_combined;  // "present_%d"
+};
+
+// One entry of session_options.provider_options: an EP name and its key/value options.
+struct ProviderOptions {
+  std::string name;  // e.g. "cuda", "dml"
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
+// `search` defaults from the config. Users' generator params override them.
+struct SearchDefaults {
+  bool do_sample = false;
+  int32_t max_length = 0;  // 0: use context_length
+  int32_t top_k = 50;
+  float top_p = 1.0f;
+  float temperature = 1.0f;
+  float repetition_penalty = 1.0f;
+  bool past_present_share_buffer = false;
+  int32_t num_beams = 1;
+};
+
+struct GenaiConfig {
+  std::filesystem::path dir;          // the model folder
+  std::filesystem::path config_path;  // dir / "genai_config.json"
+  std::string model_type;             // "gpt2", "llama", "phi3", "bert", ...
+  bool is_encoder = false;            // bert-style embedding model (no KV cache)
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;
+  int32_t bos_token_id = -1;
+  int32_t pad_token_id = -1;
+  std::vector<int32_t> eos_token_ids;
+
+  std::filesystem::path model_path;  // dir / decoder.filename (or encoder.filename)
+  int32_t head_size = 0;
+  int32_t hidden_size = 0;
+  int32_t num_attention_heads = 0;
+  int32_t num_key_value_heads = 0;
+  int32_t num_hidden_layers = 0;
+  DecoderIoNames io;
+
+  // Session options from the config, in file order (string values; typed later).
+  std::vector<std::pair<std::string, std::string>> session_options;
+  std::vector<ProviderOptions> provider_options;
+  std::vector<std::pair<std::string, std::string>> run_options;
+  SearchDefaults search;
+};
+
+// Reads and validates `dir/genai_config.json`. `dir` may also be the path of the JSON file.
+GenaiConfig LoadGenaiConfig(const std::filesystem::path& dir);
+
+// Parses config text; `config_path` is used for messages and to resolve relative file names.
+GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::path& config_path);
+
+// Replaces "%d" in a KV name pattern with the layer index.
+std::string LayerName(const std::string& pattern, int layer);
+
+}  // namespace ebb::internal

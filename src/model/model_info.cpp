@@ -1,0 +1,123 @@
+#include "model/model_info.h"
+
+#include <onnxruntime_cxx_api.h>
+
+#include "ebb/error.h"
+#include "ort/ort_api.h"
+#include "ort/ort_env.h"
+
+namespace ebb::internal {
+namespace {
+
+std::vector<TensorInfo> Describe(Ort::Session& session, bool inputs) {
+  Ort::AllocatorWithDefaultOptions alloc;
+  const size_t n = inputs ? session.GetInputCount() : session.GetOutputCount();
+  std::vector<TensorInfo> out;
+  for (size_t i = 0; i < n; ++i) {
+    TensorInfo t;
+    t.name = (inputs ? session.GetInputNameAllocated(i, alloc)
+                     : session.GetOutputNameAllocated(i, alloc))
+                 .get();
+    Ort::TypeInfo ti = inputs ? session.GetInputTypeInfo(i) : session.GetOutputTypeInfo(i);
+    if (ti.GetONNXType() == ONNX_TYPE_TENSOR) {
+      auto tsi = ti.GetTensorTypeAndShapeInfo();
+      t.type = ElementTypeName(tsi.GetElementType());
+      std::vector<int64_t> dims = tsi.GetShape();
+      std::vector<const char*> sym(dims.size(), nullptr);
+      tsi.GetSymbolicDimensions(sym.data(), sym.size());
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] >= 0) {
+          t.shape.push_back(std::to_string(dims[d]));
+        } else {
+          t.shape.push_back(sym[d] != nullptr && *sym[d] != '\0' ? sym[d] : "?");
+        }
+      }
+    } else {
+      t.type = "non-tensor";
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ElementTypeName(int type) {
+  switch (type) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+      return "float32";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
+      return "float16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16:
+      return "bfloat16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
+      return "float64";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
+      return "int32";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64:
+      return "int64";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
+      return "int8";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8:
+      return "uint8";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL:
+      return "bool";
+    default:
+      return "type" + std::to_string(type);
+  }
+}
+
+ModelSummary DescribeModel(const std::filesystem::path& dir) {
+  ModelSummary s;
+  s.config = LoadGenaiConfig(dir);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(s.config.dir, ec)) {
+    const auto name = entry.path().filename().string();
+    const auto stem = s.config.model_path.filename().string();
+    if (entry.is_regular_file() && name.rfind(stem, 0) == 0) s.model_file_bytes += entry.file_size();
+  }
+  const GenaiConfig& c = s.config;
+  s.kv_bytes_per_token = c.is_encoder ? 0
+                                      : 2ull * c.num_hidden_layers * c.num_key_value_heads *
+                                            c.head_size * sizeof(float);
+  EnsureOrtApi();
+  Ort::SessionOptions so;
+  so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_DISABLE_ALL);
+  so.SetIntraOpNumThreads(1);
+  try {
+    Ort::Session session(OrtEnvironment(), c.model_path.c_str(), so);
+    s.inputs = Describe(session, true);
+    s.outputs = Describe(session, false);
+  } catch (const Ort::Exception& e) {
+    throw Error(ErrorCode::InvalidArgument, c.model_path.string() +
+                                                ": ONNX Runtime cannot load the model: " +
+                                                e.what() + "; the file may be corrupt or truncated");
+  }
+  return s;
+}
+
+nlohmann::json ToJson(const ModelSummary& s) {
+  const GenaiConfig& c = s.config;
+  nlohmann::json j;
+  j["path"] = c.dir.string();
+  j["type"] = c.model_type;
+  j["encoder"] = c.is_encoder;
+  j["vocab_size"] = c.vocab_size;
+  j["context_length"] = c.context_length;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_size"] = c.head_size;
+  j["hidden_size"] = c.hidden_size;
+  j["model_file"] = c.model_path.filename().string();
+  j["model_file_bytes"] = s.model_file_bytes;
+  j["kv_bytes_per_token"] = s.kv_bytes_per_token;
+  for (const auto* list : {&s.inputs, &s.outputs}) {
+    auto& arr = j[list == &s.inputs ? "inputs" : "outputs"];
+    arr = nlohmann::json::array();
+    for (const auto& t : *list) arr.push_back({{"name", t.name}, {"type", t.type}, {"shape", t.shape}});
+  }
+  return j;
+}
+
+}  // namespace ebb::internal

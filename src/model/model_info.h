@@ -1,0 +1,39 @@
+// A summary of a model folder for `ebb info`: the config plus the ONNX graph's interface.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/genai_config.h"
+
+namespace ebb::internal {
+
+struct TensorInfo {
+  std::string name;
+  std::string type;                 // "float32", "int64", ...
+  std::vector<std::string> shape;   // symbolic dims by name, fixed ones as numbers
+};
+
+struct ModelSummary {
+  GenaiConfig config;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+  uint64_t model_file_bytes = 0;  // the .onnx file plus its external data files
+  // KV bytes per token of context (all layers, K and V, batch 1), from the config.
+  uint64_t kv_bytes_per_token = 0;
+};
+
+// Loads the config and opens the graph in ORT (CPU, no optimization) to read its interface.
+// Throws ebb::Error naming the file on any failure.
+ModelSummary DescribeModel(const std::filesystem::path& dir);
+
+nlohmann::json ToJson(const ModelSummary& s);
+
+// Element type name used in summaries and error messages.
+std::string ElementTypeName(int onnx_element_type);
+
+}  // namespace ebb::internal

@@ -1,0 +1,41 @@
+#include "ort/ort_env.h"
+
+#include <memory>
+#include <mutex>
+
+#include "core/log.h"
+#include "ort/ort_api.h"
+
+namespace ebb::internal {
+namespace {
+
+void ORT_API_CALL ForwardOrtLog(void* /*param*/, OrtLoggingLevel severity, const char* category,
+                                const char* logid, const char* code_location,
+                                const char* message) {
+  switch (severity) {
+    case ORT_LOGGING_LEVEL_VERBOSE:
+    case ORT_LOGGING_LEVEL_INFO:
+      EBB_LOG_DEBUG("ort [{}:{}] {} ({})", category, logid, message, code_location);
+      break;
+    case ORT_LOGGING_LEVEL_WARNING:
+      EBB_LOG_WARN("ort [{}:{}] {}", category, logid, message);
+      break;
+    default:
+      EBB_LOG_ERROR("ort [{}:{}] {}", category, logid, message);
+      break;
+  }
+}
+
+}  // namespace
+
+Ort::Env& OrtEnvironment() {
+  static std::once_flag once;
+  static std::unique_ptr<Ort::Env> env;
+  EnsureOrtApi();
+  std::call_once(once, [] {
+    env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "ebb", ForwardOrtLog, nullptr);
+  });
+  return *env;
+}
+
+}  // namespace ebb::internal
