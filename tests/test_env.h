@@ -27,9 +27,9 @@ inline std::string CliPath() { return EnvOr("EBB_CLI", EBB_CLI_DEFAULT).string()
 }  // namespace ebb::testing
 
 // Skips the current test, with the path in the message, when an external fixture is absent.
-#define EBB_SKIP_UNLESS_EXISTS(path)                                             \
-  do {                                                                           \
-    if (!std::filesystem::exists(path)) {                                        \
+#define EBB_SKIP_UNLESS_EXISTS(path)                                          \
+  do {                                                                        \
+    if (!std::filesystem::exists(path)) {                                     \
       GTEST_SKIP() << "fixture " << (path) << " is absent (needs ../shared)"; \
-    }                                                                            \
+    }                                                                         \
   } while (0)

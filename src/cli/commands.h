@@ -8,6 +8,7 @@
 namespace ebb::cli {
 
 void RegisterInfoCommand(CLI::App& app);
+void RegisterGenerateCommand(CLI::App& app);
 #ifdef EBB_HAVE_TOKENIZE_CLI
 void RegisterTokenizeCommands(CLI::App& app);
 #endif

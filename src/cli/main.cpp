@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off (default: warn)");
 
   ebb::cli::RegisterInfoCommand(app);
+  ebb::cli::RegisterGenerateCommand(app);
 #ifdef EBB_HAVE_TOKENIZE_CLI
   ebb::cli::RegisterTokenizeCommands(app);
 #endif

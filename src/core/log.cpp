@@ -111,9 +111,8 @@ LogLevel ParseLogLevel(std::string_view name) {
   if (name == "warn" || name == "warning") return LogLevel::Warn;
   if (name == "error") return LogLevel::Error;
   if (name == "off") return LogLevel::Off;
-  throw Error(ErrorCode::InvalidArgument,
-              "unknown log level '" + std::string(name) +
-                  "'; use one of trace, debug, info, warn, error, off");
+  throw Error(ErrorCode::InvalidArgument, "unknown log level '" + std::string(name) +
+                                              "'; use one of trace, debug, info, warn, error, off");
 }
 
 void SetLogCallback(LogCallback callback) { State().callback_sink->Set(std::move(callback)); }

@@ -1,8 +1,7 @@
 #include "model/genai_config.h"
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "ebb/error.h"
@@ -13,10 +12,9 @@ namespace {
 using nlohmann::json;
 
 // Model types that are decoders with a KV cache, as the ORT model builder emits them.
-constexpr const char* kDecoderTypes[] = {"gpt2",  "llama",    "mistral", "phi",     "phi3",
-                                         "phi3v", "phi3small", "phimoe", "qwen2",   "qwen3",
-                                         "gemma", "gemma2",   "gemma3",  "granite", "olmo",
-                                         "chatglm", "nemotron", "smollm3"};
+constexpr const char* kDecoderTypes[] = {
+    "gpt2",  "llama", "mistral", "phi",    "phi3",    "phi3v", "phi3small", "phimoe",   "qwen2",
+    "qwen3", "gemma", "gemma2",  "gemma3", "granite", "olmo",  "chatglm",   "nemotron", "smollm3"};
 constexpr const char* kEncoderTypes[] = {"bert", "roberta", "xlm-roberta", "nomic_bert"};
 
 // Walks a JSON document and reports errors with the file and a JSON-pointer path.
@@ -62,8 +60,7 @@ class Reader {
     return v->get<float>();
   }
 
-  bool Bool(const json& obj, const std::string& key, const std::string& path,
-            bool fallback) const {
+  bool Bool(const json& obj, const std::string& key, const std::string& path, bool fallback) const {
     const json* v = Find(obj, key);
     if (v == nullptr) return fallback;
     if (!v->is_boolean()) Fail(path + "/" + key, "expected true or false, got " + v->dump());
@@ -144,8 +141,8 @@ GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::pat
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw Error(ErrorCode::InvalidArgument, config_path.string() + ": not valid JSON (" +
-                                                e.what() + "); fix or regenerate the file");
+    throw Error(ErrorCode::InvalidArgument, config_path.string() + ": not valid JSON (" + e.what() +
+                                                "); fix or regenerate the file");
   }
   GenaiConfig cfg;
   cfg.config_path = config_path;
@@ -267,8 +264,9 @@ GenaiConfig LoadGenaiConfig(const std::filesystem::path& dir) {
   }
   if (!std::filesystem::exists(path, ec)) {
     throw Error(ErrorCode::NotFound,
-                path.string() + ": not found; a model folder needs genai_config.json (as written "
-                                "by the ONNX Runtime model builder or tools/synth_model.py)");
+                path.string() +
+                    ": not found; a model folder needs genai_config.json (as written "
+                    "by the ONNX Runtime model builder or tools/synth_model.py)");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::NotFound, path.string() + ": cannot be read (permissions?)");

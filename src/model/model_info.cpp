@@ -74,7 +74,8 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(s.config.dir, ec)) {
     const auto name = entry.path().filename().string();
     const auto stem = s.config.model_path.filename().string();
-    if (entry.is_regular_file() && name.rfind(stem, 0) == 0) s.model_file_bytes += entry.file_size();
+    if (entry.is_regular_file() && name.rfind(stem, 0) == 0)
+      s.model_file_bytes += entry.file_size();
   }
   const GenaiConfig& c = s.config;
   s.kv_bytes_per_token = c.is_encoder ? 0
@@ -89,9 +90,9 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
     s.inputs = Describe(session, true);
     s.outputs = Describe(session, false);
   } catch (const Ort::Exception& e) {
-    throw Error(ErrorCode::InvalidArgument, c.model_path.string() +
-                                                ": ONNX Runtime cannot load the model: " +
-                                                e.what() + "; the file may be corrupt or truncated");
+    throw Error(ErrorCode::InvalidArgument,
+                c.model_path.string() + ": ONNX Runtime cannot load the model: " + e.what() +
+                    "; the file may be corrupt or truncated");
   }
   return s;
 }
@@ -115,7 +116,8 @@ nlohmann::json ToJson(const ModelSummary& s) {
   for (const auto* list : {&s.inputs, &s.outputs}) {
     auto& arr = j[list == &s.inputs ? "inputs" : "outputs"];
     arr = nlohmann::json::array();
-    for (const auto& t : *list) arr.push_back({{"name", t.name}, {"type", t.type}, {"shape", t.shape}});
+    for (const auto& t : *list)
+      arr.push_back({{"name", t.name}, {"type", t.type}, {"shape", t.shape}});
   }
   return j;
 }

@@ -3,10 +3,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/genai_config.h"
 
@@ -14,8 +13,8 @@ namespace ebb::internal {
 
 struct TensorInfo {
   std::string name;
-  std::string type;                 // "float32", "int64", ...
-  std::vector<std::string> shape;   // symbolic dims by name, fixed ones as numbers
+  std::string type;                // "float32", "int64", ...
+  std::vector<std::string> shape;  // symbolic dims by name, fixed ones as numbers
 };
 
 struct ModelSummary {

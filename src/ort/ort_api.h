@@ -5,8 +5,9 @@
 namespace ebb::internal {
 
 // The API is initialised when libebb loads; call this before the first Ort:: object of a
-// public entry point. Cheap and thread-safe. Throws ebb::Error(Unavailable) naming the loaded ORT version and
-// the required API level when the loaded library is older than the headers ebb was built with.
+// public entry point. Cheap and thread-safe. Throws ebb::Error(Unavailable) naming the loaded ORT
+// version and the required API level when the loaded library is older than the headers ebb was
+// built with.
 void EnsureOrtApi();
 
 }  // namespace ebb::internal

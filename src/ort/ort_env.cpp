@@ -10,8 +10,7 @@ namespace ebb::internal {
 namespace {
 
 void ORT_API_CALL ForwardOrtLog(void* /*param*/, OrtLoggingLevel severity, const char* category,
-                                const char* logid, const char* code_location,
-                                const char* message) {
+                                const char* logid, const char* code_location, const char* message) {
   switch (severity) {
     case ORT_LOGGING_LEVEL_VERBOSE:
     case ORT_LOGGING_LEVEL_INFO:

@@ -63,7 +63,8 @@ TEST(GenaiConfig, ParsesBuilderStyleDecoder) {
   EXPECT_EQ(c.io.past_key, "past_key_values.%d.key");
   EXPECT_TRUE(c.io.past_combined.empty());
   ASSERT_EQ(c.session_options.size(), 1u);  // log_id is dropped, provider_options split out
-  EXPECT_EQ(c.session_options[0], (std::pair<std::string, std::string>{"intra_op_num_threads", "2"}));
+  EXPECT_EQ(c.session_options[0],
+            (std::pair<std::string, std::string>{"intra_op_num_threads", "2"}));
   ASSERT_EQ(c.provider_options.size(), 1u);
   EXPECT_EQ(c.provider_options[0].name, "cuda");
   EXPECT_EQ(c.provider_options[0].options[1].second, "1");

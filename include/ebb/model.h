@@ -1,0 +1,74 @@
+// ebb/model.h — a loaded onnxruntime-genai model folder.
+//
+// Ownership: Model::Load returns a shared_ptr. Generators hold a reference, so a Model lives
+// until its last generator is gone; destroying it releases its ORT session and its KV pool.
+// Thread-safety: a Model is shared by many generators on many threads; every const method and
+// every Generator operation on distinct generators may run concurrently.
+// State after failure: a failed Load leaves nothing loaded and nothing allocated.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ebb/options.h"
+
+namespace ebb {
+
+namespace internal {
+struct ModelImpl;
+}
+
+// KV memory of one model (bytes). See docs/memory.md.
+struct KvStats {
+  uint64_t in_use_bytes = 0;    // held by live generators
+  uint64_t reserved_bytes = 0;  // in use + retained for reuse (what the pool holds)
+  uint64_t peak_in_use_bytes = 0;
+  uint64_t max_bytes = 0;  // kv_cache.max_bytes; 0 = unlimited
+  uint64_t retain_limit_bytes = 0;
+  uint64_t num_allocations = 0;
+  uint64_t num_refusals = 0;  // allocations refused by the budget
+};
+
+struct ModelInfo {
+  std::filesystem::path path;
+  std::string type;  // genai_config model.type
+  bool is_encoder = false;
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;
+  int32_t num_layers = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_size = 0;
+  bool past_present_share_buffer = false;  // GQA graphs: right padding, shared KV buffer
+  std::vector<int32_t> eos_token_ids;
+  int32_t pad_token_id = 0;
+  int32_t bos_token_id = -1;
+  uint64_t kv_bytes_per_token = 0;  // per sequence, all layers, K and V
+};
+
+class Model {
+ public:
+  // Loads `dir` (a folder with genai_config.json, the ONNX model and optionally
+  // tokenizer.json). Throws ebb::Error: NotFound for missing files, InvalidArgument for a
+  // corrupt model, a bad config field or a bad option (the message names file and field/key).
+  static std::shared_ptr<Model> Load(const std::filesystem::path& dir,
+                                     const ModelOptions& options = {});
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelInfo& info() const;
+  const ModelOptions& options() const;
+  KvStats kv_stats() const;
+
+  // Internal state, for ebb's own components (generator, runtime handle).
+  internal::ModelImpl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<internal::ModelImpl> impl);
+  std::unique_ptr<internal::ModelImpl> impl_;
+};
+
+}  // namespace ebb

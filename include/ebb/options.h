@@ -1,0 +1,53 @@
+// ebb/options.h — load-time options of a model. One vocabulary on every surface: the keys here
+// are the ones the CLI (--session-option K=V, --provider-option EP.K=V, --run-option K=V,
+// --option K=V), the C ABI, Python and HTTP accept. docs/options.md lists every key.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ebb {
+
+// How a generator's KV cache is laid out in memory (docs/memory.md).
+enum class KvMode {
+  kStatic,   // reserve max_length up front; past and present share one buffer where the graph
+             // supports it (GroupQueryAttention). The fast path.
+  kDynamic,  // grow in chunks as the sequence grows; memory tracks the tokens actually used.
+};
+
+std::string_view KvModeName(KvMode mode);
+// Parses "static" | "dynamic"; throws ebb::Error(InvalidArgument) otherwise.
+KvMode ParseKvMode(std::string_view name);
+
+// Parses a byte size: plain bytes ("1048576") or with a binary/decimal unit ("512MiB", "2GiB",
+// "1.5GB", "64KiB"). Throws ebb::Error(InvalidArgument) naming `what` and the accepted forms.
+uint64_t ParseByteSize(std::string_view text, std::string_view what);
+
+// Options applied when a model is loaded. Precedence: built-in defaults, then the model's
+// genai_config.json, then these.
+struct ModelOptions {
+  // ORT session options. Typed keys (intra_op_num_threads, enable_cpu_mem_arena, ...) are
+  // applied with ORT's setters; any other key is passed to ORT as a session config entry.
+  std::map<std::string, std::string> session_options;
+  // Per execution provider, e.g. {"cuda": {"gpu_mem_limit": "2147483648"}}.
+  std::map<std::string, std::map<std::string, std::string>> provider_options;
+  // Defaults for every Run() (ORT run config entries).
+  std::map<std::string, std::string> run_options;
+
+  // ebb's own keys (docs/options.md):
+  KvMode kv_mode = KvMode::kStatic;  // kv_cache.mode
+  uint64_t kv_max_bytes = 0;         // kv_cache.max_bytes: per-model KV budget; 0 = none
+  uint64_t kv_retain_bytes = 0;      // kv_cache.retain_bytes: freed KV kept for reuse
+  int32_t kv_chunk_tokens = 256;     // kv_cache.chunk_tokens: dynamic-mode growth step
+  int32_t prefill_chunk_size = 0;    // prefill_chunk_size: tokens per prefill Run; 0 = all
+
+  // Sets one option by its full key: "session_options.<k>", "run_options.<k>",
+  // "provider_options.<ep>.<k>", or one of ebb's keys ("kv_cache.mode", ...). A misspelled ebb
+  // key throws ebb::Error(InvalidArgument) with a "did you mean" suggestion.
+  void Set(std::string_view key, std::string_view value);
+};
+
+}  // namespace ebb

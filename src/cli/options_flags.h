@@ -1,0 +1,25 @@
+// The option flags every model-loading command shares, so that the CLI spells options the same
+// way as the SDKs: --session-option K=V, --provider-option EP.K=V, --run-option K=V,
+// --option KEY=V (ebb's keys, e.g. kv_cache.mode=dynamic).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "ebb/options.h"
+
+namespace ebb::cli {
+
+struct OptionFlags {
+  std::vector<std::string> session;
+  std::vector<std::string> provider;
+  std::vector<std::string> run;
+  std::vector<std::string> ebb;
+  // Throws ebb::Error(InvalidArgument) naming the flag for a malformed K=V.
+  ModelOptions ToModelOptions() const;
+};
+
+void AddOptionFlags(CLI::App& cmd, OptionFlags& flags);
+
+}  // namespace ebb::cli

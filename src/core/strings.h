@@ -1,0 +1,27 @@
+// Small string helpers shared by the option parsers and the CLI.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ebb::internal {
+
+std::string Trim(std::string_view s);
+std::vector<std::string> Split(std::string_view s, char sep);
+
+// Levenshtein distance (bytes).
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// " (did you mean 'x'?)" for the closest candidate within a small edit distance, else "".
+std::string DidYouMean(std::string_view word, std::span<const std::string_view> candidates);
+
+// Parses "1,2,3" into int32 values; throws ebb::Error(InvalidArgument) naming `what`.
+std::vector<int32_t> ParseIntList(std::string_view s, std::string_view what);
+
+// Human-readable bytes: "1.5 MiB".
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace ebb::internal

@@ -1,0 +1,510 @@
+#include "ebb/generator.h"
+
+#include <onnxruntime_cxx_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "core/log.h"
+#include "ebb/error.h"
+#include "ebb/model.h"
+#include "generate/sampler.h"
+#include "kv/kv_cache.h"
+#include "model/model_impl.h"
+
+namespace ebb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using internal::KvCache;
+using internal::ModelImpl;
+
+// An int32 or int64 tensor buffer, as the graph wants.
+struct IndexTensor {
+  ONNXTensorElementDataType type;
+  std::vector<int64_t> i64;
+  std::vector<int32_t> i32;
+  void Assign(const std::vector<int64_t>& v) {
+    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
+      i64 = v;
+    } else {
+      i32.assign(v.begin(), v.end());
+    }
+  }
+  Ort::Value View(const Ort::MemoryInfo& mem, std::vector<int64_t> dims) {
+    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
+      return Ort::Value::CreateTensor<int64_t>(mem, i64.data(), i64.size(), dims.data(),
+                                               dims.size());
+    }
+    return Ort::Value::CreateTensor<int32_t>(mem, i32.data(), i32.size(), dims.data(), dims.size());
+  }
+};
+
+}  // namespace
+
+struct Generator::Impl {
+  std::shared_ptr<Model> model;
+  ModelImpl& m;
+  int32_t batch;
+  int32_t max_length;
+  int32_t prefill_chunk;
+  bool right_padded;  // GQA graphs: rows start at column 0, padding on the right
+  std::unique_ptr<KvCache> kv;
+  std::vector<internal::Sampler> samplers;  // one per row, so rows are independent
+
+  std::vector<std::vector<int32_t>> sequences;  // real tokens per row (no padding)
+  std::vector<int32_t> lens;                    // tokens of each row held in the KV cache
+  std::vector<std::vector<uint8_t>> mask;       // left-padded graphs: mask history per row
+  int32_t width = 0;                            // KV columns (max row length incl. padding)
+  std::vector<std::vector<int32_t>> pending;    // appended, not yet run, per row
+  std::vector<bool> done;
+  std::vector<int32_t> next_tokens;
+  std::vector<float> logits;  // [batch, vocab], last position, float32
+  bool logits_valid = false;
+  std::vector<char> logits_out;  // ORT output buffer [batch, S, vocab], reused
+
+  IndexTensor ids, attn, pos;
+  GeneratorStats stats;
+  bool started = false;
+  Clock::time_point t_first_append{};
+  Clock::time_point t_first_token{};
+  bool have_first_token = false;
+
+  Impl(std::shared_ptr<Model> mdl, const GeneratorParams& p)
+      : model(std::move(mdl)), m(model->impl()) {
+    const ModelInfo& info = m.info;
+    if (p.batch_size < 1) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "batch_size=" + std::to_string(p.batch_size) + " must be at least 1");
+    }
+    if (p.max_length < 0) {
+      throw Error(ErrorCode::InvalidArgument, "max_length must not be negative");
+    }
+    if (p.do_sample && (p.temperature < 0 || p.top_p < 0 || p.top_p > 1 || p.top_k < 0)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "sampling settings out of range: need temperature >= 0, 0 <= top_p <= 1, "
+                  "top_k >= 0");
+    }
+    if (p.repetition_penalty <= 0) {
+      throw Error(ErrorCode::InvalidArgument, "repetition_penalty must be > 0 (1 = off)");
+    }
+    batch = p.batch_size;
+    int32_t want = p.max_length > 0 ? p.max_length
+                                    : (m.config.search.max_length > 0 ? m.config.search.max_length
+                                                                      : info.context_length);
+    if (want > info.context_length) {
+      EBB_LOG_WARN("max_length {} exceeds the model's context_length {}; clamped to {}", want,
+                   info.context_length, info.context_length);
+      want = info.context_length;
+    }
+    max_length = want;
+    prefill_chunk = p.prefill_chunk_size.value_or(m.options.prefill_chunk_size);
+    if (prefill_chunk < 0) {
+      throw Error(ErrorCode::InvalidArgument, "prefill_chunk_size must be >= 0 (0 = no chunking)");
+    }
+    right_padded = info.past_present_share_buffer;
+
+    internal::KvShape shape;
+    shape.num_layers = info.num_layers;
+    shape.kv_heads = info.num_kv_heads;
+    shape.head_size = info.head_size;
+    shape.batch = batch;
+    shape.combined = m.io.combined_kv;
+    shape.elem_type = m.io.kv_type;
+    shape.elem_bytes = m.io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
+    const KvMode mode = p.kv_mode.value_or(m.options.kv_mode);
+    // GQA graphs share past and present in both modes (dynamic grows the shared buffer);
+    // concatenating graphs ping-pong.
+    kv = std::make_unique<KvCache>(*m.kv_pool, shape, right_padded, mode, max_length,
+                                   m.options.kv_chunk_tokens);
+
+    internal::SamplerConfig sc{p.do_sample,          p.top_k, p.top_p, p.temperature,
+                               p.repetition_penalty, p.seed};
+    for (int b = 0; b < batch; ++b) {
+      sc.seed = p.seed + static_cast<uint64_t>(b) * 0x9E3779B97F4A7C15ull;
+      samplers.emplace_back(sc);
+    }
+    sequences.resize(batch);
+    lens.assign(batch, 0);
+    mask.resize(batch);
+    pending.resize(batch);
+    done.assign(batch, false);
+    ids.type = m.io.input_ids_type;
+    attn.type = m.io.attention_mask_type;
+    pos.type = m.io.position_ids_type;
+  }
+
+  int32_t LogicalWidth() const {
+    size_t extra = 0;
+    for (const auto& p : pending) extra = std::max(extra, p.size());
+    return width + static_cast<int32_t>(extra);
+  }
+
+  // Right-padded (GQA) graphs: each row runs to max_length real tokens on its own. Left-padded
+  // graphs share one padded width, so max_length bounds that width (as in onnxruntime-genai).
+  bool IsDone() const {
+    if (!right_padded && LogicalWidth() >= max_length) return true;
+    return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
+  }
+
+  void MarkFullRows() {
+    if (!right_padded) return;
+    for (int b = 0; b < batch; ++b) {
+      if (static_cast<int32_t>(sequences[b].size()) >= max_length) done[b] = true;
+    }
+  }
+
+  void CheckTokens(const std::vector<std::vector<int32_t>>& rows) const {
+    for (size_t b = 0; b < rows.size(); ++b) {
+      for (size_t i = 0; i < rows[b].size(); ++i) {
+        const int32_t t = rows[b][i];
+        if (t < 0 || t >= m.info.vocab_size) {
+          throw Error(ErrorCode::InvalidArgument,
+                      "token id " + std::to_string(t) + " at row " + std::to_string(b) +
+                          ", position " + std::to_string(i) + " is outside the vocabulary [0, " +
+                          std::to_string(m.info.vocab_size) + ")");
+        }
+      }
+    }
+  }
+
+  void Append(const std::vector<std::vector<int32_t>>& rows) {
+    const auto t0 = Clock::now();
+    if (static_cast<int32_t>(rows.size()) != batch) {
+      throw Error(ErrorCode::InvalidArgument, "AppendTokens got " + std::to_string(rows.size()) +
+                                                  " rows but the generator's batch_size is " +
+                                                  std::to_string(batch));
+    }
+    if (IsDone() && started) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "the generator is done (EOS or max_length reached); call RewindTo(n) to "
+                  "continue from an earlier point, or create a new generator");
+    }
+    if (batch > 1 && started) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "with batch_size > 1, AppendTokens is allowed once, before generation");
+    }
+    size_t longest = 0;
+    for (const auto& r : rows) {
+      if (r.empty()) {
+        throw Error(ErrorCode::InvalidArgument, "AppendTokens: every row needs at least one token");
+      }
+      longest = std::max(longest, r.size());
+    }
+    CheckTokens(rows);
+    size_t total = static_cast<size_t>(LogicalWidth()) + longest;
+    if (right_padded) {
+      total = 0;
+      for (int b = 0; b < batch; ++b) {
+        total = std::max(total, sequences[b].size() + pending[b].size() + rows[b].size());
+      }
+    }
+    if (total > static_cast<size_t>(max_length)) {
+      throw Error(ErrorCode::InvalidArgument, "the prompt needs " + std::to_string(total) +
+                                                  " tokens but max_length is " +
+                                                  std::to_string(max_length) + " (context_length " +
+                                                  std::to_string(m.info.context_length) +
+                                                  "); shorten the prompt or raise max_length");
+    }
+    if (!started) {
+      started = true;
+      t_first_append = t0;
+    }
+    std::vector<std::vector<int32_t>> feed = pending;
+    for (int b = 0; b < batch; ++b) feed[b].insert(feed[b].end(), rows[b].begin(), rows[b].end());
+    Run(feed);  // throws: nothing was changed
+    for (int b = 0; b < batch; ++b) {
+      sequences[b].insert(sequences[b].end(), rows[b].begin(), rows[b].end());
+      pending[b].clear();
+    }
+    MarkFullRows();
+    stats.prompt_tokens += [&] {
+      uint64_t n = 0;
+      for (const auto& r : rows) n += r.size();
+      return n;
+    }();
+  }
+
+  // Runs `feed` (per row, appended after the KV contents) through the model, in chunks where
+  // the graph allows, and leaves the last position's logits in `logits`.
+  void Run(const std::vector<std::vector<int32_t>>& feed) {
+    size_t longest = 0;
+    for (const auto& r : feed) longest = std::max(longest, r.size());
+    if (longest == 0) return;
+    // ORT's GQA takes a multi-token step after a past only for a batch of one.
+    const bool can_chunk = !right_padded || batch == 1;
+    size_t chunk = (prefill_chunk > 0 && can_chunk) ? static_cast<size_t>(prefill_chunk) : longest;
+    if (right_padded && batch > 1 && width > 0 && longest > 1) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "this graph (GroupQueryAttention) cannot append several tokens to a batch "
+                  "with a past");
+    }
+    // Left-padded graphs align rows on the right: pad each row to `longest`.
+    std::vector<std::vector<int32_t>> cols(batch);
+    std::vector<int32_t> n_real(batch);
+    for (int b = 0; b < batch; ++b) {
+      // A finished row is still fed (a pad) to keep the batch aligned, but does not advance.
+      n_real[b] = right_padded && done[b] ? 0 : static_cast<int32_t>(feed[b].size());
+      const size_t pad = longest - feed[b].size();
+      if (right_padded) {
+        cols[b] = feed[b];
+        cols[b].resize(longest, m.info.pad_token_id);
+      } else {
+        cols[b].assign(pad, m.info.pad_token_id);
+        cols[b].insert(cols[b].end(), feed[b].begin(), feed[b].end());
+      }
+    }
+    // Work on copies so that a failed Run changes nothing.
+    std::vector<int32_t> new_lens = lens;
+    std::vector<std::vector<uint8_t>> new_mask = mask;
+    int32_t new_width = width;
+    int32_t need = width + static_cast<int32_t>(longest);
+    if (right_padded) {
+      need = 0;
+      for (int b = 0; b < batch; ++b) need = std::max(need, lens[b] + n_real[b]);
+    }
+    kv->Reserve(need);  // may throw ResourceExhausted; nothing has changed yet
+    std::vector<float> new_logits(static_cast<size_t>(batch) * m.info.vocab_size);
+
+    int commits = 0;
+    try {
+      for (size_t start = 0; start < longest; start += chunk) {
+        const size_t S = std::min(chunk, longest - start);
+        const int32_t P = new_width;
+        // Mask width: left-padded rows share every column; right-padded rows only need the
+        // longest row's valid length (GQA's total_sequence_length).
+        int32_t T = P + static_cast<int32_t>(S);
+        if (right_padded) {
+          T = 0;
+          for (int b = 0; b < batch; ++b) {
+            T = std::max(T, new_lens[b] + std::clamp(n_real[b] - static_cast<int32_t>(start), 0,
+                                                     static_cast<int32_t>(S)));
+          }
+          T = std::max(T, static_cast<int32_t>(S));
+        }
+        std::vector<int64_t> ids_v(batch * S), pos_v(batch * S), mask_v(batch * T);
+        std::vector<int32_t> logit_col(batch, static_cast<int32_t>(S) - 1);
+        for (int b = 0; b < batch; ++b) {
+          if (right_padded) {
+            // Row b's real tokens in this chunk: columns [start, min(n_real, start + S)).
+            const int32_t real_here =
+                std::clamp(n_real[b] - static_cast<int32_t>(start), 0, static_cast<int32_t>(S));
+            for (size_t i = 0; i < S; ++i) {
+              ids_v[b * S + i] = cols[b][start + i];
+              pos_v[b * S + i] = new_lens[b] + static_cast<int64_t>(i);
+            }
+            const int32_t valid = new_lens[b] + real_here;
+            for (int32_t t = 0; t < T; ++t) mask_v[b * T + t] = t < valid ? 1 : 0;
+            if (real_here > 0) logit_col[b] = real_here - 1;
+            new_lens[b] = valid;
+          } else {
+            auto& mrow = new_mask[b];
+            for (size_t i = 0; i < S; ++i) {
+              const size_t c = start + i;
+              const bool real = c >= longest - static_cast<size_t>(n_real[b]);
+              ids_v[b * S + i] = cols[b][c];
+              mrow.push_back(real ? 1 : 0);
+              pos_v[b * S + i] = real ? new_lens[b] : 0;
+              if (real) ++new_lens[b];
+            }
+            for (int32_t t = 0; t < T; ++t) mask_v[b * T + t] = mrow[t];
+          }
+        }
+        RunOnce(ids_v, pos_v, mask_v, P, static_cast<int32_t>(S), T, logit_col, new_logits);
+        ++commits;
+        new_width = T;
+      }
+    } catch (...) {
+      kv->UndoSteps(commits);
+      throw;
+    }
+    // Commit.
+    lens = std::move(new_lens);
+    mask = std::move(new_mask);
+    width = new_width;
+    logits = std::move(new_logits);
+    logits_valid = true;
+    // A long unchunked prompt leaves a large logits buffer; do not keep it for decoding.
+    if (logits_out.size() > 4 * logits.size() * sizeof(float)) std::vector<char>().swap(logits_out);
+  }
+
+  void RunOnce(const std::vector<int64_t>& ids_v, const std::vector<int64_t>& pos_v,
+               const std::vector<int64_t>& mask_v, int32_t P, int32_t S, int32_t T_cols,
+               const std::vector<int32_t>& logit_col, std::vector<float>& out_logits) {
+    const auto& io = m.io;
+    const Ort::MemoryInfo& mem = m.cpu_memory;
+    const int64_t B = batch, V = m.info.vocab_size, T = T_cols;
+    std::vector<const char*> in_names, out_names;
+    std::vector<Ort::Value> in_values, out_values;
+    ids.Assign(ids_v);
+    in_names.push_back(io.input_ids.c_str());
+    in_values.push_back(ids.View(mem, {B, S}));
+    if (!io.attention_mask.empty()) {
+      attn.Assign(mask_v);
+      in_names.push_back(io.attention_mask.c_str());
+      in_values.push_back(attn.View(mem, {B, T}));
+    }
+    if (!io.position_ids.empty()) {
+      pos.Assign(pos_v);
+      in_names.push_back(io.position_ids.c_str());
+      in_values.push_back(pos.View(mem, {B, S}));
+    }
+    std::vector<Ort::Value> past, present;
+    kv->BindStep(P, S, mem, past, present);
+    for (size_t i = 0; i < past.size(); ++i) {
+      in_names.push_back(io.past_names[i].c_str());
+      in_values.push_back(std::move(past[i]));
+    }
+    const size_t elem = io.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
+    const size_t logits_bytes = static_cast<size_t>(B * S * V) * elem;
+    if (logits_out.size() < logits_bytes) logits_out.resize(logits_bytes);
+    const std::vector<int64_t> ldims{B, S, V};
+    out_names.push_back(io.logits.c_str());
+    out_values.push_back(Ort::Value::CreateTensor(mem, logits_out.data(), logits_bytes,
+                                                  ldims.data(), ldims.size(), io.logits_type));
+    for (size_t i = 0; i < present.size(); ++i) {
+      out_names.push_back(io.present_names[i].c_str());
+      out_values.push_back(std::move(present[i]));
+    }
+    Ort::RunOptions ro = m.MakeRunOptions();
+    try {
+      m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
+                     out_values.data(), out_values.size());
+    } catch (const Ort::Exception& e) {
+      const std::string msg = e.what();
+      const bool oom = msg.find("Failed to allocate") != std::string::npos ||
+                       msg.find("bad_alloc") != std::string::npos ||
+                       msg.find("exceeds") != std::string::npos;
+      throw Error(
+          oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
+          "ONNX Runtime Run failed on " + m.config.model_path.filename().string() + ": " + msg);
+    }
+    ++stats.model_runs;
+    kv->CommitStep();
+    // Keep only the wanted position of each row, as float32.
+    for (int64_t b = 0; b < B; ++b) {
+      const size_t off = static_cast<size_t>((b * S + logit_col[b]) * V);
+      float* dst = out_logits.data() + b * V;
+      if (elem == 4) {
+        std::memcpy(dst, reinterpret_cast<const float*>(logits_out.data()) + off,
+                    V * sizeof(float));
+      } else {
+        const auto* src = reinterpret_cast<const Ort::Float16_t*>(logits_out.data()) + off;
+        for (int64_t v = 0; v < V; ++v) dst[v] = src[v].ToFloat();
+      }
+    }
+  }
+
+  void Next() {
+    if (!started) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "GenerateNextToken before AppendTokens: append a prompt first");
+    }
+    if (IsDone()) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "the generator is done (EOS or max_length reached); check IsDone() before "
+                  "GenerateNextToken");
+    }
+    if (!logits_valid) Run(pending);
+    for (auto& p : pending) p.clear();
+    const int64_t V = m.info.vocab_size;
+    next_tokens.assign(batch, m.info.pad_token_id);
+    for (int b = 0; b < batch; ++b) {
+      if (done[b]) {
+        pending[b].push_back(m.info.pad_token_id);
+        continue;
+      }
+      std::vector<float> row(logits.begin() + b * V, logits.begin() + (b + 1) * V);
+      const int32_t t = samplers[b].Sample(row, sequences[b]);
+      next_tokens[b] = t;
+      sequences[b].push_back(t);
+      pending[b].push_back(t);
+      ++stats.generated_tokens;
+      const auto& eos = m.info.eos_token_ids;
+      if (std::find(eos.begin(), eos.end(), t) != eos.end()) done[b] = true;
+    }
+    MarkFullRows();
+    logits_valid = false;
+    if (!have_first_token) {
+      have_first_token = true;
+      t_first_token = Clock::now();
+      stats.ttft_ms =
+          std::chrono::duration<double, std::milli>(t_first_token - t_first_append).count();
+    }
+  }
+
+  void Rewind(size_t length) {
+    if (batch != 1) {
+      throw Error(ErrorCode::FailedPrecondition, "RewindTo needs batch_size 1");
+    }
+    if (length > sequences[0].size()) {
+      throw Error(ErrorCode::InvalidArgument, "RewindTo(" + std::to_string(length) +
+                                                  ") is past the sequence length " +
+                                                  std::to_string(sequences[0].size()));
+    }
+    // Keep length-1 tokens in the KV cache and re-run the last one to recompute its logits.
+    const int32_t keep = length == 0 ? 0 : static_cast<int32_t>(length) - 1;
+    const int32_t in_kv = std::min<int32_t>(width, keep);
+    kv->Rewind(width, in_kv);
+    width = in_kv;
+    lens[0] = in_kv;
+    if (!mask[0].empty()) mask[0].resize(in_kv);
+    sequences[0].resize(length);
+    pending[0].assign(sequences[0].begin() + in_kv, sequences[0].end());
+    done[0] = false;
+    logits_valid = false;
+    logits.clear();
+    next_tokens.clear();
+    if (length == 0) started = false;
+  }
+};
+
+Generator::Generator(std::shared_ptr<Model> model, const GeneratorParams& params) {
+  if (!model) throw Error(ErrorCode::InvalidArgument, "Generator needs a loaded model");
+  impl_ = std::make_unique<Impl>(std::move(model), params);
+}
+
+Generator::~Generator() = default;
+
+void Generator::AppendTokens(std::span<const int32_t> tokens) {
+  impl_->Append({std::vector<int32_t>(tokens.begin(), tokens.end())});
+}
+
+void Generator::AppendTokens(const std::vector<std::vector<int32_t>>& rows) { impl_->Append(rows); }
+
+void Generator::GenerateNextToken() { impl_->Next(); }
+bool Generator::IsDone() const { return impl_->started && impl_->IsDone(); }
+
+std::span<const int32_t> Generator::GetSequence(size_t row) const {
+  if (row >= impl_->sequences.size()) {
+    throw Error(ErrorCode::InvalidArgument, "GetSequence(" + std::to_string(row) +
+                                                "): batch_size is " + std::to_string(impl_->batch));
+  }
+  return impl_->sequences[row];
+}
+
+std::vector<int32_t> Generator::GetNextTokens() const { return impl_->next_tokens; }
+
+std::span<const float> Generator::GetLogits() const {
+  if (!impl_->logits_valid && impl_->logits.empty()) return {};
+  return impl_->logits;
+}
+
+void Generator::RewindTo(size_t length) { impl_->Rewind(length); }
+
+int32_t Generator::max_length() const { return impl_->max_length; }
+
+GeneratorStats Generator::Stats() const {
+  GeneratorStats s = impl_->stats;
+  s.kv_bytes = impl_->kv->bytes();
+  if (impl_->have_first_token && s.generated_tokens > static_cast<uint64_t>(impl_->batch)) {
+    const double secs = std::chrono::duration<double>(Clock::now() - impl_->t_first_token).count();
+    const double after_first = static_cast<double>(s.generated_tokens - impl_->batch);
+    if (secs > 0) s.decode_tokens_per_s = after_first / secs;
+  }
+  return s;
+}
+
+}  // namespace ebb

@@ -1,0 +1,85 @@
+#include "generate/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace ebb::internal {
+
+int32_t ArgMax(std::span<const float> values) {
+  return static_cast<int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
+}
+
+Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {}
+
+int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> history) {
+  const size_t vocab = logits.size();
+  if (config_.repetition_penalty != 1.0f && !history.empty()) {
+    // HF semantics: divide positive logits, multiply negative ones, once per distinct token.
+    seen_.resize(vocab);
+    for (int32_t t : history) {
+      if (t < 0 || static_cast<size_t>(t) >= vocab || seen_[t]) continue;
+      seen_[t] = 1;
+      float& l = logits[t];
+      l = l > 0 ? l / config_.repetition_penalty : l * config_.repetition_penalty;
+    }
+    for (int32_t t : history) {
+      if (t >= 0 && static_cast<size_t>(t) < vocab) seen_[t] = 0;
+    }
+  }
+  if (!config_.do_sample || config_.temperature <= 0.0f || config_.top_k == 1) {
+    return ArgMax(logits);
+  }
+
+  const float inv_t = 1.0f / config_.temperature;
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  auto desc = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+
+  candidates_.resize(vocab);
+  std::iota(candidates_.begin(), candidates_.end(), 0);
+  size_t n = vocab;
+  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < vocab) {
+    n = static_cast<size_t>(config_.top_k);
+    std::nth_element(candidates_.begin(), candidates_.begin() + n, candidates_.end(), desc);
+  }
+  // Softmax weights relative to the max; the normaliser covers the candidate set.
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += std::exp((logits[candidates_[i]] - max_logit) * inv_t);
+
+  if (config_.top_p < 1.0f && config_.top_p > 0.0f) {
+    // Sort only as large a prefix as the nucleus needs: 64, 256, 1024, ... candidates.
+    size_t sorted = 0;
+    size_t keep = n;
+    for (size_t want = std::min<size_t>(64, n);; want = std::min(n, want * 4)) {
+      std::partial_sort(candidates_.begin() + sorted, candidates_.begin() + want,
+                        candidates_.begin() + n, desc);
+      sorted = want;
+      double cum = 0;
+      size_t i = 0;
+      for (; i < sorted; ++i) {
+        cum += std::exp((logits[candidates_[i]] - max_logit) * inv_t) / total;
+        if (cum >= config_.top_p) break;
+      }
+      if (i < sorted) {
+        keep = i + 1;
+        break;
+      }
+      if (sorted == n) break;
+    }
+    n = keep;
+    total = 0;
+    for (size_t i = 0; i < n; ++i) total += std::exp((logits[candidates_[i]] - max_logit) * inv_t);
+  }
+  std::uniform_real_distribution<double> uni(0.0, total);
+  double r = uni(rng_);
+  for (size_t i = 0; i < n; ++i) {
+    r -= std::exp((logits[candidates_[i]] - max_logit) * inv_t);
+    if (r <= 0) return candidates_[i];
+  }
+  return candidates_[n - 1];
+}
+
+}  // namespace ebb::internal

@@ -1,0 +1,157 @@
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ebb/error.h"
+
+namespace ebb::internal {
+namespace {
+
+// Zero-element tensors still need a valid pointer; nothing is ever read from it.
+alignas(64) char g_empty[64];
+
+}  // namespace
+
+KvCache::KvCache(KvPool& pool, const KvShape& shape, bool shared, KvMode mode, int max_length,
+                 int chunk_tokens)
+    : pool_(pool),
+      shape_(shape),
+      shared_(shared),
+      mode_(mode),
+      max_length_(max_length),
+      chunk_tokens_(std::max(1, chunk_tokens)) {
+  if (mode_ == KvMode::kStatic) Reserve(max_length_);
+}
+
+int KvCache::capacity() const { return shared_ ? cap_a_ : std::min(cap_a_, cap_b_); }
+
+int KvCache::RoundUp(int tokens) const {
+  if (mode_ == KvMode::kStatic) return max_length_;
+  const int rounded = (tokens + chunk_tokens_ - 1) / chunk_tokens_ * chunk_tokens_;
+  return std::min(std::max(rounded, tokens), std::max(max_length_, tokens));
+}
+
+void KvCache::Reserve(int total_tokens) {
+  if (shared_) {
+    if (total_tokens <= cap_a_) return;
+    const int cap = RoundUp(total_tokens);
+    KvBlock bigger = pool_.Allocate(BytesFor(cap), "KV cache");  // may throw; nothing changed
+    if (a_) {
+      // Copy each [layer, k/v, b, h] row of cap_a_ tokens to its place in the wider buffer.
+      const size_t row_old = static_cast<size_t>(cap_a_) * shape_.head_size * shape_.elem_bytes;
+      const size_t row_new = static_cast<size_t>(cap) * shape_.head_size * shape_.elem_bytes;
+      const size_t rows =
+          static_cast<size_t>(shape_.num_layers) * 2 * shape_.batch * shape_.kv_heads;
+      const auto* src = static_cast<const char*>(a_.data());
+      auto* dst = static_cast<char*>(bigger.data());
+      for (size_t r = 0; r < rows; ++r) std::memcpy(dst + r * row_new, src + r * row_old, row_old);
+    }
+    a_ = std::move(bigger);
+    cap_a_ = cap;
+    return;
+  }
+  // Ping-pong: a_ holds the past (compact [.., width, ..], so its layout does not depend on the
+  // capacity), b_ receives the present. Both get room for `total_tokens` so that a multi-chunk
+  // prefill never reallocates between Run()s. Allocate everything first, then swap in.
+  const int cap = RoundUp(total_tokens);
+  KvBlock new_b, new_a;
+  if (total_tokens > cap_b_) new_b = pool_.Allocate(BytesFor(cap), "KV cache");
+  if (total_tokens > cap_a_) new_a = pool_.Allocate(BytesFor(cap), "KV cache");
+  if (new_a) {
+    if (a_) {
+      // Tensors are compact inside their slot, but slots are `capacity`-strided: copy per tensor.
+      // A combined [2, B, H, S, D] tensor is compact across its layer's two slots.
+      const int units = shape_.combined ? shape_.num_layers : 2 * shape_.num_layers;
+      const uint64_t slot_old = BytesFor(cap_a_) / units;
+      const uint64_t slot_new = BytesFor(cap) / units;
+      for (int i = 0; i < units; ++i) {
+        std::memcpy(static_cast<char*>(new_a.data()) + i * slot_new,
+                    static_cast<const char*>(a_.data()) + i * slot_old, slot_old);
+      }
+    }
+    a_ = std::move(new_a);
+    cap_a_ = cap;
+  }
+  if (new_b) {
+    b_ = std::move(new_b);
+    cap_b_ = cap;
+  }
+}
+
+void KvCache::AppendViews(void* base, int cap, int seq, const Ort::MemoryInfo& mem,
+                          std::vector<Ort::Value>& out) const {
+  const int64_t B = shape_.batch, H = shape_.kv_heads, D = shape_.head_size;
+  // Each layer occupies 2*B*H*cap*D elements; K then V (or the combined [2,...] tensor).
+  const size_t slot_elems = static_cast<size_t>(B * H) * cap * D;
+  for (int l = 0; l < shape_.num_layers; ++l) {
+    char* layer = base == nullptr
+                      ? nullptr
+                      : static_cast<char*>(base) + 2 * slot_elems * l * shape_.elem_bytes;
+    auto make = [&](char* p, std::vector<int64_t> dims) {
+      size_t elems = 1;
+      for (int64_t d : dims) elems *= static_cast<size_t>(d);
+      if (p == nullptr && elems > 0) {
+        throw Error(ErrorCode::Internal, "KV cache bound before Reserve() (a bug in ebb)");
+      }
+      void* data = elems == 0 ? static_cast<void*>(g_empty) : p;
+      out.push_back(Ort::Value::CreateTensor(mem, data, elems * shape_.elem_bytes, dims.data(),
+                                             dims.size(), shape_.elem_type));
+    };
+    if (shape_.combined) {
+      make(layer, {2, B, H, seq, D});
+    } else {
+      make(layer, {B, H, seq, D});
+      make(layer == nullptr ? nullptr : layer + slot_elems * shape_.elem_bytes, {B, H, seq, D});
+    }
+  }
+}
+
+void KvCache::BindStep(int past, int new_tokens, const Ort::MemoryInfo& mem,
+                       std::vector<Ort::Value>& past_values,
+                       std::vector<Ort::Value>& present_values) {
+  if (shared_) {
+    // GQA reads the valid prefix per row (seqlens_k) and appends in place.
+    AppendViews(a_.data(), cap_a_, cap_a_, mem, past_values);
+    AppendViews(a_.data(), cap_a_, cap_a_, mem, present_values);
+  } else {
+    AppendViews(a_ ? a_.data() : nullptr, cap_a_, past, mem, past_values);
+    AppendViews(b_.data(), cap_b_, past + new_tokens, mem, present_values);
+  }
+}
+
+void KvCache::CommitStep() {
+  if (shared_) return;
+  std::swap(a_, b_);
+  std::swap(cap_a_, cap_b_);
+  // Dynamic mode: the old past buffer may be narrower than the next present; Reserve() replaces
+  // it when needed.
+}
+
+void KvCache::UndoSteps(int steps) {
+  if (!shared_ && steps % 2 == 1) {
+    std::swap(a_, b_);
+    std::swap(cap_a_, cap_b_);
+  }
+}
+
+void KvCache::Rewind(int width, int new_width) {
+  if (shared_ || new_width >= width || !a_) return;  // shared: rows are read up to seqlens_k
+  // Compact each row from stride `width` to stride `new_width` (forward, so in place is safe).
+  const size_t d_bytes = static_cast<size_t>(shape_.head_size) * shape_.elem_bytes;
+  const size_t rows_per_tensor =
+      static_cast<size_t>(shape_.batch) * shape_.kv_heads * (shape_.combined ? 2 : 1);
+  const size_t slot_bytes = static_cast<size_t>(shape_.batch) * shape_.kv_heads * cap_a_ * d_bytes;
+  const int tensors_per_layer = shape_.combined ? 1 : 2;
+  for (int l = 0; l < shape_.num_layers; ++l) {
+    for (int t = 0; t < tensors_per_layer; ++t) {
+      char* base = static_cast<char*>(a_.data()) + (2 * l + t) * slot_bytes;
+      for (size_t r = 0; r < rows_per_tensor; ++r) {
+        std::memmove(base + r * new_width * d_bytes, base + r * width * d_bytes,
+                     new_width * d_bytes);
+      }
+    }
+  }
+}
+
+}  // namespace ebb::internal

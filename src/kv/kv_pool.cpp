@@ -1,0 +1,167 @@
+#include "kv/kv_pool.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/strings.h"
+#include "ebb/error.h"
+
+namespace ebb::internal {
+namespace {
+
+uint64_t PageRound(uint64_t bytes) {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+}  // namespace
+
+KvBlock& KvBlock::operator=(KvBlock&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    pool_ = other.pool_;
+    data_ = other.data_;
+    bytes_ = other.bytes_;
+    other.pool_ = nullptr;
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void KvBlock::Reset() {
+  if (data_ != nullptr) pool_->Release(data_, bytes_);
+  pool_ = nullptr;
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+KvPool::KvPool(uint64_t max_bytes, uint64_t retain_bytes)
+    : max_bytes_(max_bytes), retain_bytes_(retain_bytes) {
+  stats_.max_bytes = max_bytes;
+  stats_.retain_limit_bytes = retain_bytes;
+}
+
+KvPool::~KvPool() {
+  // Blocks must not outlive the pool (see header); retained regions go back to the OS.
+  Trim();
+}
+
+KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
+  if (bytes == 0) return KvBlock();
+  const uint64_t size = PageRound(bytes);
+  AdmitFn admit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (max_bytes_ > 0 && stats_.in_use_bytes + size > max_bytes_) {
+      ++stats_.num_refusals;
+      throw Error(ErrorCode::ResourceExhausted,
+                  std::string(what) + " needs " + FormatBytes(size) + " (" + std::to_string(size) +
+                      " bytes) but the model's KV budget " +
+                      "kv_cache.max_bytes=" + std::to_string(max_bytes_) + " (" +
+                      FormatBytes(max_bytes_) + ") has " + std::to_string(stats_.in_use_bytes) +
+                      " bytes in use; lower max_length or the batch size, use "
+                      "kv_cache.mode=dynamic, or raise kv_cache.max_bytes");
+    }
+    admit = admit_;
+  }
+  if (admit) admit(size);  // may throw; nothing has changed yet
+
+  void* data = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Best fit among retained regions of at least `size`, but not more than twice as big.
+    auto it = retained_.lower_bound(size);
+    if (it != retained_.end() && it->first <= 2 * size) {
+      data = it->second;
+      const uint64_t got = it->first;
+      retained_.erase(it);
+      stats_.retained_bytes -= got;
+      // A bigger region is split: the tail is unmapped so accounting stays exact.
+      if (got > size) munmap(static_cast<char*>(data) + size, got - size);
+    }
+    if (data != nullptr) {
+      stats_.in_use_bytes += size;
+    }
+  }
+  if (data == nullptr) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      throw Error(ErrorCode::ResourceExhausted,
+                  std::string(what) + ": the OS refused " + FormatBytes(size) + " (" +
+                      std::strerror(errno) + "); lower max_length or the batch size");
+    }
+    data = p;
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.in_use_bytes += size;
+    ++stats_.num_os_maps;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.num_allocations;
+  stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
+  stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
+  return KvBlock(this, data, size);
+}
+
+void KvPool::Release(void* data, uint64_t bytes) noexcept {
+  bool keep = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.in_use_bytes -= bytes;
+    if (stats_.retained_bytes + bytes <= retain_bytes_) {
+      retained_.emplace(bytes, data);
+      stats_.retained_bytes += bytes;
+      keep = true;
+    }
+    stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
+  }
+  if (!keep) munmap(data, bytes);
+}
+
+uint64_t KvPool::Trim() {
+  std::multimap<uint64_t, void*> regions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    regions.swap(retained_);
+    stats_.retained_bytes = 0;
+    stats_.reserved_bytes = stats_.in_use_bytes;
+  }
+  uint64_t freed = 0;
+  for (const auto& [bytes, data] : regions) {
+    munmap(data, bytes);
+    freed += bytes;
+  }
+  return freed;
+}
+
+KvPoolStats KvPool::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void KvPool::set_max_bytes(uint64_t max_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_bytes_ = max_bytes;
+  stats_.max_bytes = max_bytes;
+}
+
+void KvPool::set_retain_bytes(uint64_t retain_bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    retain_bytes_ = retain_bytes;
+    stats_.retain_limit_bytes = retain_bytes;
+    if (stats_.retained_bytes <= retain_bytes) return;
+  }
+  Trim();
+}
+
+void KvPool::set_admit_fn(AdmitFn fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  admit_ = std::move(fn);
+}
+
+}  // namespace ebb::internal

@@ -1,0 +1,95 @@
+// KvPool — the memory that holds KV caches. ebb allocates it itself (mmap/munmap on CPU) so that
+// ORT's arena never holds a KV cache, and destroying a generator gives the memory back.
+//
+// Ownership: Allocate() returns a KvBlock that owns its bytes; destroying (or Reset()) the block
+// returns them to the pool. Beyond `retain_bytes`, returned memory is unmapped at once.
+// Budget: when max_bytes > 0, Allocate() refuses (ResourceExhausted) a block that would take
+// the bytes in use over it. A refused Allocate() changes nothing.
+// Thread-safety: all methods may be called from any thread. The pool must outlive its blocks
+// (the Model owns the pool; generators keep the Model alive).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+
+namespace ebb::internal {
+
+class KvPool;
+
+// A page-aligned, zero-filled-on-first-map region of KV memory. Move-only.
+class KvBlock {
+ public:
+  KvBlock() = default;
+  KvBlock(KvBlock&& other) noexcept { *this = std::move(other); }
+  KvBlock& operator=(KvBlock&& other) noexcept;
+  KvBlock(const KvBlock&) = delete;
+  KvBlock& operator=(const KvBlock&) = delete;
+  ~KvBlock() { Reset(); }
+
+  void* data() const { return data_; }
+  uint64_t bytes() const { return bytes_; }
+  explicit operator bool() const { return data_ != nullptr; }
+  // Returns the memory to the pool now.
+  void Reset();
+
+ private:
+  friend class KvPool;
+  KvBlock(KvPool* pool, void* data, uint64_t bytes) : pool_(pool), data_(data), bytes_(bytes) {}
+  KvPool* pool_ = nullptr;  // non-owning
+  void* data_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+struct KvPoolStats {
+  uint64_t in_use_bytes = 0;    // held by live blocks
+  uint64_t retained_bytes = 0;  // freed but kept mapped for reuse (<= retain_bytes)
+  uint64_t reserved_bytes = 0;  // in_use + retained: what the pool holds from the OS
+  uint64_t peak_in_use_bytes = 0;
+  uint64_t max_bytes = 0;  // budget; 0 = none
+  uint64_t retain_limit_bytes = 0;
+  uint64_t num_allocations = 0;  // Allocate() calls that succeeded
+  uint64_t num_os_maps = 0;      // of which needed a fresh mmap
+  uint64_t num_refusals = 0;     // Allocate() calls refused by the budget
+};
+
+class KvPool {
+ public:
+  // Admission hook: called with the bytes about to be added to in-use; throws to refuse
+  // (used for the runtime-wide memory.limit). Called without the pool's lock held.
+  using AdmitFn = std::function<void(uint64_t bytes)>;
+
+  KvPool(uint64_t max_bytes, uint64_t retain_bytes);
+  ~KvPool();
+  KvPool(const KvPool&) = delete;
+  KvPool& operator=(const KvPool&) = delete;
+
+  // Allocates `bytes` (rounded up to the page size). Throws ebb::Error(ResourceExhausted) naming
+  // the bytes needed, in use and allowed, and the option to change, when over budget or when
+  // the OS refuses the mapping. `what` describes the request for the message.
+  KvBlock Allocate(uint64_t bytes, const char* what = "KV cache");
+
+  // Unmaps every retained region (trim). Returns the bytes given back to the OS.
+  uint64_t Trim();
+
+  KvPoolStats Stats() const;
+  void set_max_bytes(uint64_t max_bytes);
+  void set_retain_bytes(uint64_t retain_bytes);
+  void set_admit_fn(AdmitFn fn);
+
+ private:
+  friend class KvBlock;
+  void Release(void* data, uint64_t bytes) noexcept;
+
+  mutable std::mutex mu_;
+  uint64_t max_bytes_;     // guarded by mu_
+  uint64_t retain_bytes_;  // guarded by mu_
+  AdmitFn admit_;          // guarded by mu_
+  KvPoolStats stats_;      // guarded by mu_
+  // Retained regions by size (bytes -> address), reused best-fit.
+  std::multimap<uint64_t, void*> retained_;  // guarded by mu_
+};
+
+}  // namespace ebb::internal

@@ -1,0 +1,46 @@
+// Internal state of a loaded decoder model (ebb::Model). Shared by generators.
+#pragma once
+
+#include <onnxruntime_cxx_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ebb/model.h"
+#include "kv/kv_pool.h"
+#include "model/genai_config.h"
+
+namespace ebb::internal {
+
+// What the generator must feed and read, resolved against the graph at load time.
+struct DecoderIo {
+  std::string input_ids;
+  ONNXTensorElementDataType input_ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  std::string attention_mask;  // empty: the graph has none
+  ONNXTensorElementDataType attention_mask_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  std::string position_ids;  // empty: the graph has none
+  ONNXTensorElementDataType position_ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  bool combined_kv = false;                // gpt2 "past_%d": [2, B, H, S, D]
+  std::vector<std::string> past_names;     // per layer: K, V (or one combined)
+  std::vector<std::string> present_names;  // same order
+  ONNXTensorElementDataType kv_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+  std::string logits;
+  ONNXTensorElementDataType logits_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+};
+
+struct ModelImpl {
+  GenaiConfig config;
+  ModelOptions options;
+  ModelInfo info;
+  DecoderIo io;
+  std::unique_ptr<Ort::Session> session;
+  Ort::MemoryInfo cpu_memory{nullptr};
+  std::vector<std::pair<std::string, std::string>> run_options;  // config, then user
+  std::unique_ptr<KvPool> kv_pool;
+
+  // Creates RunOptions with the current run options applied.
+  Ort::RunOptions MakeRunOptions() const;
+};
+
+}  // namespace ebb::internal

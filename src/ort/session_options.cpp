@@ -1,0 +1,157 @@
+#include "ort/session_options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <string>
+
+#include "core/log.h"
+#include "ebb/error.h"
+#include "ebb/version.h"
+
+namespace ebb::internal {
+namespace {
+
+[[noreturn]] void Bad(const std::string& key, const std::string& value, const std::string& want) {
+  throw Error(ErrorCode::InvalidArgument,
+              "session option " + key + "='" + value + "' is invalid: " + want);
+}
+
+int ParseInt(const std::string& key, const std::string& v, int min) {
+  int x = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size() || x < min) {
+    Bad(key, v, "expected an integer >= " + std::to_string(min));
+  }
+  return x;
+}
+
+bool ParseBool(const std::string& key, const std::string& v) {
+  if (v == "1" || v == "true" || v == "True") return true;
+  if (v == "0" || v == "false" || v == "False") return false;
+  Bad(key, v, "expected 0 or 1 (or true/false)");
+}
+
+GraphOptimizationLevel ParseOptLevel(const std::string& key, const std::string& v) {
+  if (v == "disable" || v == "ORT_DISABLE_ALL" || v == "0") return ORT_DISABLE_ALL;
+  if (v == "basic" || v == "ORT_ENABLE_BASIC" || v == "1") return ORT_ENABLE_BASIC;
+  if (v == "extended" || v == "ORT_ENABLE_EXTENDED" || v == "2") return ORT_ENABLE_EXTENDED;
+  if (v == "all" || v == "ORT_ENABLE_ALL" || v == "99") return ORT_ENABLE_ALL;
+  Bad(key, v, "expected disable, basic, extended or all");
+}
+
+void AppendProvider(Ort::SessionOptions& so, const std::string& ep,
+                    const std::map<std::string, std::string>& opts) {
+  std::string name = ep;
+  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+  if (name == "cpu") return;  // always present; its options are session options
+  const auto available = AvailableProviders();
+  auto has = [&](const char* n) {
+    return std::find(available.begin(), available.end(), n) != available.end();
+  };
+  std::string list;
+  for (const auto& a : available) list += (list.empty() ? "" : ", ") + a;
+  if (name == "cuda") {
+    if (!has("CUDAExecutionProvider")) {
+      throw Error(ErrorCode::Unavailable,
+                  "provider_options.cuda: this ONNX Runtime has no CUDAExecutionProvider "
+                  "(available: " +
+                      list +
+                      "); install the GPU build (scripts/bootstrap with "
+                      "EBB_ORT_GPU=1) or drop the cuda options");
+    }
+    const OrtApi& api = Ort::GetApi();
+    OrtCUDAProviderOptionsV2* cuda = nullptr;
+    Ort::ThrowOnError(api.CreateCUDAProviderOptions(&cuda));
+    std::unique_ptr<OrtCUDAProviderOptionsV2, decltype(api.ReleaseCUDAProviderOptions)> guard(
+        cuda, api.ReleaseCUDAProviderOptions);
+    std::vector<const char*> keys, values;
+    for (const auto& [k, v] : opts) {
+      keys.push_back(k.c_str());
+      values.push_back(v.c_str());
+    }
+    try {
+      Ort::ThrowOnError(
+          api.UpdateCUDAProviderOptions(cuda, keys.data(), values.data(), keys.size()));
+      so.AppendExecutionProvider_CUDA_V2(*cuda);
+    } catch (const Ort::Exception& e) {
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string("provider_options.cuda refused by ONNX Runtime: ") + e.what());
+    }
+  } else {
+    try {
+      so.AppendExecutionProvider(
+          ep, std::unordered_map<std::string, std::string>(opts.begin(), opts.end()));
+    } catch (const Ort::Exception& e) {
+      throw Error(ErrorCode::Unavailable,
+                  "provider_options." + ep + ": ONNX Runtime cannot add this execution provider (" +
+                      e.what() + "); available: " + list);
+    }
+  }
+  for (const auto& [k, v] : opts) {
+    EBB_LOG_INFO("provider option {}.{}='{}' -> execution provider options", ep, k, v);
+  }
+}
+
+}  // namespace
+
+Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options) {
+  // Merge: config first, user's keys override.
+  std::map<std::string, std::string> merged;
+  for (const auto& [k, v] : config.session_options) merged[k] = v;
+  for (const auto& [k, v] : options.session_options) merged[k] = v;
+
+  Ort::SessionOptions so;
+  so.SetGraphOptimizationLevel(ORT_ENABLE_ALL);
+  for (const auto& [key, value] : merged) {
+    try {
+      if (key == "intra_op_num_threads") {
+        so.SetIntraOpNumThreads(ParseInt(key, value, 0));
+      } else if (key == "inter_op_num_threads") {
+        so.SetInterOpNumThreads(ParseInt(key, value, 0));
+      } else if (key == "enable_cpu_mem_arena") {
+        ParseBool(key, value) ? so.EnableCpuMemArena() : so.DisableCpuMemArena();
+      } else if (key == "enable_mem_pattern") {
+        ParseBool(key, value) ? so.EnableMemPattern() : so.DisableMemPattern();
+      } else if (key == "execution_mode") {
+        if (value == "sequential" || value == "ORT_SEQUENTIAL") {
+          so.SetExecutionMode(ORT_SEQUENTIAL);
+        } else if (value == "parallel" || value == "ORT_PARALLEL") {
+          so.SetExecutionMode(ORT_PARALLEL);
+        } else {
+          Bad(key, value, "expected sequential or parallel");
+        }
+      } else if (key == "graph_optimization_level") {
+        so.SetGraphOptimizationLevel(ParseOptLevel(key, value));
+      } else if (key == "use_env_allocators") {
+        so.AddConfigEntry("session.use_env_allocators", ParseBool(key, value) ? "1" : "0");
+      } else if (key == "arena_extend_strategy" || key.starts_with("arena.")) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "session option " + key +
+                        " configures the CPU arena, which this ebb version does not support yet; "
+                        "remove it (see docs/options.md)");
+      } else {
+        so.AddConfigEntry(key.c_str(), value.c_str());
+        EBB_LOG_INFO("session option {}='{}' -> ORT session config entry", key, value);
+      }
+    } catch (const Ort::Exception& e) {
+      throw Error(ErrorCode::InvalidArgument, "session option " + key + "='" + value +
+                                                  "' refused by ONNX Runtime: " + e.what());
+    }
+  }
+  // Provider options: the config's list, then the user's (a user entry replaces the config's).
+  std::map<std::string, std::map<std::string, std::string>> providers;
+  std::vector<std::string> order;
+  for (const auto& po : config.provider_options) {
+    if (!providers.count(po.name)) order.push_back(po.name);
+    for (const auto& [k, v] : po.options) providers[po.name][k] = v;
+  }
+  for (const auto& [ep, opts] : options.provider_options) {
+    if (!providers.count(ep)) order.push_back(ep);
+    for (const auto& [k, v] : opts) providers[ep][k] = v;
+  }
+  for (const auto& ep : order) AppendProvider(so, ep, providers[ep]);
+  return so;
+}
+
+}  // namespace ebb::internal
