@@ -33,6 +33,7 @@ $(DEMO_DIR)/genai_config.json: tools/synth_model.py
 run: build demo-model
 	$(BUILD_REL)/src/cli/ebb --version
 	$(BUILD_REL)/src/cli/ebb info $(DEMO_DIR)
+	$(BUILD_REL)/src/cli/ebb generate $(DEMO_DIR) --input-ids 5,17,42,99,7,300 --max-length 64
 
 test: build-debug
 	cd $(BUILD_DBG) && ctest -L 'unit|integration' --output-on-failure -j $(JOBS) $(CTEST_ARGS)

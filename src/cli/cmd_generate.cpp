@@ -103,7 +103,7 @@ void RunGenerate(const GenerateArgs& a) {
       std::cout << "\n";
     }
   } else {
-    std::cout << "\n";
+    std::cout << std::endl;  // flush before the stats line on stderr
   }
   std::fprintf(stderr,
                "prompt %llu tokens, generated %llu; ttft %.1f ms, decode %.1f tok/s; kv %s "
