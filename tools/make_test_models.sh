@@ -1,0 +1,57 @@
+#!/bin/sh
+# Generates the synthetic model folders that tests/integration/synth_models_test.cpp reads:
+#   tools/make_test_models.sh OUTDIR      then   EBB_TEST_MODELS=OUTDIR ctest ...
+# Folders: llama-tiny-fp32 llama-tiny-int4 phi3-tiny-fp32-unfused qwen2-tiny-fp32 gpt2-tiny-fp32
+#          bert-tiny-fp32. Each decoder folder also gets reference_greedy.json from
+#          tools/reference_forward.py (greedy tokens and logits for two right-padded prompts).
+# Idempotent: a folder whose .make_test_models stamp matches (this script's version, synth_model.py's
+# SCRIPT_VERSION, a hash of the generator sources, the arguments) is kept; others are regenerated.
+# Needs /usr/bin/python3 with python3-onnx and python3-numpy (override with PYTHON=...).
+set -eu
+
+MAKE_TEST_MODELS_VERSION=1
+PROMPTS="5,17,42,99,7,300;8,9,10"
+MAX_LENGTH=12
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+fi
+OUT=$1
+TOOLS=$(cd "$(dirname "$0")" && pwd)
+PY=${PYTHON:-/usr/bin/python3}
+SYNTH_VERSION=$(sed -n 's/^SCRIPT_VERSION = "\(.*\)"/\1/p' "$TOOLS/synth_model.py")
+# Content hash of the generators, so an edited script regenerates even without a version bump.
+SOURCES_HASH=$(cat "$TOOLS/synth_model.py" "$TOOLS/reference_forward.py" "$0" | sha256sum | cut -c1-16)
+mkdir -p "$OUT"
+
+make_one() {  # name family precision [extra args...]
+  name=$1; family=$2; precision=$3; shift 3
+  dir="$OUT/$name"
+  stamp="make_test_models=$MAKE_TEST_MODELS_VERSION synth_model=$SYNTH_VERSION sources=$SOURCES_HASH args=--family $family --preset tiny --precision $precision --seed 0 $* ref=$PROMPTS/$MAX_LENGTH"
+  if [ -f "$dir/.make_test_models" ] && [ "$(cat "$dir/.make_test_models")" = "$stamp" ]; then
+    echo "up to date: $dir"
+    return 0
+  fi
+  rm -rf "$dir.tmp"
+  "$PY" "$TOOLS/synth_model.py" --family "$family" --preset tiny --precision "$precision" --seed 0 "$@" \
+    --out "$dir.tmp" >/dev/null
+  if [ "$family" != bert ]; then
+    "$PY" "$TOOLS/reference_forward.py" "$dir.tmp" --input-ids "$PROMPTS" --max-length "$MAX_LENGTH" --json \
+      > "$dir.tmp/reference_greedy.json"
+  fi
+  printf '%s\n' "$stamp" > "$dir.tmp/.make_test_models"
+  rm -rf "$dir"
+  mv "$dir.tmp" "$dir"
+  echo "generated: $dir"
+}
+
+make_one llama-tiny-fp32 llama fp32
+make_one llama-tiny-int4 llama int4
+make_one phi3-tiny-fp32-unfused phi3 fp32 --rotary-form unfused
+make_one qwen2-tiny-fp32 qwen2 fp32
+make_one gpt2-tiny-fp32 gpt2 fp32
+make_one bert-tiny-fp32 bert fp32
+# For the create/destroy loop test: 32 KiB of KV per token (16 MiB per generator at 512 tokens).
+make_one llama-kvloop llama fp32 --layers 32 --hidden 128 --heads 2 --kv-heads 2 --head-size 64 \
+  --intermediate 128 --vocab 512 --context-length 1024
