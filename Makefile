@@ -61,6 +61,13 @@ fuzz: bootstrap
 	    -timeout=10 -rss_limit_mb=4096 -artifact_prefix=fuzz-out/$$t- fuzz-out/$$t fuzz/corpus/$$t; \
 	done
 
+# Google Benchmark targets (Release). EBB_BENCH_MODEL picks the model (default: tiny test model).
+bench: bootstrap
+	cmake -S . -B build/bench $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DEBB_BUILD_BENCH=ON \
+	  -DEBB_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	@echo "run: build/bench/bench/decode_bench  (see docs/benchmarks.md)"
+
 format:
 	find include src tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i
 
