@@ -12,7 +12,7 @@ PYTHON3    ?= /usr/bin/python3
 CMAKE_GEN  := -G Ninja
 CTEST_ARGS ?=
 
-.PHONY: run test bootstrap build build-debug demo-model sanitize-test bench fuzz format clean
+.PHONY: run test bootstrap build build-debug demo-model sanitize-test bench fuzz soak format clean
 
 bootstrap: .deps/onnxruntime/.complete
 .deps/onnxruntime/.complete: scripts/bootstrap
@@ -46,6 +46,10 @@ sanitize-test: bootstrap
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|integration' -E 'KvLoop' \
 	  --output-on-failure -j $(JOBS)
+
+# Long soak tests (label soak): the 200-iteration create/destroy loop with 64 MiB of KV each.
+soak: build-debug
+	cd $(BUILD_DBG) && ctest -L soak --output-on-failure
 
 # libFuzzer targets, each run for FUZZ_SECONDS on a working copy of its committed seed corpus
 # (new inputs land in fuzz-out/, ignored; crashes fail the target).

@@ -13,11 +13,12 @@ MAKE_TEST_MODELS_VERSION=1
 PROMPTS="5,17,42,99,7,300;8,9,10"
 MAX_LENGTH=12
 
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUTDIR" >&2
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: $0 OUTDIR [--soak]" >&2
   exit 2
 fi
 OUT=$1
+SOAK=${2:-}
 TOOLS=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-/usr/bin/python3}
 SYNTH_VERSION=$(sed -n 's/^SCRIPT_VERSION = "\(.*\)"/\1/p' "$TOOLS/synth_model.py")
@@ -45,6 +46,14 @@ make_one() {  # name family precision [extra args...]
   mv "$dir.tmp" "$dir"
   echo "generated: $dir"
 }
+
+if [ "$SOAK" = --soak ]; then
+  # The create/destroy loop at the issue's size: 128 KiB of KV per token, 64 MiB per generator
+  # at 512 tokens (label soak).
+  make_one llama-kvloop64 llama fp32 --layers 64 --hidden 256 --heads 2 --kv-heads 2 \
+    --head-size 128 --intermediate 128 --vocab 512 --context-length 1024
+  exit 0
+fi
 
 make_one llama-tiny-fp32 llama fp32
 make_one llama-tiny-int4 llama int4

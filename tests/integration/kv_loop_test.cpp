@@ -3,7 +3,8 @@
 //
 // Default suite: EBB_KV_LOOP_ITERATIONS (default 12) iterations per KV mode on the
 // `llama-kvloop` test model (32 layers, 32 KiB of KV per token: 16 MiB per generator at 512).
-// The `soak` label runs the same test with 200 iterations.
+// The `soak` label (kv_loop_soak_200) runs 200 iterations per mode on EBB_KV_LOOP_MODEL=
+// llama-kvloop64: 128 KiB of KV per token, 64 MiB per generator.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -38,7 +39,9 @@ TEST(KvLoop, CreateRunDestroyLoopKeepsMemoryFlat) {
   for (KvMode mode : {KvMode::kStatic, KvMode::kDynamic}) {
     ModelOptions mo;
     mo.kv_mode = mode;
-    auto model = Model::Load(testing::TestModelsDir() / "llama-kvloop", mo);
+    const char* name = std::getenv("EBB_KV_LOOP_MODEL");
+    auto model =
+        Model::Load(testing::TestModelsDir() / (name != nullptr ? name : "llama-kvloop"), mo);
     GeneratorParams params;  // kept alive across iterations, as in the reported loop
     params.max_length = 512;
     std::vector<int32_t> prompt(128);
