@@ -61,6 +61,9 @@ make_one phi3-tiny-fp32-unfused phi3 fp32 --rotary-form unfused
 make_one qwen2-tiny-fp32 qwen2 fp32
 make_one gpt2-tiny-fp32 gpt2 fp32
 make_one bert-tiny-fp32 bert fp32
+# For the arena tests: wide activations (a 2048-token prompt grows ORT's arena by ~60 MiB).
+make_one llama-wide llama fp32 --layers 2 --hidden 256 --heads 4 --kv-heads 4 --head-size 64 \
+  --intermediate 1024 --vocab 1024 --context-length 4096
 # For the create/destroy loop test: 32 KiB of KV per token (16 MiB per generator at 512 tokens).
 make_one llama-kvloop llama fp32 --layers 32 --hidden 128 --heads 2 --kv-heads 2 --head-size 64 \
   --intermediate 128 --vocab 512 --context-length 1024

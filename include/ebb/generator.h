@@ -21,6 +21,11 @@
 namespace ebb {
 
 class Model;
+class Generator;
+namespace internal {
+// Marks ebb's own minimal shrink step, which is not a request (no policies fire).
+void SetInternalRequest(Generator& g, bool internal);
+}  // namespace internal
 
 struct GeneratorParams {
   // Total tokens per sequence (prompt + generated). 0: the config's search.max_length, else
@@ -79,6 +84,7 @@ class Generator {
   GeneratorStats Stats() const;
 
  private:
+  friend void internal::SetInternalRequest(Generator& g, bool internal);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

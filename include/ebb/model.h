@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "ebb/options.h"
+#include "ebb/runtime_handle.h"
+#include "ebb/stats.h"
 
 namespace ebb {
 
@@ -48,7 +50,7 @@ struct ModelInfo {
   uint64_t kv_bytes_per_token = 0;  // per sequence, all layers, K and V
 };
 
-class Model {
+class Model : public std::enable_shared_from_this<Model> {
  public:
   // Loads `dir` (a folder with genai_config.json, the ONNX model and optionally
   // tokenizer.json). Throws ebb::Error: NotFound for missing files, InvalidArgument for a
@@ -62,6 +64,10 @@ class Model {
   const ModelInfo& info() const;
   const ModelOptions& options() const;
   KvStats kv_stats() const;
+  // Process, KV and ORT arena figures for this model (docs/memory.md).
+  MemoryStats memory_stats() const;
+  // Tier 2 controls: shrink now / after the next request / every N, run options, stats.
+  RuntimeHandle& runtime() { return handle_; }
 
   // Internal state, for ebb's own components (generator, runtime handle).
   internal::ModelImpl& impl() const { return *impl_; }
@@ -69,6 +75,7 @@ class Model {
  private:
   explicit Model(std::unique_ptr<internal::ModelImpl> impl);
   std::unique_ptr<internal::ModelImpl> impl_;
+  RuntimeHandle handle_{this};
 };
 
 }  // namespace ebb

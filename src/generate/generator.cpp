@@ -71,6 +71,15 @@ struct Generator::Impl {
   Clock::time_point t_first_append{};
   Clock::time_point t_first_token{};
   bool have_first_token = false;
+  bool request_open = false;      // a generation has run and not yet ended
+  bool internal_request = false;  // ebb's own minimal shrink step: not a request
+
+  // Ends the current request (a generation): the model's shrink policies run now.
+  void EndRequest() {
+    if (!request_open) return;
+    request_open = false;
+    if (!internal_request) m.shrink->EndRequest();
+  }
 
   Impl(std::shared_ptr<Model> mdl, const GeneratorParams& p)
       : model(std::move(mdl)), m(model->impl()) {
@@ -368,11 +377,15 @@ struct Generator::Impl {
       out_names.push_back(io.present_names[i].c_str());
       out_values.push_back(std::move(present[i]));
     }
-    Ort::RunOptions ro = m.MakeRunOptions();
+    bool shrink = false;
+    Ort::RunOptions ro = m.shrink->BeginRun(&shrink);
+    request_open = true;
     try {
       m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
                      out_values.data(), out_values.size());
+      m.shrink->EndRun(shrink, true);
     } catch (const Ort::Exception& e) {
+      m.shrink->EndRun(shrink, false);
       const std::string msg = e.what();
       const bool oom = msg.find("Failed to allocate") != std::string::npos ||
                        msg.find("bad_alloc") != std::string::npos ||
@@ -427,6 +440,7 @@ struct Generator::Impl {
     }
     MarkFullRows();
     logits_valid = false;
+    if (IsDone()) EndRequest();
     if (!have_first_token) {
       have_first_token = true;
       t_first_token = Clock::now();
@@ -466,7 +480,17 @@ Generator::Generator(std::shared_ptr<Model> model, const GeneratorParams& params
   impl_ = std::make_unique<Impl>(std::move(model), params);
 }
 
-Generator::~Generator() = default;
+Generator::~Generator() {
+  try {
+    impl_->EndRequest();  // a generation abandoned before IsDone() still ends its request
+  } catch (...) {
+    // A destructor never throws; a failed shrink has already been logged.
+  }
+}
+
+namespace internal {
+void SetInternalRequest(Generator& g, bool internal) { g.impl_->internal_request = internal; }
+}  // namespace internal
 
 void Generator::AppendTokens(std::span<const int32_t> tokens) {
   impl_->Append({std::vector<int32_t>(tokens.begin(), tokens.end())});

@@ -7,8 +7,11 @@
 
 #include "core/log.h"
 #include "ebb/error.h"
+#include "ebb/generator.h"
+#include "memory/heap_trim.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
+#include "ort/arena_stats.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
 #include "ort/session_options.h"
@@ -131,18 +134,28 @@ DecoderIo ResolveIo(const GenaiConfig& cfg, Ort::Session& session) {
   return io;
 }
 
-}  // namespace
-
-Ort::RunOptions ModelImpl::MakeRunOptions() const {
-  Ort::RunOptions ro;
-  for (const auto& [k, v] : run_options) ro.AddConfigEntry(k.c_str(), v.c_str());
-  return ro;
+// One tiny Run() on an idle model, so that a pending arena shrink happens now (ORT shrinks only
+// at the end of a Run()). It is not a request: the policies do not see it.
+void RunMinimalStep(Model& model) {
+  GeneratorParams p;
+  p.max_length = 1;
+  p.kv_mode = KvMode::kStatic;
+  Generator g(model.shared_from_this(), p);
+  SetInternalRequest(g, true);
+  g.AppendTokens(std::vector<int32_t>{model.info().pad_token_id});
 }
+
+}  // namespace
 
 }  // namespace internal
 
 Model::Model(std::unique_ptr<internal::ModelImpl> impl) : impl_(std::move(impl)) {}
-Model::~Model() = default;
+Model::~Model() {
+  // Unload: the session (and an arena it alone uses) and the KV pool go with impl_; then give
+  // the freed heap back to the OS.
+  impl_.reset();
+  internal::TrimHeap();
+}
 
 const ModelInfo& Model::info() const { return impl_->info; }
 const ModelOptions& Model::options() const { return impl_->options; }
@@ -173,34 +186,22 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
                     "' is an encoder (embedding) model; Model::Load is for decoders");
   }
 
-  Ort::SessionOptions so = BuildSessionOptions(cfg, options);
+  Ort::SessionOptions so = BuildSessionOptions(cfg, options, &impl->has_cpu_arena);
   try {
     impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
   } catch (const Ort::Exception& e) {
-    const std::string msg = e.what();
-    // ORT reports bad config values at session creation; point at the options, else the file.
-    const bool option_error =
-        msg.find("onfig") != std::string::npos && msg.find("session") != std::string::npos;
+    // ORT's message often does not name the option it refused; find it.
+    const std::string refused = FindRefusedSessionOption(cfg, options);
+    if (!refused.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  cfg.model_path.string() + ": " + refused + "; fix or remove that option");
+    }
     throw Error(ErrorCode::InvalidArgument,
-                cfg.model_path.string() + ": ONNX Runtime could not create a session: " + msg +
-                    (option_error ? "; check the session options"
-                                  : "; the model file may be corrupt, truncated or not ONNX"));
+                cfg.model_path.string() + ": ONNX Runtime could not create a session: " + e.what() +
+                    "; the model file may be corrupt, truncated or not ONNX");
   }
   impl->io = ResolveIo(cfg, *impl->session);
   impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
-  impl->run_options = cfg.run_options;
-  for (const auto& [k, v] : options.run_options) {
-    auto it = std::find_if(impl->run_options.begin(), impl->run_options.end(),
-                           [&](const auto& p) { return p.first == k; });
-    if (it != impl->run_options.end()) {
-      it->second = v;
-    } else {
-      impl->run_options.emplace_back(k, v);
-    }
-  }
-  // onnxruntime-genai's configs carry an empty "memory.enable_memory_arena_shrinkage"; an
-  // empty value names no device, so it is dropped rather than passed to every Run().
-  std::erase_if(impl->run_options, [](const auto& p) { return p.second.empty(); });
   impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
 
   ModelInfo& info = impl->info;
@@ -223,7 +224,37 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   EBB_LOG_INFO("loaded {} ({}, {} layers, kv {} B/token, kv_cache.mode={})", cfg.dir.string(),
                cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
                KvModeName(options.kv_mode));
-  return std::shared_ptr<Model>(new Model(std::move(impl)));
+  auto model = std::shared_ptr<Model>(new Model(std::move(impl)));
+  ModelImpl& mi = *model->impl_;
+  Model* raw = model.get();  // the controller lives inside the model: no ownership cycle
+  mi.shrink = std::make_unique<ShrinkController>(
+      mi.has_cpu_arena, [raw] { internal::RunMinimalStep(*raw); },
+      [&mi] {
+        mi.kv_pool->Trim();
+        TrimHeap();
+      });
+  // Run options: the config's, then the user's. genai_config.json's empty
+  // "memory.enable_memory_arena_shrinkage" names no device and is dropped; shrinking is ebb's.
+  for (const auto& [k, v] : cfg.run_options) {
+    if (!v.empty()) mi.shrink->SetRunOption(k, v);
+  }
+  for (const auto& [k, v] : options.run_options) mi.shrink->SetRunOption(k, v);
+  if (options.shrink_every > 0) mi.shrink->ShrinkEvery(options.shrink_every);
+  if (options.shrink_above_bytes > 0) mi.shrink->ShrinkAbove(options.shrink_above_bytes);
+  return model;
+}
+
+MemoryStats Model::memory_stats() const {
+  MemoryStats s;
+  s.process = ReadProcessMemory();
+  const KvStats k = kv_stats();
+  s.kv = {k.in_use_bytes, k.reserved_bytes, k.peak_in_use_bytes, k.max_bytes};
+  if (impl_->has_cpu_arena) {
+    s.cpu_arena = internal::ReadCpuArenaStats(*impl_->session, impl_->cpu_memory);
+  }
+  s.num_shrinks = impl_->shrink->num_shrinks();
+  s.num_requests = impl_->shrink->num_requests();
+  return s;
 }
 
 }  // namespace ebb

@@ -9,6 +9,7 @@
 
 #include "ebb/model.h"
 #include "kv/kv_pool.h"
+#include "memory/shrink_controller.h"
 #include "model/genai_config.h"
 
 namespace ebb::internal {
@@ -36,11 +37,10 @@ struct ModelImpl {
   DecoderIo io;
   std::unique_ptr<Ort::Session> session;
   Ort::MemoryInfo cpu_memory{nullptr};
-  std::vector<std::pair<std::string, std::string>> run_options;  // config, then user
+  bool has_cpu_arena = true;  // enable_cpu_mem_arena (config, then user)
   std::unique_ptr<KvPool> kv_pool;
-
-  // Creates RunOptions with the current run options applied.
-  Ort::RunOptions MakeRunOptions() const;
+  // Run options (config, then user, then RuntimeHandle) and the shrink policies.
+  std::unique_ptr<ShrinkController> shrink;
 };
 
 }  // namespace ebb::internal

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "ebb/error.h"
 #include "ebb/version.h"
+#include "ort/ort_env.h"
 
 namespace ebb::internal {
 namespace {
@@ -93,9 +94,46 @@ void AppendProvider(Ort::SessionOptions& so, const std::string& ep,
   }
 }
 
+// A minimal valid ONNX model (opset 17, y = Identity(x)), to probe session options cheaply.
+constexpr unsigned char kIdentityModel[] = {
+    8,  8,  18,  3,   101, 98,  98,  58,  55,  10, 16, 10,  1,  120, 18, 1,   121, 34,
+    8,  73, 100, 101, 110, 116, 105, 116, 121, 18, 1,  103, 90, 15,  10, 1,   120, 18,
+    10, 10, 8,   8,   1,   18,  4,   10,  2,   8,  1,  98,  15, 10,  1,  121, 18,  10,
+    10, 8,  8,   1,   18,  4,   10,  2,   8,   1,  66, 4,   10, 0,   16, 17};
+
+// Keys BuildSessionOptions applies with typed setters (not passed through).
+bool IsTypedKey(const std::string& key) {
+  return key == "intra_op_num_threads" || key == "inter_op_num_threads" ||
+         key == "enable_cpu_mem_arena" || key == "enable_mem_pattern" || key == "execution_mode" ||
+         key == "graph_optimization_level" || key == "use_env_allocators" ||
+         key == "arena_extend_strategy" || key.starts_with("arena.");
+}
+
 }  // namespace
 
-Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options) {
+std::string FindRefusedSessionOption(const GenaiConfig& config, const ModelOptions& options) {
+  std::map<std::string, std::string> merged;
+  for (const auto& [k, v] : config.session_options) merged[k] = v;
+  for (const auto& [k, v] : options.session_options) merged[k] = v;
+  for (const auto& [key, value] : merged) {
+    if (IsTypedKey(key)) continue;
+    try {
+      Ort::SessionOptions so;
+      so.SetIntraOpNumThreads(1);
+      so.AddConfigEntry(key.c_str(), value.c_str());
+      Ort::Session probe(OrtEnvironment(), kIdentityModel, sizeof(kIdentityModel), so);
+    } catch (const Ort::Exception& e) {
+      return "session option " + key + "='" + value + "' refused by ONNX Runtime: " + e.what();
+    }
+  }
+  return "";
+}
+
+Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options,
+                                        bool* has_cpu_arena) {
+  bool arena = true;
+  if (has_cpu_arena == nullptr) has_cpu_arena = &arena;
+  *has_cpu_arena = true;
   // Merge: config first, user's keys override.
   std::map<std::string, std::string> merged;
   for (const auto& [k, v] : config.session_options) merged[k] = v;
@@ -110,7 +148,8 @@ Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOp
       } else if (key == "inter_op_num_threads") {
         so.SetInterOpNumThreads(ParseInt(key, value, 0));
       } else if (key == "enable_cpu_mem_arena") {
-        ParseBool(key, value) ? so.EnableCpuMemArena() : so.DisableCpuMemArena();
+        *has_cpu_arena = ParseBool(key, value);
+        *has_cpu_arena ? so.EnableCpuMemArena() : so.DisableCpuMemArena();
       } else if (key == "enable_mem_pattern") {
         ParseBool(key, value) ? so.EnableMemPattern() : so.DisableMemPattern();
       } else if (key == "execution_mode") {

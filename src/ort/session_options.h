@@ -12,6 +12,13 @@ namespace ebb::internal {
 
 // Throws ebb::Error(InvalidArgument) naming the key for a value ebb or ORT refuses, and
 // Unavailable for an execution provider this ORT build lacks.
-Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options);
+// `has_cpu_arena` receives whether the session will have a CPU arena (enable_cpu_mem_arena).
+Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options,
+                                        bool* has_cpu_arena = nullptr);
+
+// After a session failed to be created with `options`: finds the passthrough session config
+// entry (config or user) that ORT refuses, by creating a session for a 70-byte Identity model
+// with each entry alone. Returns "" when no single entry is to blame (e.g. a corrupt model).
+std::string FindRefusedSessionOption(const GenaiConfig& config, const ModelOptions& options);
 
 }  // namespace ebb::internal

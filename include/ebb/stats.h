@@ -1,0 +1,53 @@
+// ebb/stats.h — memory statistics, the same figures on every surface (C++, CLI, JSON).
+//
+// Units: bytes unless the name says otherwise. -1 means "not available" (e.g. no arena).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ebb {
+
+// This process, from /proc/self/status.
+struct ProcessMemory {
+  int64_t rss_bytes = -1;       // VmRSS
+  int64_t peak_rss_bytes = -1;  // VmHWM
+  int64_t anon_bytes = -1;      // RssAnon + VmSwap: memory that only exists for this process
+};
+
+// ORT's arena for one device, read with OrtApi::AllocatorGetStats. `available` is false when the
+// session has no arena (enable_cpu_mem_arena=0) or the arena has not allocated yet.
+struct ArenaStats {
+  bool available = false;
+  int64_t in_use_bytes = -1;           // InUse
+  int64_t total_allocated_bytes = -1;  // TotalAllocated: what the arena holds from the system
+  int64_t max_in_use_bytes = -1;       // MaxInUse
+  int64_t num_allocs = -1;             // NumAllocs
+  int64_t num_extensions = -1;         // NumArenaExtensions
+  int64_t num_shrinkages = -1;         // NumArenaShrinkages
+  int64_t limit_bytes = -1;            // Limit
+};
+
+struct KvMemory {
+  uint64_t in_use_bytes = 0;
+  uint64_t reserved_bytes = 0;
+  uint64_t peak_in_use_bytes = 0;
+  uint64_t max_bytes = 0;  // kv_cache.max_bytes; 0 = none
+};
+
+// One model's view: its KV pool, its session's CPU arena, the shrinks ebb ran, and the process.
+struct MemoryStats {
+  ProcessMemory process;
+  KvMemory kv;
+  ArenaStats cpu_arena;
+  uint64_t num_shrinks = 0;   // shrinks ebb performed on this model (ShrinkArena and policies)
+  uint64_t num_requests = 0;  // finished requests (generations) on this model
+};
+
+// Reads /proc/self/status; fields stay -1 where the OS has no such line.
+ProcessMemory ReadProcessMemory();
+
+// One JSON object with the fields above (snake_case names as in the structs).
+std::string ToJson(const MemoryStats& stats);
+
+}  // namespace ebb

@@ -1,0 +1,67 @@
+// ShrinkController — the state behind a model's RuntimeHandle: run options, shrink policies, and
+// the counters they keep. One per model, owned by ModelImpl.
+//
+// Thread-safety: all methods are thread-safe. Generators call BeginRun/EndRun around every
+// Run() and EndRequest when a generation ends.
+#pragma once
+
+#include <onnxruntime_cxx_api.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace ebb::internal {
+
+class ShrinkController {
+ public:
+  // `minimal_step`: runs one tiny Run() on the model (used to shrink while idle); it calls
+  // BeginRun/EndRun itself like any step. `trim`: trims the KV pool and the heap.
+  ShrinkController(bool has_cpu_arena, std::function<void()> minimal_step,
+                   std::function<void()> trim);
+
+  // Run options for a step; `shrink` is set when this step must carry the arena shrink.
+  Ort::RunOptions BeginRun(bool* shrink);
+  // After the step (success or failure). Performs the KV/heap part of a shrink carried by it.
+  void EndRun(bool shrink, bool ok);
+  // End of a request (a generation). Applies the policies.
+  void EndRequest();
+
+  void ShrinkNow();
+  void ShrinkAfterNextRequest() { after_next_request_ = true; }
+  // Counts requests from this call on: the n-th, 2n-th, ... request after it shrinks.
+  void ShrinkEvery(uint32_t n) {
+    every_base_ = num_requests_.load();
+    every_n_ = n;
+  }
+  void ShrinkAbove(uint64_t bytes) { above_bytes_ = bytes; }
+
+  void SetRunOption(const std::string& key, const std::string& value);
+  void ClearRunOption(const std::string& key);
+  std::map<std::string, std::string> RunOptions() const;
+
+  bool has_cpu_arena() const { return has_cpu_arena_; }
+  uint64_t num_shrinks() const { return num_shrinks_; }
+  uint64_t num_requests() const { return num_requests_; }
+
+ private:
+  const bool has_cpu_arena_;
+  std::function<void()> minimal_step_;
+  std::function<void()> trim_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> run_options_;  // guarded by mu_
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> pending_step_shrink_{false};
+  std::atomic<bool> after_next_request_{false};
+  std::atomic<uint32_t> every_n_{0};
+  std::atomic<uint64_t> every_base_{0};
+  std::atomic<uint64_t> above_bytes_{0};
+  std::atomic<uint64_t> num_shrinks_{0};
+  std::atomic<uint64_t> num_requests_{0};
+  std::mutex shrink_mu_;  // serialises idle shrinks
+};
+
+}  // namespace ebb::internal

@@ -1,0 +1,290 @@
+// Tier 1 / Tier 2 memory controls: options that take effect, passthrough and its errors, shrink
+// now / after the next request / every N, arena off, failed loads, concurrency.
+#include <dirent.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "ebb/error.h"
+#include "ebb/generator.h"
+#include "ebb/log.h"
+#include "ebb/model.h"
+#include "test_env.h"
+
+namespace ebb {
+namespace {
+
+using ::testing::HasSubstr;
+constexpr int64_t kMiB = 1 << 20;
+
+std::filesystem::path Tiny() { return testing::TestModelsDir() / "llama-tiny-fp32"; }
+// Wide activations: a long prompt grows ORT's arena far beyond its first region.
+std::filesystem::path Wide() { return testing::TestModelsDir() / "llama-wide"; }
+
+std::vector<int32_t> Prompt(int n, int vocab) {
+  std::vector<int32_t> p(n);
+  for (int i = 0; i < n; ++i) p[i] = (i * 37 + 11) % vocab;
+  return p;
+}
+
+std::vector<int32_t> Generate(const std::shared_ptr<Model>& model,
+                              const std::vector<int32_t>& prompt, int max_length) {
+  GeneratorParams p;
+  p.max_length = max_length;
+  Generator g(model, p);
+  g.AppendTokens(prompt);
+  while (!g.IsDone()) g.GenerateNextToken();
+  return {g.GetSequence(0).begin(), g.GetSequence(0).end()};
+}
+
+int ThreadCount() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+// --- Options take effect --------------------------------------------------------------------
+
+TEST(Tier1, ArenaOffLeavesNoArenaStats) {
+  ModelOptions on, off;
+  off.Set("session_options.enable_cpu_mem_arena", "0");
+  auto a = Model::Load(Tiny(), on);
+  auto b = Model::Load(Tiny(), off);
+  Generate(a, {1, 2, 3}, 8);
+  Generate(b, {1, 2, 3}, 8);
+  EXPECT_TRUE(a->memory_stats().cpu_arena.available);
+  EXPECT_GT(a->memory_stats().cpu_arena.total_allocated_bytes, 0);
+  EXPECT_FALSE(b->memory_stats().cpu_arena.available);
+}
+
+TEST(Tier1, IntraOpThreadsChangesTheThreadCount) {
+  const int base = ThreadCount();
+  int with_one = 0, with_two = 0;
+  {
+    ModelOptions o;
+    o.Set("session_options.intra_op_num_threads", "1");
+    auto m = Model::Load(Tiny(), o);
+    with_one = ThreadCount() - base;
+  }
+  {
+    ModelOptions o;
+    o.Set("session_options.intra_op_num_threads", "2");
+    auto m = Model::Load(Tiny(), o);
+    with_two = ThreadCount() - base;
+  }
+  // ORT's intra-op pool has n-1 worker threads (the caller is the n-th).
+  EXPECT_EQ(with_two - with_one, 1);
+}
+
+// --- Passthrough and errors -------------------------------------------------------------------
+
+TEST(Tier1, UnknownSessionKeyReachesOrtAndIsLogged) {
+  std::vector<std::string> logs;
+  std::mutex mu;
+  SetLogCallback([&](LogLevel, std::string_view msg) {
+    std::lock_guard<std::mutex> lock(mu);
+    logs.emplace_back(msg);
+  });
+  const LogLevel before = GetLogLevel();
+  SetLogLevel(LogLevel::Info);
+  ModelOptions o;
+  o.Set("session_options.session.use_device_allocator_for_initializers", "1");
+  auto m = Model::Load(Tiny(), o);
+  SetLogLevel(before);
+  SetLogCallback(nullptr);
+  bool seen = false;
+  for (const auto& l : logs) {
+    seen |= l.find(
+                "session.use_device_allocator_for_initializers='1' -> ORT session config "
+                "entry") != std::string::npos;
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(Generate(m, {5, 17, 42}, 10).size(), 10u);
+}
+
+TEST(Tier1, ValueOrtRefusesFailsTheLoadNamingTheKey) {
+  ModelOptions o;
+  o.Set("session_options.session.dynamic_block_base", "not-a-number");
+  try {
+    Model::Load(Tiny(), o);
+    FAIL() << "expected InvalidArgument";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(),
+                HasSubstr("session.dynamic_block_base='not-a-number' refused by ONNX Runtime"));
+  }
+  ModelOptions t;
+  try {
+    t.Set("session_options.intra_op_num_threads", "-3");
+    Model::Load(Tiny(), t);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("intra_op_num_threads='-3'"));
+  }
+}
+
+TEST(Tier1, TwentyFailedLoadsLeakNothing) {
+  ModelOptions bad;
+  bad.Set("session_options.session.dynamic_block_base", "not-a-number");
+  for (int i = 0; i < 3; ++i) EXPECT_THROW(Model::Load(Tiny(), bad), Error);  // warm up
+  const int64_t before = ReadProcessMemory().rss_bytes;
+  for (int i = 0; i < 20; ++i) EXPECT_THROW(Model::Load(Tiny(), bad), Error);
+  EXPECT_LE(ReadProcessMemory().rss_bytes - before, 8 * kMiB);
+}
+
+// --- Tier 2: shrinking --------------------------------------------------------------------------
+
+TEST(Tier2, ShrinkArenaGivesBackWhatALongPromptAdded) {
+  auto m = Model::Load(Wide());
+  Generate(m, {1, 2, 3}, 8);  // warm up ORT
+  const int64_t before = ReadProcessMemory().rss_bytes;
+  const int64_t shrinks_before = m->memory_stats().cpu_arena.num_shrinkages;
+  {
+    GeneratorParams p;
+    p.max_length = 2048;
+    Generator g(m, p);
+    g.AppendTokens(Prompt(2040, m->info().vocab_size));
+  }
+  const int64_t peak = ReadProcessMemory().rss_bytes;
+  ASSERT_GT(peak - before, 16 * kMiB) << "the prompt should have grown the arena";
+  m->runtime().ShrinkArena();
+  const int64_t after = ReadProcessMemory().rss_bytes;
+  const MemoryStats s = m->memory_stats();
+  EXPECT_GE(static_cast<double>(peak - after), 0.8 * static_cast<double>(peak - before))
+      << "before " << before << " peak " << peak << " after " << after;
+  EXPECT_GT(s.cpu_arena.num_shrinkages, shrinks_before);
+  EXPECT_EQ(s.num_shrinks, 1u);
+}
+
+// ORT counts freed regions (NumArenaShrinkages), not shrink events, so the cross-check is: ORT's
+// counter moves in exactly the requests where ebb shrank (each request grows the arena first).
+struct ShrinkTrace {
+  std::vector<bool> ebb;  // per request: did ebb's counter rise?
+  std::vector<bool> ort;  // per request: did ORT's counter rise?
+};
+
+ShrinkTrace RunRequests(const std::shared_ptr<Model>& m, int n) {
+  ShrinkTrace t;
+  for (int i = 0; i < n; ++i) {
+    const MemoryStats before = m->memory_stats();
+    Generate(m, Prompt(300 + 16 * i, 1024), 364 + 16 * i);  // a 64-token request
+    const MemoryStats after = m->memory_stats();
+    t.ebb.push_back(after.num_shrinks > before.num_shrinks);
+    t.ort.push_back(after.cpu_arena.num_shrinkages > before.cpu_arena.num_shrinkages);
+  }
+  return t;
+}
+
+TEST(Tier2, ShrinkAfterNextRunFiresOnceAtTheEndOfTheRequest) {
+  auto m = Model::Load(Wide());
+  Generate(m, {1, 2, 3}, 8);
+  m->runtime().ShrinkAfterNextRun();
+  const ShrinkTrace t = RunRequests(m, 2);  // one shrink for the whole request, none after
+  EXPECT_EQ(t.ebb, (std::vector<bool>{true, false}));
+  EXPECT_EQ(t.ort, t.ebb);
+  EXPECT_EQ(m->memory_stats().num_shrinks, 1u);
+}
+
+TEST(Tier2, ShrinkEveryFiveOverFifteenRequestsShrinksThreeTimes) {
+  auto m = Model::Load(Wide());
+  Generate(m, {1, 2, 3}, 8);
+  const MemoryStats s0 = m->memory_stats();
+  m->runtime().ShrinkEvery(5);
+  const ShrinkTrace t = RunRequests(m, 15);
+  std::vector<bool> want(15, false);
+  want[4] = want[9] = want[14] = true;
+  EXPECT_EQ(t.ebb, want);
+  EXPECT_EQ(t.ort, want);
+  const MemoryStats s = m->memory_stats();
+  EXPECT_EQ(s.num_shrinks - s0.num_shrinks, 3u);
+  EXPECT_EQ(s.num_requests - s0.num_requests, 15u);
+  m->runtime().ShrinkEvery(0);
+  for (int i = 0; i < 5; ++i) Generate(m, Prompt(8, 1024), 16);
+  EXPECT_EQ(m->memory_stats().num_shrinks, s.num_shrinks);
+}
+
+TEST(Tier2, ShrinkEveryAsALoadOption) {
+  ModelOptions o;
+  o.Set("memory.shrink_every", "2");
+  auto m = Model::Load(Tiny(), o);
+  for (int i = 0; i < 4; ++i) Generate(m, {1, 2, 3}, 8);
+  EXPECT_EQ(m->memory_stats().num_shrinks, 2u);
+}
+
+TEST(Tier2, ArenaOffShrinkSucceedsAndTrimsWhatEbbOwns) {
+  ModelOptions o;
+  o.Set("session_options.enable_cpu_mem_arena", "0");
+  o.Set("kv_cache.retain_bytes", "64MiB");
+  auto m = Model::Load(Tiny(), o);
+  const auto expected = Generate(m, {5, 17, 42}, 16);
+  EXPECT_GT(m->kv_stats().reserved_bytes, 0u) << "retained for reuse";
+  m->runtime().ShrinkArena();
+  EXPECT_EQ(m->kv_stats().reserved_bytes, 0u) << "the shrink trims the KV pool";
+  m->runtime().ShrinkEvery(1);
+  m->runtime().ShrinkAfterNextRun();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Generate(m, {5, 17, 42}, 16), expected);
+  EXPECT_EQ(m->memory_stats().num_shrinks, 4u);
+  EXPECT_FALSE(m->memory_stats().cpu_arena.available);
+}
+
+TEST(Tier2, RunOptionsAreForwardedAndCleared) {
+  auto m = Model::Load(Tiny());
+  m->runtime().SetRunOption("disable_synchronize_execution_providers", "1");
+  EXPECT_EQ(m->runtime().Options().at("disable_synchronize_execution_providers"), "1");
+  EXPECT_EQ(Generate(m, {5, 17, 42}, 10).size(), 10u);
+  m->runtime().ClearRunOption("disable_synchronize_execution_providers");
+  EXPECT_EQ(m->runtime().Options().count("disable_synchronize_execution_providers"), 0u);
+}
+
+TEST(Tier2, StatsSerializeToJson) {
+  auto m = Model::Load(Tiny());
+  Generate(m, {5, 17, 42}, 10);
+  const std::string j = ToJson(m->runtime().Stats());
+  for (const char* key : {"\"rss_bytes\"", "\"anon_bytes\"", "\"in_use_bytes\"",
+                          "\"total_allocated_bytes\"", "\"num_shrinkages\"", "\"num_shrinks\""}) {
+    EXPECT_THAT(j, HasSubstr(key));
+  }
+  EXPECT_GT(m->runtime().Stats().process.rss_bytes, 0);
+}
+
+// --- Concurrency --------------------------------------------------------------------------------
+
+TEST(Concurrency, GeneratorsOnFourThreadsWhileAnotherShrinksAndReadsStats) {
+  auto m = Model::Load(Tiny());
+  std::vector<std::vector<int32_t>> prompts, expected;
+  for (int t = 0; t < 4; ++t) {
+    prompts.push_back(Prompt(10 + 7 * t, 1024));
+    expected.push_back(Generate(m, prompts.back(), 48));
+  }
+  std::atomic<bool> stop{false};
+  std::thread meddler([&] {
+    int i = 0;
+    while (!stop) {
+      m->runtime().ShrinkArena();
+      m->runtime().SetRunOption("ebb.test", std::to_string(i++));
+      (void)m->runtime().Stats();
+    }
+  });
+  std::vector<std::thread> workers;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    workers.emplace_back([&, t] {
+      for (int r = 0; r < 5; ++r) mismatches[t] += Generate(m, prompts[t], 48) != expected[t];
+    });
+  }
+  for (auto& w : workers) w.join();
+  stop = true;
+  meddler.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  EXPECT_GT(m->memory_stats().num_shrinks, 0u);
+  EXPECT_EQ(m->kv_stats().in_use_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace ebb
