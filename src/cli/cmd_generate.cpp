@@ -9,6 +9,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/tokenizer.h"
 
 namespace ebb::cli {
 namespace {
@@ -35,13 +36,27 @@ void RunGenerate(const GenerateArgs& a) {
     throw Error(ErrorCode::InvalidArgument, "give exactly one of --prompt or --input-ids");
   }
   std::vector<std::vector<int32_t>> rows;
-  if (!a.prompt.empty()) {
-    throw Error(ErrorCode::FailedPrecondition,
-                "--prompt needs the tokenizer, which this build does not have yet; pass token "
-                "ids with --input-ids 1,2,3");
+  // The tokenizer is optional for --input-ids (text is shown when there is one) and required
+  // for --prompt.
+  std::unique_ptr<Tokenizer> tokenizer;
+  const std::filesystem::path tok_path = std::filesystem::path(a.dir) / "tokenizer.json";
+  if (!a.prompt.empty() || std::filesystem::exists(tok_path)) {
+    if (!std::filesystem::exists(tok_path)) {
+      throw Error(ErrorCode::NotFound, tok_path.string() +
+                                           " not found: --prompt needs the model's tokenizer; "
+                                           "pass token ids with --input-ids 1,2,3 instead");
+    }
+    tokenizer = Tokenizer::FromFile(tok_path);
   }
-  for (const auto& group : internal::Split(a.input_ids, ';')) {
-    rows.push_back(internal::ParseIntList(group, "--input-ids"));
+  if (!a.prompt.empty()) {
+    rows.push_back(tokenizer->Encode(a.prompt, /*add_special_tokens=*/true));
+    if (rows.back().empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--prompt encodes to no tokens; give some text");
+    }
+  } else {
+    for (const auto& group : internal::Split(a.input_ids, ';')) {
+      rows.push_back(internal::ParseIntList(group, "--input-ids"));
+    }
   }
   ModelOptions mo = a.options.ToModelOptions();
   const auto t_load = std::chrono::steady_clock::now();
@@ -64,14 +79,24 @@ void RunGenerate(const GenerateArgs& a) {
   Generator gen(model, gp);
   gen.AppendTokens(rows);
   const bool stream = !a.json && rows.size() == 1;
-  if (stream) {
+  // Streaming: text as it becomes complete UTF-8 when there is a tokenizer, else token ids.
+  std::unique_ptr<StreamDecoder> stream_text;
+  if (stream && tokenizer) {
+    stream_text = std::make_unique<StreamDecoder>(*tokenizer, /*skip_special_tokens=*/true);
+    std::cout << tokenizer->Decode(gen.GetSequence(0), /*skip_special_tokens=*/true) << std::flush;
+  } else if (stream) {
     for (int32_t t : gen.GetSequence(0)) std::cout << t << " ";
     std::cout << "|" << std::flush;
   }
   while (!gen.IsDone()) {
     gen.GenerateNextToken();
-    if (stream) std::cout << " " << gen.GetNextTokens()[0] << std::flush;
+    if (stream_text) {
+      std::cout << stream_text->Put(gen.GetNextTokens()[0]) << std::flush;
+    } else if (stream) {
+      std::cout << " " << gen.GetNextTokens()[0] << std::flush;
+    }
   }
+  if (stream_text) std::cout << stream_text->Flush();
   const GeneratorStats st = gen.Stats();
   const KvStats kv = model->kv_stats();
   if (a.json) {
@@ -80,7 +105,9 @@ void RunGenerate(const GenerateArgs& a) {
     for (size_t r = 0; r < rows.size(); ++r) {
       auto s = gen.GetSequence(r);
       j["sequences"].push_back(std::vector<int32_t>(s.begin(), s.end()));
+      if (tokenizer) j["text"].push_back(tokenizer->Decode(s, /*skip_special_tokens=*/true));
     }
+    j["memory"] = nlohmann::json::parse(ToJson(model->memory_stats()));
     j["stats"] = {{"load_ms", load_ms},
                   {"ttft_ms", st.ttft_ms},
                   {"decode_tokens_per_s", st.decode_tokens_per_s},
@@ -120,7 +147,7 @@ void RegisterGenerateCommand(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate tokens from a prompt");
   cmd->add_option("MODEL_DIR", a->dir, "onnxruntime-genai model folder")->required();
-  cmd->add_option("--prompt", a->prompt, "Prompt text (needs tokenizer.json)");
+  cmd->add_option("--prompt", a->prompt, "Prompt text (encoded with the model's tokenizer.json)");
   cmd->add_option("--input-ids", a->input_ids,
                   "Token ids, one row per ';'-separated group: 1,2,3;4,5");
   cmd->add_option("--max-length", a->max_length, "Total tokens per row (0: model default)")

@@ -15,5 +15,8 @@ void RegisterTokenizeCommands(CLI::App& app);
 #ifdef EBB_HAVE_CHAT_TEMPLATE_CLI
 void RegisterChatTemplateCommand(CLI::App& app);
 #endif
+#ifdef EBB_HAVE_BENCH_CLI
+void RegisterBenchCommand(CLI::App& app);
+#endif
 
 }  // namespace ebb::cli

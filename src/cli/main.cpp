@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
 #ifdef EBB_HAVE_CHAT_TEMPLATE_CLI
   ebb::cli::RegisterChatTemplateCommand(app);
 #endif
+#ifdef EBB_HAVE_BENCH_CLI
+  ebb::cli::RegisterBenchCommand(app);
+#endif
 
   app.parse_complete_callback([&] {
     if (!log_level.empty()) ebb::SetLogLevel(ebb::ParseLogLevel(log_level));
