@@ -1,0 +1,33 @@
+// The parsed options of one `ebb bench` invocation (see `ebb bench --help` and
+// docs/bench_schema.md, which documents how they appear in the JSON report).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ebb/options.h"
+
+namespace ebb::bench {
+
+struct BenchOptions {
+  std::filesystem::path model_dir;
+  std::string scenario = "seed-loop";  // seed-loop | reuse | rag | load-unload
+  int32_t iterations = 10;             // measured iterations (after the warm-up)
+  int32_t warmup = 1;                  // iterations run first and left out of the summary
+  double delay_s = 0;                  // sleep between iterations
+  int32_t prompt_tokens = 128;         // synthesized prompt length (rag: ignored)
+  std::filesystem::path prompt_file;   // empty: synthesize token ids
+  int32_t gen_tokens = 32;             // tokens to generate per sequence (fewer on EOS)
+  int32_t batch = 1;                   // sequences per request
+  std::optional<KvMode> kv_mode;       // unset: the model's kv_cache.mode
+  int32_t shrink_every = 0;            // 0: never; N: Workload::Shrink() after every N-th
+  std::vector<std::string> compare;    // extra runs: naive-ort, recycle:K, or a scenario
+  ModelOptions model_options;  // from --session-option/--provider-option/--run-option/--option
+  std::vector<std::string> option_flags;       // the raw option flags, for the report
+  std::string json_path, csv_path, plot_path;  // "" : not written; json "-" : stdout
+};
+
+}  // namespace ebb::bench

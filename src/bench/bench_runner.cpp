@@ -1,0 +1,108 @@
+#include "bench/bench_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "bench/proc_memory.h"
+
+namespace ebb::bench {
+namespace {
+
+MemorySample Sample(const Workload& w) {
+  const ProcMemory p = ReadProcMemory();
+  MemorySample m;
+  m.rss_bytes = p.rss_bytes;
+  m.anon_bytes = p.anon_bytes;
+  m.kv = w.Kv();
+  m.arena = w.Arena();
+  return m;
+}
+
+// Fits `get(after)` over the measured iterations; nullopt when any value is absent.
+std::optional<LinearFit> Slope(
+    const std::vector<const IterationRecord*>& measured,
+    const std::function<std::optional<uint64_t>(const MemorySample&)>& get) {
+  std::vector<double> xs, ys;
+  for (const auto* r : measured) {
+    const auto v = get(r->after);
+    if (!v) return std::nullopt;
+    xs.push_back(r->index);
+    ys.push_back(static_cast<double>(*v));
+  }
+  return FitLine(xs, ys);
+}
+
+}  // namespace
+
+RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations) {
+  RunSummary s;
+  std::vector<const IterationRecord*> measured;
+  std::vector<double> ttft, tps, e2e;
+  for (const auto& r : iterations) {
+    s.peak_rss_bytes = std::max(s.peak_rss_bytes, r.peak_rss_bytes);
+    for (const MemorySample* m : {&r.before, &r.last_token, &r.after}) {
+      s.peak_rss_bytes = std::max(s.peak_rss_bytes, m->rss_bytes);
+      s.peak_anon_bytes = std::max(s.peak_anon_bytes, m->anon_bytes);
+      if (m->kv.reserved_bytes) {
+        s.peak_kv_reserved_bytes =
+            std::max(s.peak_kv_reserved_bytes.value_or(0), *m->kv.reserved_bytes);
+      }
+    }
+    if (r.warmup) continue;
+    measured.push_back(&r);
+    ttft.push_back(r.timing.ttft_s);
+    tps.push_back(r.timing.tps);
+    e2e.push_back(r.timing.e2e_s);
+  }
+  s.measured_iterations = static_cast<int32_t>(measured.size());
+  s.ttft_s = ebb::bench::Summarize(ttft);
+  s.tps = ebb::bench::Summarize(tps);
+  s.e2e_s = ebb::bench::Summarize(e2e);
+  s.rss_slope = *Slope(measured, [](const MemorySample& m) { return m.rss_bytes; });
+  s.anon_slope = *Slope(measured, [](const MemorySample& m) { return m.anon_bytes; });
+  s.kv_reserved_slope = Slope(measured, [](const MemorySample& m) { return m.kv.reserved_bytes; });
+  s.arena_total_slope =
+      Slope(measured, [](const MemorySample& m) { return m.arena.total_allocated_bytes; });
+  return s;
+}
+
+RunResult RunWorkload(Workload& workload, const BenchOptions& options, const ProgressFn& progress) {
+  RunResult run;
+  run.name = workload.name();
+  run.engine = workload.engine();
+  run.scenario = workload.scenario();
+  const int32_t total = options.warmup + options.iterations;
+  try {
+    run.setup_s = workload.Setup();
+    for (int32_t i = 0; i < total; ++i) {
+      if (i > 0 && options.delay_s > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(options.delay_s));
+      }
+      IterationRecord rec;
+      rec.index = i;
+      rec.warmup = i < options.warmup;
+      rec.before = Sample(workload);
+      workload.SetLastTokenHook([&rec, &workload] { rec.last_token = Sample(workload); });
+      run.peak_rss_reset = ResetPeakRss() && (i == 0 || run.peak_rss_reset);
+      rec.timing = workload.RunIteration(i);
+      if (options.shrink_every > 0 && (i + 1) % options.shrink_every == 0) workload.Shrink();
+      rec.after = Sample(workload);
+      // The kernel's RSS counters lag a little (per-thread caches), so the peak is at least what
+      // the samples saw.
+      rec.peak_rss_bytes = std::max({ReadProcMemory().peak_rss_bytes, rec.before.rss_bytes,
+                                     rec.last_token.rss_bytes, rec.after.rss_bytes});
+      workload.SetLastTokenHook({});
+      run.iterations.push_back(rec);
+      if (progress) progress(run, i + 1, total);
+    }
+  } catch (...) {
+    workload.Teardown();
+    throw;
+  }
+  workload.Teardown();
+  run.summary = SummarizeRun(run.iterations);
+  return run;
+}
+
+}  // namespace ebb::bench

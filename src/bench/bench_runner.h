@@ -1,0 +1,75 @@
+// Runs one Workload for `warmup + iterations` requests and records, per iteration, the request's
+// timings and memory before and after it (process RSS and anonymous memory, the workload's KV and
+// arena figures); then summarises the measured (post-warm-up) iterations.
+//
+// Units: seconds, bytes, tokens per second. Memory "before" is sampled right before the request
+// starts, "last_token" when its last token is available (generator still alive), "after" once the
+// request is over and its per-request objects are destroyed (the generator; in load-unload, the
+// model), after any --shrink-every action. Errors: whatever the workload throws (ebb::Error)
+// propagates; the workload is torn down first.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/arena_stats.h"
+#include "bench/bench_options.h"
+#include "bench/bench_workload.h"
+#include "bench/stats_math.h"
+
+namespace ebb::bench {
+
+struct MemorySample {
+  uint64_t rss_bytes = 0;
+  uint64_t anon_bytes = 0;  // RssAnon + VmSwap
+  KvSample kv;
+  ArenaSample arena;
+};
+
+struct IterationRecord {
+  int32_t index = 0;  // 0-based over all iterations, warm-up first
+  bool warmup = false;
+  RequestTiming timing;
+  MemorySample before, after;
+  MemorySample last_token;  // when the last token is available, the request's objects alive
+  // VmHWM read after the iteration, reset before it (RunResult::peak_rss_reset): the iteration's
+  // peak RSS. Without the reset, the process's peak so far.
+  uint64_t peak_rss_bytes = 0;
+};
+
+struct RunSummary {
+  int32_t measured_iterations = 0;
+  Summary ttft_s, tps, e2e_s;
+  uint64_t peak_rss_bytes = 0;   // max RSS over the samples and iteration peaks (warm-up incl.)
+  uint64_t peak_anon_bytes = 0;  // max anonymous memory over the run's samples
+  std::optional<uint64_t> peak_kv_reserved_bytes;
+  // Least squares over the measured iterations of the "after" samples against the iteration
+  // index: bytes per iteration, with the slope's standard error.
+  LinearFit rss_slope, anon_slope;
+  std::optional<LinearFit> kv_reserved_slope;
+  std::optional<LinearFit> arena_total_slope;
+};
+
+struct RunResult {
+  std::string name;             // e.g. "ebb:seed-loop", "naive-ort", "recycle:5"
+  std::string engine;           // "ebb" | "naive-ort"
+  std::string scenario;         // e.g. "seed-loop", "recycle:5"
+  double setup_s = 0;           // model/session load before the first iteration
+  bool peak_rss_reset = false;  // VmHWM was reset before every iteration (per-iteration peaks)
+  std::vector<IterationRecord> iterations;
+  RunSummary summary;
+};
+
+// Called after each iteration (progress display). `total` counts warm-up iterations.
+using ProgressFn = std::function<void(const RunResult& run, int32_t done, int32_t total)>;
+
+RunResult RunWorkload(Workload& workload, const BenchOptions& options,
+                      const ProgressFn& progress = {});
+
+// Summarises `run.iterations` (pure; exposed for tests).
+RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations);
+
+}  // namespace ebb::bench

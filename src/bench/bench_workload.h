@@ -1,0 +1,100 @@
+// What `ebb bench` measures: a Workload runs one request per iteration (a prompt through prefill
+// and decode) and reports its own timings and memory pools; the runner (bench_runner.h) samples
+// process memory around each iteration and builds the records.
+//
+// Units: seconds for times, bytes for memory, tokens per second for rates.
+// Ownership: a Workload owns everything it loads (model, session, generators) and frees it in
+// Teardown() or its destructor. Not thread-safe; one runner drives one workload at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "bench/arena_stats.h"
+
+namespace ebb::bench {
+
+// KV memory as the workload accounts for it. Absent where the workload cannot tell.
+struct KvSample {
+  std::optional<uint64_t> in_use_bytes;
+  std::optional<uint64_t> reserved_bytes;
+};
+
+// The timings of one request, measured with steady_clock stamps around the token loop:
+//   start   the request begins (generator creation, or RewindTo for `reuse`)
+//   first   the first generated token is available to the caller
+//   last    the last generated token is available
+// ttft_s = first - start. tps = (generated_tokens - 1) / (last - first), the MLPerf Client
+// definition (tokens after the first, per second, per sequence); 0 when fewer than two tokens.
+// e2e_s = last - start. load_s: model load time inside the iteration (load-unload, recycle:K),
+// absent when the iteration loaded nothing.
+struct RequestTiming {
+  int32_t prompt_tokens = 0;     // per sequence
+  int32_t generated_tokens = 0;  // per sequence (row 0)
+  double ttft_s = 0;
+  double tps = 0;
+  double e2e_s = 0;
+  std::optional<double> load_s;
+};
+
+// Collects the stamps of one request and turns them into a RequestTiming.
+class TokenClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  void Start() { start_ = Clock::now(); }
+  // Call once per generated token, right after it is available.
+  void Token() {
+    last_ = Clock::now();
+    if (n_ == 0) first_ = last_;
+    ++n_;
+  }
+  int32_t tokens() const { return n_; }
+  RequestTiming Finish(int32_t prompt_tokens) const;
+
+ private:
+  Clock::time_point start_{}, first_{}, last_{};
+  int32_t n_ = 0;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // A short label for reports, e.g. "ebb:seed-loop", "naive-ort", "recycle:5".
+  virtual std::string name() const = 0;
+  // "ebb" or "naive-ort".
+  virtual std::string engine() const = 0;
+  // What stays alive across iterations and what each iteration creates (for the report).
+  virtual std::string scenario() const = 0;
+
+  // Loads what lives across iterations (the model, unless the scenario loads per iteration).
+  // Returns the seconds it took. Throws ebb::Error.
+  virtual double Setup() = 0;
+  // Runs request `index` (0-based, warm-up included). Throws ebb::Error.
+  virtual RequestTiming RunIteration(int32_t index) = 0;
+  // Memory pools the workload can report, sampled between iterations.
+  virtual KvSample Kv() const = 0;
+  virtual ArenaSample Arena() const { return {}; }  // absent unless the workload can read it
+  // --shrink-every: give memory back between iterations. The default calls malloc_trim(0); ebb
+  // workloads use Model::runtime().ShrinkArena().
+  virtual void Shrink();
+  // Frees everything Setup and the iterations left alive.
+  virtual void Teardown() = 0;
+
+  // The runner's hook for a memory sample at the end of a request: RunIteration calls
+  // AtLastToken() once the last token is available and before it frees the request's objects
+  // (generator, presents), outside the timed span.
+  void SetLastTokenHook(std::function<void()> hook) { last_token_hook_ = std::move(hook); }
+
+ protected:
+  void AtLastToken() {
+    if (last_token_hook_) last_token_hook_();
+  }
+
+ private:
+  std::function<void()> last_token_hook_;
+};
+
+}  // namespace ebb::bench

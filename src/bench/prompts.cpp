@@ -1,0 +1,92 @@
+#include "bench/prompts.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "ebb/error.h"
+#ifdef EBB_HAVE_TOKENIZER
+#include "ebb/tokenizer.h"
+#endif
+
+namespace ebb::bench {
+
+PromptSet::PromptSet(std::vector<int32_t> base, int32_t vocab_size,
+                     std::vector<int32_t> special_ids, int32_t max_prompt_tokens)
+    : base_(std::move(base)),
+      vocab_size_(vocab_size),
+      special_ids_(std::move(special_ids)),
+      max_prompt_tokens_(std::max(1, max_prompt_tokens)) {}
+
+std::vector<int32_t> PromptSet::Synthesize(int32_t n, int32_t vocab_size,
+                                           const std::vector<int32_t>& special_ids, int32_t salt) {
+  std::vector<int32_t> ids;
+  ids.reserve(static_cast<size_t>(std::max(0, n)));
+  const int64_t vocab = std::max(1, vocab_size);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t t = (i * 37 + 11 + salt) % vocab;
+    for (int guard = 0; guard < 64 && std::find(special_ids.begin(), special_ids.end(),
+                                                static_cast<int32_t>(t)) != special_ids.end();
+         ++guard) {
+      t = (t + 1) % vocab;
+    }
+    ids.push_back(static_cast<int32_t>(t));
+  }
+  return ids;
+}
+
+int32_t PromptSet::RagLength(int32_t index) const {
+  // A fixed LCG over the index: deterministic across runs and processes.
+  uint64_t x = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(index + 1) * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 29;
+  const int32_t len = 64 + static_cast<int32_t>(x % (2048 - 64 + 1));
+  return std::min(len, max_prompt_tokens_);
+}
+
+std::vector<std::vector<int32_t>> PromptSet::Rows(int32_t index, int32_t batch, bool rag) const {
+  std::vector<int32_t> row = base_;
+  if (rag) {
+    const int32_t n = RagLength(index);
+    row.clear();
+    row.reserve(static_cast<size_t>(n));
+    while (static_cast<int32_t>(row.size()) < n) {
+      const size_t take = std::min(base_.size(), static_cast<size_t>(n) - row.size());
+      row.insert(row.end(), base_.begin(), base_.begin() + static_cast<std::ptrdiff_t>(take));
+    }
+  }
+  return std::vector<std::vector<int32_t>>(static_cast<size_t>(std::max(1, batch)), row);
+}
+
+std::vector<int32_t> TokenizePromptFile(const std::filesystem::path& path,
+                                        const std::filesystem::path& model_dir) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(ErrorCode::InvalidArgument, "cannot read --prompt-file '" + path.string() +
+                                                "': " + std::strerror(errno) +
+                                                "; give a readable text file");
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+#ifdef EBB_HAVE_TOKENIZER
+  const auto tokenizer = Tokenizer::FromFile(model_dir);
+  auto ids = tokenizer->Encode(text, /*add_special_tokens=*/true);
+  if (ids.empty()) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--prompt-file '" + path.string() +
+                    "' gives no tokens; give a file with some text, or use --prompt-tokens N");
+  }
+  return ids;
+#else
+  (void)model_dir;
+  throw Error(ErrorCode::FailedPrecondition,
+              "--prompt-file needs the tokenizer, which this build of ebb does not include; "
+              "use --prompt-tokens N for a synthesized prompt");
+#endif
+}
+
+}  // namespace ebb::bench

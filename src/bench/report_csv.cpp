@@ -1,0 +1,60 @@
+#include "bench/report_csv.h"
+
+#include <cstdio>
+#include <optional>
+
+namespace ebb::bench {
+namespace {
+
+std::string Cell(const std::optional<uint64_t>& v) { return v ? std::to_string(*v) : ""; }
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+// Quotes a field when it holds a comma, quote or newline (RFC 4180).
+std::string Field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+void AppendMemory(std::string& row, const MemorySample& m) {
+  row += "," + std::to_string(m.rss_bytes) + "," + std::to_string(m.anon_bytes) + "," +
+         Cell(m.kv.in_use_bytes) + "," + Cell(m.kv.reserved_bytes) + "," +
+         Cell(m.arena.in_use_bytes) + "," + Cell(m.arena.total_allocated_bytes);
+}
+
+}  // namespace
+
+std::string ReportCsv(const std::vector<RunResult>& runs) {
+  std::string out =
+      "run,engine,scenario,index,warmup,prompt_tokens,generated_tokens,ttft_s,tps,e2e_s,load_s";
+  for (const char* when : {"before", "last_token", "after"}) {
+    for (const char* col : {"rss_bytes", "anon_bytes", "kv_in_use_bytes", "kv_reserved_bytes",
+                            "arena_in_use_bytes", "arena_total_allocated_bytes"}) {
+      out += std::string(",") + when + "_" + col;
+    }
+  }
+  out += ",peak_rss_bytes\n";
+  for (const auto& r : runs) {
+    for (const auto& it : r.iterations) {
+      std::string row = Field(r.name) + "," + Field(r.engine) + "," + Field(r.scenario) + "," +
+                        std::to_string(it.index) + "," + (it.warmup ? "1" : "0") + "," +
+                        std::to_string(it.timing.prompt_tokens) + "," +
+                        std::to_string(it.timing.generated_tokens) + "," + Num(it.timing.ttft_s) +
+                        "," + Num(it.timing.tps) + "," + Num(it.timing.e2e_s) + "," +
+                        (it.timing.load_s ? Num(*it.timing.load_s) : "");
+      AppendMemory(row, it.before);
+      AppendMemory(row, it.last_token);
+      AppendMemory(row, it.after);
+      out += row + "," + std::to_string(it.peak_rss_bytes) + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace ebb::bench

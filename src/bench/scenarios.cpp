@@ -1,0 +1,222 @@
+#include "bench/scenarios.h"
+
+#include <chrono>
+#include <string_view>
+
+#include "bench/naive_ort_loop.h"
+#include "core/strings.h"
+#include "ebb/error.h"
+#include "ebb/generator.h"
+#include "ebb/model.h"
+
+namespace ebb::bench {
+namespace {
+
+enum class Mode { kSeedLoop, kReuse, kRag, kLoadUnload, kRecycle };
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+class EbbWorkload final : public Workload {
+ public:
+  EbbWorkload(Mode mode, int32_t recycle_every, std::string name, const BenchOptions& options,
+              const PromptSet& prompts)
+      : mode_(mode),
+        recycle_every_(recycle_every),
+        name_(std::move(name)),
+        options_(options),
+        prompts_(prompts) {}
+
+  std::string name() const override { return name_; }
+  std::string engine() const override { return "ebb"; }
+  std::string scenario() const override {
+    switch (mode_) {
+      case Mode::kSeedLoop:
+        return "seed-loop";
+      case Mode::kReuse:
+        return "reuse";
+      case Mode::kRag:
+        return "rag";
+      case Mode::kLoadUnload:
+        return "load-unload";
+      case Mode::kRecycle:
+        return "recycle:" + std::to_string(recycle_every_);
+    }
+    return "";
+  }
+
+  double Setup() override {
+    if (mode_ == Mode::kLoadUnload) return 0;
+    const auto t = std::chrono::steady_clock::now();
+    model_ = Model::Load(options_.model_dir, options_.model_options);
+    return SecondsSince(t);
+  }
+
+  RequestTiming RunIteration(int32_t index) override {
+    std::optional<double> load_s;
+    if (!model_) {  // load-unload every iteration; recycle:K after an unload
+      const auto t = std::chrono::steady_clock::now();
+      model_ = Model::Load(options_.model_dir, options_.model_options);
+      load_s = SecondsSince(t);
+    }
+    const auto rows = prompts_.Rows(index, options_.batch, mode_ == Mode::kRag);
+    const int32_t prompt_len = static_cast<int32_t>(rows[0].size());
+    GeneratorParams gp;
+    gp.batch_size = options_.batch;
+    gp.kv_mode = options_.kv_mode;
+    gp.max_length = prompt_len + options_.gen_tokens;
+
+    TokenClock clock;
+    if (mode_ == Mode::kReuse) {
+      if (!reused_) {
+        reused_ = std::make_unique<Generator>(model_, gp);
+        clock.Start();
+      } else {
+        clock.Start();
+        reused_->RewindTo(0);
+      }
+      Generate(*reused_, rows, clock);
+      AtLastToken();
+    } else {
+      clock.Start();
+      Generator gen(model_, gp);
+      Generate(gen, rows, clock);
+      AtLastToken();
+    }  // the generator is destroyed here, before the "after" memory sample
+
+    RequestTiming timing = clock.Finish(prompt_len);
+    timing.load_s = load_s;
+    if (mode_ == Mode::kLoadUnload ||
+        (mode_ == Mode::kRecycle && (index + 1) % recycle_every_ == 0)) {
+      model_.reset();
+    }
+    return timing;
+  }
+
+  KvSample Kv() const override {
+    if (!model_) return {0, 0};  // unloaded: its pool is gone
+    const KvStats s = model_->kv_stats();
+    return {s.in_use_bytes, s.reserved_bytes};
+  }
+
+  // ORT's CPU arena of this model's session, through ebb's MemoryStats.
+  ArenaSample Arena() const override {
+    if (!model_) return {};
+    return ToArenaSample(model_->memory_stats().cpu_arena);
+  }
+
+  // ebb's own shrink: the arena (a minimal step), the KV pool's retained blocks and the heap.
+  void Shrink() override {
+    if (model_) {
+      model_->runtime().ShrinkArena();
+    } else {
+      Workload::Shrink();
+    }
+  }
+
+  void Teardown() override {
+    reused_.reset();
+    model_.reset();
+  }
+
+ private:
+  void Generate(Generator& gen, const std::vector<std::vector<int32_t>>& rows, TokenClock& clock) {
+    if (rows.size() == 1) {
+      gen.AppendTokens(rows[0]);
+    } else {
+      gen.AppendTokens(rows);
+    }
+    while (clock.tokens() < options_.gen_tokens && !gen.IsDone()) {
+      gen.GenerateNextToken();
+      clock.Token();
+    }
+  }
+
+  Mode mode_;
+  int32_t recycle_every_;
+  std::string name_;
+  const BenchOptions& options_;  // not owned
+  const PromptSet& prompts_;     // not owned
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<Generator> reused_;  // reuse only
+};
+
+constexpr std::string_view kNaiveOrt = "naive-ort";
+
+// " (did you mean 'x'?)" for a near miss or a prefix of a candidate ("naive", "load"), else "".
+std::string Suggest(const std::string& word, const std::vector<std::string_view>& candidates) {
+  std::string s = internal::DidYouMean(word, candidates);
+  if (!s.empty() || word.size() < 3) return s;
+  for (auto c : candidates) {
+    if (c.substr(0, word.size()) == word) return " (did you mean '" + std::string(c) + "'?)";
+  }
+  return "";
+}
+constexpr std::string_view kRecyclePrefix = "recycle:";
+
+}  // namespace
+
+const std::vector<std::string>& ScenarioNames() {
+  static const std::vector<std::string> names{"seed-loop", "reuse", "rag", "load-unload"};
+  return names;
+}
+
+void CheckScenarioName(const std::string& name) {
+  std::vector<std::string_view> candidates(ScenarioNames().begin(), ScenarioNames().end());
+  for (auto c : candidates) {
+    if (c == name) return;
+  }
+  throw Error(ErrorCode::InvalidArgument,
+              "unknown scenario '" + name + "'" + Suggest(name, candidates) +
+                  "; --scenario takes one of: seed-loop, reuse, rag, load-unload");
+}
+
+void CheckRunSpec(const std::string& spec, const std::string& flag) {
+  if (spec == kNaiveOrt) return;
+  if (spec.rfind(kRecyclePrefix, 0) == 0) {
+    const std::string k = spec.substr(kRecyclePrefix.size());
+    int64_t v = 0;
+    bool ok = !k.empty() && k.size() < 10;
+    for (char c : k) ok = ok && c >= '0' && c <= '9';
+    if (ok) v = std::stoll(k);
+    if (!ok || v < 1) {
+      throw Error(ErrorCode::InvalidArgument,
+                  flag + " '" + spec +
+                      "': recycle:K needs a whole number of iterations K >= 1, e.g. recycle:5");
+    }
+    return;
+  }
+  for (const auto& s : ScenarioNames()) {
+    if (s == spec) return;
+  }
+  std::vector<std::string_view> candidates{kNaiveOrt, "recycle:5"};
+  for (const auto& s : ScenarioNames()) candidates.push_back(s);
+  throw Error(ErrorCode::InvalidArgument,
+              flag + " '" + spec + "' is not a baseline" + Suggest(spec, candidates) +
+                  "; use naive-ort, recycle:K (K >= 1) or a scenario (seed-loop, reuse, rag, "
+                  "load-unload)");
+}
+
+std::unique_ptr<Workload> MakeWorkload(const std::string& spec, const BenchOptions& options,
+                                       const PromptSet& prompts) {
+  CheckRunSpec(spec, "run");
+  if (spec == kNaiveOrt) return std::make_unique<NaiveOrtWorkload>(options, prompts);
+  if (spec.rfind(kRecyclePrefix, 0) == 0) {
+    const int32_t k = std::stoi(spec.substr(kRecyclePrefix.size()));
+    return std::make_unique<EbbWorkload>(Mode::kRecycle, k, spec, options, prompts);
+  }
+  Mode mode = Mode::kSeedLoop;
+  if (spec == "reuse") mode = Mode::kReuse;
+  if (spec == "rag") mode = Mode::kRag;
+  if (spec == "load-unload") mode = Mode::kLoadUnload;
+  if (mode == Mode::kReuse && options.batch != 1) {
+    throw Error(ErrorCode::InvalidArgument,
+                "scenario 'reuse' rewinds one generator with RewindTo, which needs --batch 1 "
+                "(got --batch " +
+                    std::to_string(options.batch) + ")");
+  }
+  return std::make_unique<EbbWorkload>(mode, 0, "ebb:" + spec, options, prompts);
+}
+
+}  // namespace ebb::bench

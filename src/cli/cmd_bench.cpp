@@ -1,0 +1,232 @@
+// `ebb bench MODEL_DIR [...]`: MLPerf-Client-style timings (TTFT, TPS, end-to-end) plus where the
+// memory goes, per iteration and per pool, with a slope; baselines side by side (--compare);
+// JSON/CSV/SVG reports. See docs/bench_schema.md.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench_options.h"
+#include "bench/bench_runner.h"
+#include "bench/environment.h"
+#include "bench/prompts.h"
+#include "bench/report_csv.h"
+#include "bench/report_json.h"
+#include "bench/scenarios.h"
+#include "bench/svg_chart.h"
+#include "cli/commands.h"
+#include "cli/options_flags.h"
+#include "core/strings.h"
+#include "ebb/error.h"
+#include "model/genai_config.h"
+
+namespace ebb::cli {
+namespace {
+
+struct BenchArgs {
+  std::string dir;
+  std::string scenario = "seed-loop";
+  int64_t iterations = 10;
+  int64_t warmup = 1;
+  double delay_s = 0;
+  int64_t prompt_tokens = -1;  // -1: not given (default 128)
+  std::string prompt_file;
+  int64_t gen_tokens = 32;
+  int64_t batch = 1;
+  std::string kv_cache;
+  int64_t shrink_every = 0;
+  std::vector<std::string> compare;
+  std::string json, csv, plot;
+  OptionFlags options;
+};
+
+constexpr int64_t kDefaultPromptTokens = 128;
+
+void Require(bool ok, const std::string& message) {
+  if (!ok) throw Error(ErrorCode::InvalidArgument, message);
+}
+
+int32_t Positive(int64_t v, const char* flag, int64_t min) {
+  Require(v >= min && v <= 1'000'000'000, std::string(flag) + " must be at least " +
+                                              std::to_string(min) + " (got " + std::to_string(v) +
+                                              ")");
+  return static_cast<int32_t>(v);
+}
+
+bench::BenchOptions Validate(const BenchArgs& a) {
+  bench::BenchOptions o;
+  o.model_dir = a.dir;
+  bench::CheckScenarioName(a.scenario);
+  o.scenario = a.scenario;
+  o.iterations = Positive(a.iterations, "--iterations", 1);
+  o.warmup = Positive(a.warmup, "--warmup", 0);
+  Require(a.delay_s >= 0,
+          "--delay must be 0 or more seconds (got " + std::to_string(a.delay_s) + ")");
+  o.delay_s = a.delay_s;
+  Require(a.prompt_tokens < 0 || a.prompt_file.empty(),
+          "give one of --prompt-tokens or --prompt-file, not both");
+  o.prompt_tokens =
+      Positive(a.prompt_tokens < 0 ? kDefaultPromptTokens : a.prompt_tokens, "--prompt-tokens", 1);
+  o.prompt_file = a.prompt_file;
+  o.gen_tokens = Positive(a.gen_tokens, "--gen-tokens", 1);
+  o.batch = Positive(a.batch, "--batch", 1);
+  if (!a.kv_cache.empty()) {
+    Require(a.kv_cache == "static" || a.kv_cache == "dynamic",
+            "--kv-cache '" + a.kv_cache + "' is not a KV mode; use static or dynamic");
+    o.kv_mode = ParseKvMode(a.kv_cache);
+  }
+  o.shrink_every = Positive(a.shrink_every, "--shrink-every", 0);
+  for (const auto& c : a.compare) bench::CheckRunSpec(c, "--compare");
+  o.compare = a.compare;
+  o.model_options = a.options.ToModelOptions();
+  if (o.kv_mode) o.model_options.kv_mode = *o.kv_mode;
+  for (const auto& s : a.options.session) o.option_flags.push_back("--session-option " + s);
+  for (const auto& s : a.options.provider) o.option_flags.push_back("--provider-option " + s);
+  for (const auto& s : a.options.run) o.option_flags.push_back("--run-option " + s);
+  for (const auto& s : a.options.ebb) o.option_flags.push_back("--option " + s);
+  o.json_path = a.json;
+  o.csv_path = a.csv;
+  o.plot_path = a.plot;
+  return o;
+}
+
+// Progress: a redrawn bar on a terminal, one plain line per iteration otherwise (stderr).
+void Progress(const bench::RunResult& run, int32_t done, int32_t total) {
+  const auto& it = run.iterations.back();
+  const std::string mem = internal::FormatBytes(it.after.rss_bytes);
+  if (isatty(fileno(stderr))) {
+    constexpr int kWidth = 24;
+    const int filled = total > 0 ? done * kWidth / total : kWidth;
+    std::fprintf(stderr, "\r%-16s [%s%s] %d/%d  ttft %.1f ms  tps %.1f  rss %s   ",
+                 run.name.c_str(), std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, '.').c_str(), done, total, it.timing.ttft_s * 1e3,
+                 it.timing.tps, mem.c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+  } else {
+    std::fprintf(stderr, "%s iteration %d/%d%s: ttft %.2f ms, tps %.1f, e2e %.3f s, rss %s\n",
+                 run.name.c_str(), done, total, it.warmup ? " (warm-up)" : "",
+                 it.timing.ttft_s * 1e3, it.timing.tps, it.timing.e2e_s, mem.c_str());
+  }
+  std::fflush(stderr);
+}
+
+std::string SignedBytes(double b) {
+  const std::string s = internal::FormatBytes(static_cast<uint64_t>(b < 0 ? -b : b));
+  return (b < 0 ? "-" : "+") + s;
+}
+
+void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs) {
+  std::fprintf(f, "%-16s %5s %10s %10s %10s %10s %10s %12s %22s\n", "run", "iters", "ttft p50",
+               "ttft p90", "tps p50", "e2e p50", "setup", "peak rss", "rss slope/iter (+-se)");
+  for (const auto& r : runs) {
+    const auto& s = r.summary;
+    const std::string slope =
+        SignedBytes(s.rss_slope.slope) + " +- " +
+        internal::FormatBytes(static_cast<uint64_t>(s.rss_slope.slope_stderr));
+    std::fprintf(f, "%-16s %5d %8.2fms %8.2fms %10.1f %9.3fs %9.3fs %12s %22s\n", r.name.c_str(),
+                 s.measured_iterations, s.ttft_s.p50 * 1e3, s.ttft_s.p90 * 1e3, s.tps.p50,
+                 s.e2e_s.p50, r.setup_s, internal::FormatBytes(s.peak_rss_bytes).c_str(),
+                 slope.c_str());
+  }
+  for (size_t i = 1; i < runs.size(); ++i) {
+    const auto& a = runs[i].summary;
+    const auto& b = runs[0].summary;
+    auto ratio = [](double x, double y) { return y != 0 ? x / y : 0.0; };
+    std::fprintf(
+        f, "%s vs %s: ttft x%.2f, tps x%.2f, e2e x%.2f, peak rss x%.2f\n", runs[i].name.c_str(),
+        runs[0].name.c_str(), ratio(a.ttft_s.p50, b.ttft_s.p50), ratio(a.tps.p50, b.tps.p50),
+        ratio(a.e2e_s.p50, b.e2e_s.p50),
+        ratio(static_cast<double>(a.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)));
+  }
+}
+
+void RunBench(const BenchArgs& args) {
+  const bench::BenchOptions o = Validate(args);
+  const internal::GenaiConfig config = internal::LoadGenaiConfig(o.model_dir);
+  Require(!config.is_encoder,
+          o.model_dir.string() + " is an encoder (embedding) model; ebb bench needs a decoder");
+  std::vector<int32_t> specials = config.eos_token_ids;
+  if (config.bos_token_id >= 0) specials.push_back(config.bos_token_id);
+  if (config.pad_token_id >= 0) specials.push_back(config.pad_token_id);
+  std::vector<int32_t> base =
+      o.prompt_file.empty()
+          ? bench::PromptSet::Synthesize(o.prompt_tokens, config.vocab_size, specials)
+          : bench::TokenizePromptFile(o.prompt_file, o.model_dir);
+  const int32_t context = config.context_length;
+  const bool any_fixed = o.scenario != "rag" || !o.compare.empty();
+  if (any_fixed && static_cast<int64_t>(base.size()) + o.gen_tokens > context) {
+    throw Error(ErrorCode::InvalidArgument,
+                "the prompt (" + std::to_string(base.size()) + " tokens) plus --gen-tokens " +
+                    std::to_string(o.gen_tokens) + " exceeds the model's context_length " +
+                    std::to_string(context) + "; lower --prompt-tokens or --gen-tokens");
+  }
+  const bench::PromptSet prompts(base, config.vocab_size, specials,
+                                 std::max(1, context - o.gen_tokens));
+
+  std::vector<std::string> specs{o.scenario};
+  specs.insert(specs.end(), o.compare.begin(), o.compare.end());
+  // Build every workload first, so that a bad combination fails before any run.
+  std::vector<std::unique_ptr<bench::Workload>> workloads;
+  for (const auto& s : specs) workloads.push_back(bench::MakeWorkload(s, o, prompts));
+
+  const bench::Environment env = bench::ReadEnvironment();
+  std::vector<bench::RunResult> runs;
+  for (auto& w : workloads) {
+    runs.push_back(bench::RunWorkload(*w, o, Progress));
+    w.reset();  // free the run's memory before the next one starts
+  }
+
+  std::FILE* summary_out = o.json_path == "-" ? stderr : stdout;
+  PrintSummary(summary_out, runs);
+  if (!o.json_path.empty()) {
+    bench::WriteTextFile(o.json_path, bench::ReportJson(env, o, runs).dump(2) + "\n", "--json");
+  }
+  if (!o.csv_path.empty()) bench::WriteTextFile(o.csv_path, bench::ReportCsv(runs), "--csv");
+  if (!o.plot_path.empty()) {
+    bench::WriteTextFile(o.plot_path, bench::RenderSvgChart(runs, o), "--plot");
+  }
+}
+
+}  // namespace
+
+void RegisterBenchCommand(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand(
+      "bench", "Benchmark TTFT/TPS and memory per iteration and per pool, with baselines");
+  cmd->add_option("MODEL_DIR", a->dir, "onnxruntime-genai model folder")->required();
+  cmd->add_option("--scenario", a->scenario,
+                  "seed-loop (generator per iteration) | reuse (RewindTo(0)) | rag (prompt "
+                  "lengths 64..2048) | load-unload (model per iteration)")
+      ->capture_default_str();
+  cmd->add_option("--iterations", a->iterations, "Measured iterations (>= 1)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Warm-up iterations, left out of the summary")
+      ->capture_default_str();
+  cmd->add_option("--delay", a->delay_s, "Seconds to sleep between iterations")
+      ->capture_default_str();
+  cmd->add_option("--prompt-tokens", a->prompt_tokens,
+                  "Synthesized prompt length in tokens (default 128)");
+  cmd->add_option("--prompt-file", a->prompt_file,
+                  "Text file tokenized with the model's tokenizer.json, as the prompt");
+  cmd->add_option("--gen-tokens", a->gen_tokens, "Tokens to generate per sequence")
+      ->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Sequences per request")->capture_default_str();
+  cmd->add_option("--kv-cache", a->kv_cache, "KV mode: static|dynamic (default: the model's)");
+  cmd->add_option(
+         "--shrink-every", a->shrink_every,
+         "Shrink after every N-th iteration: ebb ShrinkArena, naive-ort malloc_trim (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--compare", a->compare,
+                  "Extra runs in this process, side by side: naive-ort, recycle:K, or a scenario")
+      ->expected(1, -1);
+  cmd->add_option("--json", a->json, "Write the JSON report to FILE ('-': stdout)");
+  cmd->add_option("--csv", a->csv, "Write one CSV row per iteration and run to FILE");
+  cmd->add_option("--plot", a->plot, "Write an SVG chart (memory, TTFT, TPS) to FILE.svg");
+  AddOptionFlags(*cmd, a->options);
+  cmd->callback([a] { RunBench(*a); });
+}
+
+}  // namespace ebb::cli

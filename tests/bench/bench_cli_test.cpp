@@ -1,0 +1,309 @@
+// `ebb bench` end to end: a real run's JSON validates against docs/bench.schema.json, CSV and
+// SVG are well-formed with a series per run, and bad flags give clear errors (exit status 1).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_test_util.h"
+#include "json_schema_lite.h"
+
+namespace ebb::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+nlohmann::json Schema() {
+  return nlohmann::json::parse(
+      ReadFile(std::filesystem::path(EBB_SOURCE_DIR) / "docs" / "bench.schema.json"));
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+// One shared run of every scenario family the report can hold (ebb + naive-ort + recycle:K),
+// made once for the tests below.
+class BenchRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir("run");
+    const std::string args = "bench " + TinyModel() +
+                             " --iterations 4 --warmup 1 --prompt-tokens 32 --gen-tokens 8"
+                             " --compare naive-ort recycle:2 --json " +
+                             (*dir_ / "r.json") + " --csv " + (*dir_ / "r.csv") + " --plot " +
+                             (*dir_ / "r.svg");
+    result_ = new CliResult(RunCli(args));
+  }
+  static void TearDownTestSuite() {
+    delete result_;
+    delete dir_;
+  }
+  static TempDir* dir_;
+  static CliResult* result_;
+};
+TempDir* BenchRun::dir_ = nullptr;
+CliResult* BenchRun::result_ = nullptr;
+
+TEST_F(BenchRun, JsonValidatesAgainstTheDocumentedSchema) {
+  ASSERT_EQ(result_->status, 0) << result_->out;
+  const auto doc = nlohmann::json::parse(ReadFile(*dir_ / "r.json"));
+  const auto errors = JsonSchemaLite(Schema()).Validate(doc);
+  EXPECT_TRUE(errors.empty()) << Join(errors);
+  ASSERT_EQ(doc["runs"].size(), 3u);
+  EXPECT_EQ(doc["runs"][0]["name"], "ebb:seed-loop");
+  EXPECT_EQ(doc["runs"][1]["name"], "naive-ort");
+  EXPECT_EQ(doc["runs"][2]["name"], "recycle:2");
+  for (const auto& run : doc["runs"]) {
+    EXPECT_EQ(run["iterations"].size(), 5u);  // 1 warm-up + 4
+    EXPECT_EQ(run["summary"]["measured_iterations"], 4);
+    EXPECT_GT(run["summary"]["ttft_s"]["p50"].get<double>(), 0);
+    EXPECT_GT(run["summary"]["tps"]["p50"].get<double>(), 0);
+  }
+  // ebb's KV pool is reported: in use at the last token, 0 once the generator is gone.
+  EXPECT_GT(doc["runs"][0]["iterations"][1]["memory_last_token"]["kv_in_use_bytes"], 0);
+  EXPECT_EQ(doc["runs"][0]["iterations"][1]["memory_after"]["kv_in_use_bytes"], 0);
+  // naive-ort holds its KV as ORT-allocated presents until the request ends.
+  EXPECT_GT(doc["runs"][1]["iterations"][1]["memory_last_token"]["kv_in_use_bytes"], 0);
+  EXPECT_EQ(doc["runs"][1]["iterations"][1]["memory_after"]["kv_in_use_bytes"], 0);
+  EXPECT_TRUE(doc["runs"][1]["iterations"][1]["memory_after"]["kv_reserved_bytes"].is_null());
+  // ORT's arena figures, for ebb (Model::memory_stats()) and the naive loop alike.
+  for (int run : {0, 1}) {
+    const auto& after = doc["runs"][run]["iterations"][1]["memory_after"];
+    EXPECT_GT(after["arena_total_allocated_bytes"].get<int64_t>(), 0) << run;
+    EXPECT_FALSE(after["arena_in_use_bytes"].is_null()) << run;
+  }
+  // recycle:2 reloads the model in every other iteration and says how long that took.
+  EXPECT_FALSE(doc["runs"][2]["iterations"][2]["load_s"].is_null());
+  EXPECT_TRUE(doc["runs"][2]["iterations"][1]["load_s"].is_null());
+  EXPECT_EQ(doc["options"]["compare"], nlohmann::json({"naive-ort", "recycle:2"}));
+  EXPECT_FALSE(doc["environment"]["ort_version"].get<std::string>().empty());
+}
+
+TEST_F(BenchRun, TheValidatorRejectsBrokenReports) {
+  ASSERT_EQ(result_->status, 0) << result_->out;
+  const JsonSchemaLite v(Schema());
+  const auto good = nlohmann::json::parse(ReadFile(*dir_ / "r.json"));
+  auto missing = good;
+  missing["runs"][0]["summary"].erase("tps");
+  EXPECT_FALSE(v.Validate(missing).empty());
+  auto wrong_type = good;
+  wrong_type["runs"][1]["iterations"][0]["memory_after"]["rss_bytes"] = "big";
+  EXPECT_FALSE(v.Validate(wrong_type).empty());
+  auto extra = good;
+  extra["environment"]["surprise"] = 1;
+  EXPECT_FALSE(v.Validate(extra).empty());
+  auto bad_version = good;
+  bad_version["schema_version"] = 2;
+  EXPECT_FALSE(v.Validate(bad_version).empty());
+}
+
+TEST_F(BenchRun, PrintsASummaryRowPerRunWithRatios) {
+  ASSERT_EQ(result_->status, 0) << result_->out;
+  EXPECT_THAT(result_->out, HasSubstr("ttft p50"));
+  EXPECT_THAT(result_->out, HasSubstr("naive-ort vs ebb:seed-loop: ttft x"));
+  EXPECT_THAT(result_->out, HasSubstr("recycle:2 vs ebb:seed-loop"));
+  // Not a terminal: plain progress lines, no carriage returns.
+  EXPECT_THAT(result_->out, HasSubstr("ebb:seed-loop iteration 1/5 (warm-up)"));
+  EXPECT_THAT(result_->out, Not(HasSubstr("\r")));
+}
+
+TEST_F(BenchRun, CsvHasAHeaderAndARowPerIterationAndRun) {
+  ASSERT_EQ(result_->status, 0) << result_->out;
+  const std::string csv = ReadFile(*dir_ / "r.csv");
+  std::vector<std::string> lines;
+  std::stringstream ss(csv);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 1u + 3 * 5);
+  EXPECT_EQ(lines[0].rfind("run,engine,scenario,index,warmup,", 0), 0u);
+  const auto columns = std::count(lines[0].begin(), lines[0].end(), ',');
+  for (const auto& l : lines) EXPECT_EQ(std::count(l.begin(), l.end(), ','), columns) << l;
+  EXPECT_EQ(lines[1].rfind("ebb:seed-loop,ebb,seed-loop,0,1,32,", 0), 0u) << lines[1];
+}
+
+TEST_F(BenchRun, SvgParsesAsXmlWithASeriesPerRun) {
+  ASSERT_EQ(result_->status, 0) << result_->out;
+  // Python's standard XML parser: a real parser, not a pattern match. Prints, per panel, the runs
+  // that have a line in it.
+  const std::string script =
+      "import sys, xml.etree.ElementTree as ET\n"
+      "ns = '{http://www.w3.org/2000/svg}'\n"
+      "root = ET.parse(sys.argv[1]).getroot()\n"
+      "assert root.tag == ns + 'svg', root.tag\n"
+      "for g in root.iter(ns + 'g'):\n"
+      "    if g.get('class') == 'panel':\n"
+      "        runs = [p.get('data-run') for p in g.iter(ns + 'polyline')\n"
+      "                if p.get('class') == 'series']\n"
+      "        print(g.get('data-title') + ': ' + ','.join(runs))\n";
+  const std::string py = *dir_ / "check_svg.py";
+  std::ofstream(py) << script;
+  const std::string cmd = std::string(EBB_PYTHON3) + " " + py + " " + (*dir_ / "r.svg") + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  ASSERT_EQ(pclose(p), 0) << out;
+  EXPECT_THAT(
+      out,
+      HasSubstr("RSS after iteration (dashed: peak in it): ebb:seed-loop,naive-ort,recycle:2"));
+  EXPECT_THAT(out, HasSubstr("Time to first token: ebb:seed-loop,naive-ort,recycle:2"));
+  EXPECT_THAT(out,
+              HasSubstr("Decode rate (2nd and later tokens): ebb:seed-loop,naive-ort,recycle:2"));
+  // naive-ort's KV is its presents; every run has an ORT arena.
+  EXPECT_THAT(out, HasSubstr("KV at last token (dashed: reserved after): "
+                             "ebb:seed-loop,naive-ort,recycle:2\n"));
+  EXPECT_THAT(out, HasSubstr("ORT arena total (dashed: in use) after: "
+                             "ebb:seed-loop,naive-ort,recycle:2\n"));
+}
+
+// ---- other scenarios -----------------------------------------------------------------------
+
+TEST(BenchScenarios, ReuseRagAndLoadUnloadRunAndValidate) {
+  TempDir dir("scenarios");
+  const JsonSchemaLite v(Schema());
+  for (const std::string scenario : {"reuse", "rag", "load-unload"}) {
+    const std::string json = dir / (scenario + ".json");
+    const auto r = RunCli("bench " + TinyModel() + " --scenario " + scenario +
+                          " --iterations 3 --warmup 0 --prompt-tokens 16 --gen-tokens 4"
+                          " --kv-cache dynamic --json " +
+                          json);
+    ASSERT_EQ(r.status, 0) << scenario << "\n" << r.out;
+    const auto doc = nlohmann::json::parse(ReadFile(json));
+    const auto errors = v.Validate(doc);
+    EXPECT_TRUE(errors.empty()) << scenario << "\n" << Join(errors);
+    EXPECT_EQ(doc["runs"][0]["scenario"], scenario);
+    EXPECT_EQ(doc["options"]["kv_cache"], "dynamic");
+    const auto& its = doc["runs"][0]["iterations"];
+    if (scenario == "rag") {
+      // Deterministic lengths in 64..2048, not all the same.
+      std::set<int> lengths;
+      for (const auto& it : its) {
+        const int n = it["prompt_tokens"];
+        EXPECT_GE(n, 64);
+        EXPECT_LE(n, 2048 - 4);
+        lengths.insert(n);
+      }
+      EXPECT_GT(lengths.size(), 1u);
+    }
+    if (scenario == "load-unload") {
+      for (const auto& it : its) EXPECT_FALSE(it["load_s"].is_null());
+      EXPECT_EQ(its[0]["memory_after"]["kv_reserved_bytes"], 0);  // the model is gone
+    }
+    if (scenario == "reuse") {
+      for (const auto& it : its) EXPECT_EQ(it["generated_tokens"], 4);
+    }
+  }
+}
+
+TEST(BenchScenarios, NaiveOrtRunsGpt2CombinedPast) {
+  TempDir dir("gpt2");
+  const std::string json = dir / "g.json";
+  const auto r = RunCli("bench " + (TestModelsDir() / "gpt2-tiny-fp32").string() +
+                        " --iterations 2 --warmup 0 --prompt-tokens 16 --gen-tokens 6 --batch 2"
+                        " --shrink-every 1 --delay 0.01 --compare naive-ort --json " +
+                        json);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto doc = nlohmann::json::parse(ReadFile(json));
+  EXPECT_TRUE(JsonSchemaLite(Schema()).Validate(doc).empty());
+  EXPECT_EQ(doc["runs"][1]["name"], "naive-ort");
+  EXPECT_GT(doc["runs"][1]["iterations"][0]["generated_tokens"].get<int>(), 0);
+  EXPECT_EQ(doc["options"]["batch"], 2);
+  EXPECT_EQ(doc["options"]["shrink_every"], 1);
+}
+
+TEST(BenchScenarios, PromptFileIsTokenizedWithTheModelsTokenizer) {
+  TempDir dir("prompt");
+  const std::string prompt = dir / "prompt.txt";
+  std::ofstream(prompt) << "Users who benchmark find the leaks: the same prompt, many times.";
+  const std::string json = dir / "p.json";
+  const auto r = RunCli("bench " + TinyModel() + " --prompt-file " + prompt +
+                        " --iterations 1 --warmup 0 --gen-tokens 2 --json " + json);
+#ifdef EBB_TEST_HAVE_TOKENIZER
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto doc = nlohmann::json::parse(ReadFile(json));
+  EXPECT_TRUE(JsonSchemaLite(Schema()).Validate(doc).empty());
+  EXPECT_EQ(doc["options"]["prompt_file"], prompt);
+  EXPECT_TRUE(doc["options"]["prompt_tokens"].is_null());
+  EXPECT_GT(doc["runs"][0]["iterations"][0]["prompt_tokens"].get<int>(), 5);
+#else
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("error: --prompt-file needs the tokenizer"));
+#endif
+}
+
+TEST(BenchScenarios, JsonToStdoutKeepsStdoutParseable) {
+  const std::string cmd = CliPath() + " bench " + TinyModel() +
+                          " --iterations 1 --warmup 0 --prompt-tokens 8 --gen-tokens 2 --json -"
+                          " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  ASSERT_EQ(pclose(p), 0);
+  EXPECT_EQ(nlohmann::json::parse(out)["schema_version"], 1);
+}
+
+// ---- bad flags -------------------------------------------------------------------------------
+
+struct BadFlag {
+  const char* name;  // the test's name suffix
+  const char* args;
+  const char* message;
+};
+
+class BenchBadFlags : public ::testing::TestWithParam<BadFlag> {};
+
+TEST_P(BenchBadFlags, FailWithAClearError) {
+  const auto r = RunCli("bench " + TinyModel() + " " + GetParam().args);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(std::string("error: ") + GetParam().message)) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flags, BenchBadFlags,
+    ::testing::Values(
+        BadFlag{"UnknownScenario", "--scenario seedloop",
+                "unknown scenario 'seedloop' (did you mean 'seed-loop'?); --scenario takes one "
+                "of: seed-loop, reuse, rag, load-unload"},
+        BadFlag{"ZeroIterations", "--iterations 0", "--iterations must be at least 1 (got 0)"},
+        BadFlag{"NegativeIterations", "--iterations -3",
+                "--iterations must be at least 1 (got -3)"},
+        BadFlag{"NegativeWarmup", "--warmup -1", "--warmup must be at least 0 (got -1)"},
+        BadFlag{"ZeroGenTokens", "--gen-tokens 0", "--gen-tokens must be at least 1 (got 0)"},
+        BadFlag{"UnreadablePromptFile", "--prompt-file /nonexistent/prompt.txt",
+                "cannot read --prompt-file '/nonexistent/prompt.txt': No such file or directory"},
+        BadFlag{"PromptTokensAndFile", "--prompt-tokens 5 --prompt-file x.txt",
+                "give one of --prompt-tokens or --prompt-file, not both"},
+        BadFlag{"UnknownBaseline", "--compare naive",
+                "--compare 'naive' is not a baseline (did you mean "
+                "'naive-ort'?)"},
+        BadFlag{"RecycleZero", "--compare recycle:0",
+                "--compare 'recycle:0': recycle:K needs a whole number"},
+        BadFlag{"UnknownKvMode", "--kv-cache paged",
+                "--kv-cache 'paged' is not a KV mode; use static or dynamic"},
+        BadFlag{"ReuseWithBatch", "--scenario reuse --batch 2",
+                "scenario 'reuse' rewinds one generator"},
+        BadFlag{"PromptPastContext", "--prompt-tokens 2040 --gen-tokens 64",
+                "the prompt (2040 tokens) plus --gen-tokens 64 exceeds the model's "
+                "context_length 2048"},
+        BadFlag{"MalformedSessionOption", "--session-option intra_op_num_threads",
+                "--session-option 'intra_op_num_threads' must be written KEY=VALUE"},
+        BadFlag{"UnwritableJson",
+                "--json /nonexistent/dir/r.json --iterations 1 --warmup 0 --gen-tokens 1",
+                "cannot write --json '/nonexistent/dir/r.json'"}),
+    [](const ::testing::TestParamInfo<BadFlag>& p) { return std::string(p.param.name); });
+
+TEST(BenchBadModel, MissingModelFolderNamesIt) {
+  const auto r = RunCli("bench /nonexistent/model");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("error: /nonexistent/model/genai_config.json: not found"));
+}
+
+}  // namespace
+}  // namespace ebb::testing

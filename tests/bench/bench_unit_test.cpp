@@ -1,0 +1,146 @@
+// Unit tests of the `ebb bench` building blocks: statistics, /proc parsing, prompts, CSV.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "bench/bench_runner.h"
+#include "bench/proc_memory.h"
+#include "bench/prompts.h"
+#include "bench/report_csv.h"
+#include "bench/stats_math.h"
+
+namespace ebb::bench {
+namespace {
+
+TEST(StatsMath, MeanStddevPercentiles) {
+  const std::vector<double> xs{4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(Mean(xs), 2.5);
+  EXPECT_NEAR(Stddev(xs), std::sqrt(5.0 / 3.0), 1e-12);  // sample stddev
+  EXPECT_DOUBLE_EQ(Percentile(xs, 50), 2.5);             // NumPy "linear"
+  EXPECT_DOUBLE_EQ(Percentile(xs, 90), 3.7);
+  EXPECT_DOUBLE_EQ(Percentile(xs, 0), 1);
+  EXPECT_DOUBLE_EQ(Percentile(xs, 100), 4);
+  const Summary s = Summarize(xs);
+  EXPECT_EQ(s.n, 4u);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 4);
+}
+
+TEST(StatsMath, EmptyAndSingleInputsGiveZeros) {
+  const std::vector<double> none, one{7};
+  EXPECT_EQ(Mean(none), 0);
+  EXPECT_EQ(Stddev(one), 0);
+  EXPECT_EQ(Percentile(none, 50), 0);
+  EXPECT_EQ(Percentile(one, 90), 7);
+  const LinearFit f = FitLine(one, one);
+  EXPECT_EQ(f.slope, 0);
+  EXPECT_EQ(f.slope_stderr, 0);
+}
+
+TEST(StatsMath, LeastSquaresSlopeAndStandardError) {
+  // An exact line: slope 1024 bytes/iteration, no error.
+  const std::vector<double> x{0, 1, 2, 3, 4}, y{100, 1124, 2148, 3172, 4196};
+  LinearFit f = FitLine(x, y);
+  EXPECT_NEAR(f.slope, 1024, 1e-9);
+  EXPECT_NEAR(f.intercept, 100, 1e-9);
+  EXPECT_NEAR(f.slope_stderr, 0, 1e-9);
+  // Known answer (checked with numpy.polyfit / scipy.stats.linregress):
+  // x 1..5, y {2,4,5,4,5}: slope 0.6, intercept 2.2, stderr 0.2828427.
+  const std::vector<double> x2{1, 2, 3, 4, 5}, y2{2, 4, 5, 4, 5};
+  f = FitLine(x2, y2);
+  EXPECT_NEAR(f.slope, 0.6, 1e-12);
+  EXPECT_NEAR(f.intercept, 2.2, 1e-12);
+  EXPECT_NEAR(f.slope_stderr, 0.28284271247, 1e-9);
+}
+
+TEST(ProcMemory, ParsesStatusLines) {
+  const char* text =
+      "Name:\tebb\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nRssAnon:\t   51200 kB\n"
+      "RssFile:\t   40000 kB\nVmSwap:\t    1024 kB\n";
+  const ProcMemory m = ParseProcStatus(text);
+  EXPECT_EQ(m.rss_bytes, 102400ull * 1024);
+  EXPECT_EQ(m.peak_rss_bytes, 204800ull * 1024);
+  EXPECT_EQ(m.swap_bytes, 1024ull * 1024);
+  EXPECT_EQ(m.anon_bytes, (51200ull + 1024) * 1024);
+  const ProcMemory self = ReadProcMemory();
+  EXPECT_GT(self.rss_bytes, 0u);
+  EXPECT_GE(self.peak_rss_bytes, self.rss_bytes);
+}
+
+TEST(Prompts, SynthesizedIdsAvoidSpecialIdsAndAreDeterministic) {
+  const std::vector<int32_t> specials{11, 48};
+  const auto a = PromptSet::Synthesize(200, 64, specials);
+  EXPECT_EQ(a, PromptSet::Synthesize(200, 64, specials));
+  ASSERT_EQ(a.size(), 200u);
+  for (int32_t t : a) {
+    EXPECT_GE(t, 0);
+    EXPECT_LT(t, 64);
+    EXPECT_NE(t, 11);
+    EXPECT_NE(t, 48);
+  }
+}
+
+TEST(Prompts, RagLengthsSpanTheRangeAndClamp) {
+  const PromptSet wide(PromptSet::Synthesize(10, 100, {}), 100, {}, 100000);
+  int lo = 1 << 30, hi = 0;
+  for (int i = 0; i < 200; ++i) {
+    const int n = wide.RagLength(i);
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+    EXPECT_EQ(n, wide.RagLength(i));
+  }
+  EXPECT_GE(lo, 64);
+  EXPECT_LT(lo, 300);
+  EXPECT_LE(hi, 2048);
+  EXPECT_GT(hi, 1800);
+  const PromptSet narrow(PromptSet::Synthesize(10, 100, {}), 100, {}, 500);
+  for (int i = 0; i < 50; ++i) EXPECT_LE(narrow.RagLength(i), 500);
+  const auto rows = narrow.Rows(3, 2, /*rag=*/true);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(static_cast<int>(rows[0].size()), narrow.RagLength(3));
+}
+
+TEST(BenchRunner, SummaryLeavesWarmUpOutAndFitsTheAfterSamples) {
+  std::vector<IterationRecord> its;
+  for (int i = 0; i < 6; ++i) {
+    IterationRecord r;
+    r.index = i;
+    r.warmup = i < 2;
+    r.timing.ttft_s = r.warmup ? 100 : 0.01 * i;  // warm-up outliers must not count
+    r.timing.tps = 50;
+    r.after.rss_bytes = r.warmup ? 1 : 1000000 + 4096 * i;  // 4 KiB per iteration
+    r.after.anon_bytes = 500;
+    r.after.kv.reserved_bytes = 0;
+    r.peak_rss_bytes = 2000000;
+    its.push_back(r);
+  }
+  const RunSummary s = SummarizeRun(its);
+  EXPECT_EQ(s.measured_iterations, 4);
+  EXPECT_NEAR(s.ttft_s.max, 0.05, 1e-12);
+  EXPECT_NEAR(s.rss_slope.slope, 4096, 1e-6);
+  EXPECT_NEAR(s.rss_slope.slope_stderr, 0, 1e-6);
+  EXPECT_EQ(s.rss_slope.n, 4u);
+  EXPECT_EQ(s.anon_slope.slope, 0);
+  ASSERT_TRUE(s.kv_reserved_slope.has_value());
+  EXPECT_FALSE(s.arena_total_slope.has_value());  // absent figures: no fit
+  EXPECT_EQ(s.peak_rss_bytes, 2000000u);
+}
+
+TEST(ReportCsv, EmptyCellsForAbsentFigures) {
+  RunResult r;
+  r.name = "a,b";  // quoted
+  r.engine = "ebb";
+  r.scenario = "seed-loop";
+  IterationRecord it;
+  it.timing.prompt_tokens = 3;
+  it.before.kv.in_use_bytes = 5;
+  r.iterations.push_back(it);
+  const std::string csv = ReportCsv({r});
+  EXPECT_NE(csv.find("\n\"a,b\",ebb,seed-loop,0,0,3,0,0,0,0,,0,0,5,,,,0,0,,,,,0,0,,,,,0\n"),
+            std::string::npos)
+      << csv;
+}
+
+}  // namespace
+}  // namespace ebb::bench
