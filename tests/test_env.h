@@ -2,6 +2,10 @@
 // else from the build's defaults (tests/CMakeLists.txt).
 #pragma once
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -23,6 +27,25 @@ inline std::filesystem::path SharedDir() { return EnvOr("EBB_SHARED_DIR", EBB_SH
 
 // The built `ebb` CLI: EBB_CLI.
 inline std::string CliPath() { return EnvOr("EBB_CLI", EBB_CLI_DEFAULT).string(); }
+
+struct CliResult {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs the built CLI with `args` (a shell fragment: quoting and redirections allowed).
+inline CliResult RunCli(const std::string& args) {
+  CliResult r;
+  const std::string cmd = CliPath() + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
 
 }  // namespace ebb::testing
 

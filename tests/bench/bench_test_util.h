@@ -14,24 +14,6 @@
 
 namespace ebb::testing {
 
-struct CliResult {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-inline CliResult RunCli(const std::string& args) {
-  CliResult r;
-  const std::string cmd = CliPath() + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
 inline std::string ReadFile(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;

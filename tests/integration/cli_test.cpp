@@ -13,23 +13,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct RunResult {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-RunResult RunEbb(const std::string& args) {
-  RunResult r;
-  const std::string cmd = ebb::testing::CliPath() + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using RunResult = ebb::testing::CliResult;
+RunResult RunEbb(const std::string& args) { return ebb::testing::RunCli(args); }
 
 TEST(Cli, VersionShowsOrtAndCpuProvider) {
   const RunResult r = RunEbb("--version");
