@@ -23,9 +23,14 @@ std::string Field(const std::string& s) {
 }
 
 void AppendMemory(std::string& row, const MemorySample& m) {
-  row += "," + std::to_string(m.rss_bytes) + "," + std::to_string(m.anon_bytes) + "," +
-         Cell(m.kv.in_use_bytes) + "," + Cell(m.kv.reserved_bytes) + "," +
-         Cell(m.arena.in_use_bytes) + "," + Cell(m.arena.total_allocated_bytes);
+  // Appended piece by piece: GCC 12 reports a false -Wrestrict on chains of "," + string.
+  for (const std::string& cell :
+       {std::to_string(m.rss_bytes), std::to_string(m.anon_bytes), Cell(m.kv.in_use_bytes),
+        Cell(m.kv.reserved_bytes), Cell(m.arena.in_use_bytes),
+        Cell(m.arena.total_allocated_bytes)}) {
+    row += ',';
+    row += cell;
+  }
 }
 
 }  // namespace
