@@ -241,6 +241,9 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   for (const auto& [k, v] : options.run_options) mi.shrink->SetRunOption(k, v);
   if (options.shrink_every > 0) mi.shrink->ShrinkEvery(options.shrink_every);
   if (options.shrink_above_bytes > 0) mi.shrink->ShrinkAbove(options.shrink_above_bytes);
+  // Parsing and optimising the graph leaves freed heap behind (about the size of the model
+  // file's protobuf); glibc keeps it resident unless asked.
+  TrimHeap();
   return model;
 }
 
