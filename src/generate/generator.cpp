@@ -388,8 +388,16 @@ struct Generator::Impl {
       m.shrink->EndRun(shrink, false);
       const std::string msg = e.what();
       const bool oom = msg.find("Failed to allocate") != std::string::npos ||
+                       msg.find("Available memory") != std::string::npos ||
                        msg.find("bad_alloc") != std::string::npos ||
                        msg.find("exceeds") != std::string::npos;
+      if (oom && m.arena_max_mem > 0) {
+        // The hard cap refused an extension: a clear error; the model stays usable.
+        throw Error(ErrorCode::ResourceExhausted,
+                    "this step needs more ORT arena memory than the cap arena.max_mem=" +
+                        std::to_string(m.arena_max_mem) + " allows (" + msg +
+                        "); shorten the prompt, set prefill_chunk_size, or raise arena.max_mem");
+      }
       throw Error(
           oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
           "ONNX Runtime Run failed on " + m.config.model_path.filename().string() + ": " + msg);

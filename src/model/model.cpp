@@ -186,7 +186,13 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
                     "' is an encoder (embedding) model; Model::Load is for decoders");
   }
 
-  Ort::SessionOptions so = BuildSessionOptions(cfg, options, &impl->has_cpu_arena);
+  ArenaConfig arena_cfg;
+  Ort::SessionOptions so = BuildSessionOptions(cfg, options, &impl->has_cpu_arena, &arena_cfg);
+  if (!arena_cfg.empty()) {
+    impl->env_arena = AcquireEnvArena(arena_cfg);  // may throw; nothing else is held yet
+    if (auto it = arena_cfg.find("max_mem"); it != arena_cfg.end())
+      impl->arena_max_mem = it->second;
+  }
   try {
     impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
   } catch (const Ort::Exception& e) {

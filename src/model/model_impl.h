@@ -11,6 +11,7 @@
 #include "kv/kv_pool.h"
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
+#include "ort/env_arena.h"
 
 namespace ebb::internal {
 
@@ -35,9 +36,13 @@ struct ModelImpl {
   ModelOptions options;
   ModelInfo info;
   DecoderIo io;
+  // Declared before the session so that it is released after it: the env arena the session
+  // allocates from must outlive the session.
+  std::unique_ptr<EnvArenaLease> env_arena;
   std::unique_ptr<Ort::Session> session;
   Ort::MemoryInfo cpu_memory{nullptr};
-  bool has_cpu_arena = true;  // enable_cpu_mem_arena (config, then user)
+  bool has_cpu_arena = true;   // enable_cpu_mem_arena (config, then user)
+  uint64_t arena_max_mem = 0;  // arena.max_mem when set (process-wide env arena)
   std::unique_ptr<KvPool> kv_pool;
   // Run options (config, then user, then RuntimeHandle) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/version.h"
 #include "ort/ort_env.h"
@@ -130,7 +131,8 @@ std::string FindRefusedSessionOption(const GenaiConfig& config, const ModelOptio
 }
 
 Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options,
-                                        bool* has_cpu_arena) {
+                                        bool* has_cpu_arena, ArenaConfig* env_arena) {
+  ArenaConfig arena_cfg;
   bool arena = true;
   if (has_cpu_arena == nullptr) has_cpu_arena = &arena;
   *has_cpu_arena = true;
@@ -164,11 +166,31 @@ Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOp
         so.SetGraphOptimizationLevel(ParseOptLevel(key, value));
       } else if (key == "use_env_allocators") {
         so.AddConfigEntry("session.use_env_allocators", ParseBool(key, value) ? "1" : "0");
-      } else if (key == "arena_extend_strategy" || key.starts_with("arena.")) {
-        throw Error(ErrorCode::InvalidArgument,
-                    "session option " + key +
-                        " configures the CPU arena, which this ebb version does not support yet; "
-                        "remove it (see docs/options.md)");
+      } else if (key == "arena_extend_strategy") {
+        if (value == "kNextPowerOfTwo" || value == "0") {
+          arena_cfg["arena_extend_strategy"] = 0;
+        } else if (value == "kSameAsRequested" || value == "1") {
+          arena_cfg["arena_extend_strategy"] = 1;
+        } else {
+          Bad(key, value, "expected kNextPowerOfTwo or kSameAsRequested");
+        }
+      } else if (key.starts_with("arena.")) {
+        const std::string name = key.substr(6);
+        static const char* const kArenaKeys[] = {
+            "max_mem", "initial_chunk_size_bytes", "max_dead_bytes_per_chunk",
+            "initial_growth_chunk_size_bytes", "max_power_of_two_extend_bytes"};
+        bool known = false;
+        for (const char* k : kArenaKeys) known |= name == k;
+        if (!known) {
+          std::vector<std::string_view> names;
+          for (const char* k : kArenaKeys) names.emplace_back(k);
+          Bad(key, value,
+              "OrtArenaCfg has no such field" + DidYouMean(name, names) +
+                  "; arena keys: arena.max_mem, arena.initial_chunk_size_bytes, "
+                  "arena.max_dead_bytes_per_chunk, arena.initial_growth_chunk_size_bytes, "
+                  "arena.max_power_of_two_extend_bytes, arena_extend_strategy");
+        }
+        arena_cfg[name] = ParseByteSize(value, key);
       } else {
         so.AddConfigEntry(key.c_str(), value.c_str());
         EBB_LOG_INFO("session option {}='{}' -> ORT session config entry", key, value);
@@ -177,6 +199,15 @@ Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOp
       throw Error(ErrorCode::InvalidArgument, "session option " + key + "='" + value +
                                                   "' refused by ONNX Runtime: " + e.what());
     }
+  }
+  if (!arena_cfg.empty()) {
+    if (!*has_cpu_arena) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "arena options (" + DescribeArenaConfig(arena_cfg) +
+                      ") conflict with enable_cpu_mem_arena=0: drop one of them");
+    }
+    so.AddConfigEntry("session.use_env_allocators", "1");
+    if (env_arena != nullptr) *env_arena = arena_cfg;
   }
   // Provider options: the config's list, then the user's (a user entry replaces the config's).
   std::map<std::string, std::map<std::string, std::string>> providers;

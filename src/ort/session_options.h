@@ -7,14 +7,19 @@
 
 #include "ebb/options.h"
 #include "model/genai_config.h"
+#include "ort/env_arena.h"
 
 namespace ebb::internal {
 
 // Throws ebb::Error(InvalidArgument) naming the key for a value ebb or ORT refuses, and
 // Unavailable for an execution provider this ORT build lacks.
 // `has_cpu_arena` receives whether the session will have a CPU arena (enable_cpu_mem_arena).
+// `env_arena` receives the arena options (arena.*, arena_extend_strategy) when any is set; the
+// session then uses the env's allocator (session.use_env_allocators=1), which the caller must
+// register first (AcquireEnvArena).
 Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options,
-                                        bool* has_cpu_arena = nullptr);
+                                        bool* has_cpu_arena = nullptr,
+                                        ArenaConfig* env_arena = nullptr);
 
 // After a session failed to be created with `options`: finds the passthrough session config
 // entry (config or user) that ORT refuses, by creating a session for a 70-byte Identity model

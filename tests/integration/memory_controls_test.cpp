@@ -288,3 +288,78 @@ TEST(Concurrency, GeneratorsOnFourThreadsWhileAnotherShrinksAndReadsStats) {
 
 }  // namespace
 }  // namespace ebb
+
+namespace ebb {
+namespace {
+
+// Total ORT arena bytes after one long prompt on a fresh model with `opts`.
+int64_t ArenaAfterLongPrompt(ModelOptions opts) {
+  auto m = Model::Load(Wide(), opts);
+  GeneratorParams p;
+  p.max_length = 1100;
+  Generator g(m, p);
+  g.AppendTokens(Prompt(1000, m->info().vocab_size));
+  return m->memory_stats().cpu_arena.total_allocated_bytes;
+}
+
+TEST(Tier1Arena, SameAsRequestedAllocatesLessThanNextPowerOfTwo) {
+  ModelOptions pow2, same;
+  pow2.Set("session_options.arena_extend_strategy", "kNextPowerOfTwo");
+  same.Set("session_options.arena_extend_strategy", "kSameAsRequested");
+  const int64_t a = ArenaAfterLongPrompt(pow2);  // each model unloads before the next loads
+  const int64_t b = ArenaAfterLongPrompt(same);
+  EXPECT_GT(a, 0);
+  EXPECT_GT(b, 0);
+  EXPECT_LT(b, a) << "kSameAsRequested " << b << " vs kNextPowerOfTwo " << a;
+}
+
+TEST(Tier1Arena, MaxMemIsAHardCapWithAClearErrorAndSmallPromptsStillWork) {
+  ModelOptions o;
+  o.Set("session_options.arena.max_mem", "24MiB");
+  auto m = Model::Load(Wide(), o);
+  EXPECT_EQ(m->memory_stats().cpu_arena.limit_bytes, 24 << 20);
+  const auto small = Generate(m, {5, 17, 42}, 16);
+  EXPECT_EQ(small.size(), 16u);
+  {
+    GeneratorParams p;
+    p.max_length = 2100;
+    Generator g(m, p);
+    try {
+      g.AppendTokens(Prompt(2040, m->info().vocab_size));
+      FAIL() << "expected ResourceExhausted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+      EXPECT_THAT(e.what(), HasSubstr("arena.max_mem=25165824"));
+    }
+  }
+  EXPECT_EQ(Generate(m, {5, 17, 42}, 16), small) << "the model stays usable under the cap";
+}
+
+TEST(Tier1Arena, ArenaOptionsAreProcessWideAndConflictsAreRefused) {
+  ModelOptions a, b;
+  a.Set("session_options.arena.max_mem", "256MiB");
+  b.Set("session_options.arena.max_mem", "128MiB");
+  auto first = Model::Load(Wide(), a);
+  auto same = Model::Load(Tiny(), a);  // same configuration: shares the env arena
+  try {
+    Model::Load(Tiny(), b);
+    FAIL() << "expected InvalidArgument";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("process-wide"));
+    EXPECT_THAT(e.what(), HasSubstr("max_mem=268435456"));
+  }
+  first.reset();
+  same.reset();
+  EXPECT_NO_THROW(Model::Load(Tiny(), b)) << "after the others unload, a new config registers";
+  ModelOptions typo;
+  EXPECT_THROW(
+      {
+        typo.Set("session_options.arena.max_mme", "1MiB");
+        Model::Load(Tiny(), typo);
+      },
+      Error);
+}
+
+}  // namespace
+}  // namespace ebb
