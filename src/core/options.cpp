@@ -13,9 +13,9 @@
 namespace ebb {
 namespace {
 
-constexpr std::array<std::string_view, 7> kEbbKeys = {
-    "kv_cache.mode",      "kv_cache.max_bytes",  "kv_cache.retain_bytes", "kv_cache.chunk_tokens",
-    "prefill_chunk_size", "memory.shrink_every", "memory.shrink_above"};
+constexpr std::array<std::string_view, 8> kEbbKeys = {
+    "memory.limit",          "kv_cache.mode",      "kv_cache.max_bytes",  "kv_cache.retain_bytes",
+    "kv_cache.chunk_tokens", "prefill_chunk_size", "memory.shrink_every", "memory.shrink_above"};
 
 int32_t ParsePositiveInt(std::string_view key, std::string_view v, bool allow_zero) {
   int64_t x = 0;
@@ -103,6 +103,8 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     kv_chunk_tokens = ParsePositiveInt(k, v, false);
   } else if (k == "prefill_chunk_size") {
     prefill_chunk_size = ParsePositiveInt(k, v, true);
+  } else if (k == "memory.limit") {
+    memory_limit_bytes = ParseByteSize(v, k);
   } else if (k == "memory.shrink_every") {
     shrink_every = static_cast<uint32_t>(ParsePositiveInt(k, v, true));
   } else if (k == "memory.shrink_above") {
@@ -114,7 +116,7 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     throw Error(ErrorCode::InvalidArgument,
                 "unknown option '" + k + "'" + hint +
                     "; ebb's keys are kv_cache.mode, kv_cache.max_bytes, kv_cache.retain_bytes, "
-                    "kv_cache.chunk_tokens, prefill_chunk_size, memory.shrink_every, "
+                    "kv_cache.chunk_tokens, prefill_chunk_size, memory.limit, memory.shrink_every, "
                     "memory.shrink_above; ORT keys go under "
                     "session_options., run_options. or provider_options.EP.");
   }

@@ -55,6 +55,7 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
   if (bytes == 0) return KvBlock();
   const uint64_t size = PageRound(bytes);
   AdmitFn admit;
+  ReleaseFn release;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (max_bytes_ > 0 && stats_.in_use_bytes + size > max_bytes_) {
@@ -68,6 +69,7 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
                       "kv_cache.mode=dynamic, or raise kv_cache.max_bytes");
     }
     admit = admit_;
+    release = release_;
   }
   if (admit) admit(size);  // may throw; nothing has changed yet
 
@@ -91,6 +93,7 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
   if (data == nullptr) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
+      if (release) release(size);
       throw Error(ErrorCode::ResourceExhausted,
                   std::string(what) + ": the OS refused " + FormatBytes(size) + " (" +
                       std::strerror(errno) + "); lower max_length or the batch size");
@@ -109,7 +112,9 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
 
 void KvPool::Release(void* data, uint64_t bytes) noexcept {
   bool keep = false;
+  ReleaseFn release;
   {
+    release = release_;
     std::lock_guard<std::mutex> lock(mu_);
     stats_.in_use_bytes -= bytes;
     if (stats_.retained_bytes + bytes <= retain_bytes_) {
@@ -120,6 +125,7 @@ void KvPool::Release(void* data, uint64_t bytes) noexcept {
     stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
   }
   if (!keep) munmap(data, bytes);
+  if (release) release(bytes);
 }
 
 uint64_t KvPool::Trim() {
@@ -159,9 +165,10 @@ void KvPool::set_retain_bytes(uint64_t retain_bytes) {
   Trim();
 }
 
-void KvPool::set_admit_fn(AdmitFn fn) {
+void KvPool::set_admit_fn(AdmitFn fn, ReleaseFn release) {
   std::lock_guard<std::mutex> lock(mu_);
   admit_ = std::move(fn);
+  release_ = std::move(release);
 }
 
 }  // namespace ebb::internal

@@ -60,6 +60,9 @@ class KvPool {
   // Admission hook: called with the bytes about to be added to in-use; throws to refuse
   // (used for the runtime-wide memory.limit). Called without the pool's lock held.
   using AdmitFn = std::function<void(uint64_t bytes)>;
+  // Called with bytes that leave "in use" (a block returned, or an admitted allocation that
+  // failed), so the admission hook's accounting stays exact.
+  using ReleaseFn = std::function<void(uint64_t bytes)>;
 
   KvPool(uint64_t max_bytes, uint64_t retain_bytes);
   ~KvPool();
@@ -77,7 +80,7 @@ class KvPool {
   KvPoolStats Stats() const;
   void set_max_bytes(uint64_t max_bytes);
   void set_retain_bytes(uint64_t retain_bytes);
-  void set_admit_fn(AdmitFn fn);
+  void set_admit_fn(AdmitFn fn, ReleaseFn release);
 
  private:
   friend class KvBlock;
@@ -87,6 +90,7 @@ class KvPool {
   uint64_t max_bytes_;     // guarded by mu_
   uint64_t retain_bytes_;  // guarded by mu_
   AdmitFn admit_;          // guarded by mu_
+  ReleaseFn release_;      // guarded by mu_
   KvPoolStats stats_;      // guarded by mu_
   // Retained regions by size (bytes -> address), reused best-fit.
   std::multimap<uint64_t, void*> retained_;  // guarded by mu_

@@ -9,6 +9,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "memory/heap_trim.h"
+#include "memory/memory_governor.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
 #include "ort/arena_stats.h"
@@ -151,6 +152,7 @@ void RunMinimalStep(Model& model) {
 
 Model::Model(std::unique_ptr<internal::ModelImpl> impl) : impl_(std::move(impl)) {}
 Model::~Model() {
+  if (impl_->registered) internal::MemoryGovernor::Get().AddModel(-1);
   // Unload: the session (and an arena it alone uses) and the KV pool go with impl_; then give
   // the freed heap back to the OS.
   impl_.reset();
@@ -209,6 +211,12 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   impl->io = ResolveIo(cfg, *impl->session);
   impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
+  // The runtime-wide budget (memory.limit) sees every KV allocation of every model.
+  impl->kv_pool->set_admit_fn([](uint64_t b) { MemoryGovernor::Get().Admit(b); },
+                              [](uint64_t b) { MemoryGovernor::Get().Release(b); });
+  if (options.memory_limit_bytes > 0) MemoryGovernor::Get().set_limit(options.memory_limit_bytes);
+  MemoryGovernor::Get().AddModel(1);
+  impl->registered = true;
 
   ModelInfo& info = impl->info;
   info.path = cfg.dir;

@@ -363,3 +363,48 @@ TEST(Tier1Arena, ArenaOptionsAreProcessWideAndConflictsAreRefused) {
 
 }  // namespace
 }  // namespace ebb
+
+#include "ebb/runtime.h"
+
+namespace ebb {
+namespace {
+
+TEST(Budgets, RuntimeWideMemoryLimitCoversAllModels) {
+  auto a = Model::Load(Tiny());
+  auto b = Model::Load(Tiny());  // a second model: the budget is over both
+  const uint64_t per_gen_a = a->info().kv_bytes_per_token * 256;
+  Runtime::Default().SetMemoryLimit(per_gen_a + per_gen_a / 2);  // one generator, not two
+  {
+    Generator running(a, GeneratorParams{.max_length = 256});
+    running.AppendTokens(std::vector<int32_t>{5, 17, 42});
+    EXPECT_GE(Runtime::Default().Stats().kv.in_use_bytes, per_gen_a);
+    try {
+      Generator refused(b, GeneratorParams{.max_length = 256});
+      FAIL() << "expected ResourceExhausted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+      EXPECT_THAT(e.what(), HasSubstr("memory.limit"));
+      EXPECT_THAT(e.what(), HasSubstr("bytes in use by all models"));
+    }
+    while (!running.IsDone()) running.GenerateNextToken();  // unaffected
+    EXPECT_EQ(running.GetSequence(0).size(), 256u);
+  }
+  EXPECT_EQ(Runtime::Default().Stats().kv.in_use_bytes, 0u);
+  EXPECT_NO_THROW(Generator(b, GeneratorParams{.max_length = 256}))
+      << "admitted once the first request finished";
+  Runtime::Default().SetMemoryLimit(0);
+  EXPECT_EQ(Runtime::Default().num_models(), 2);
+}
+
+TEST(Budgets, MemoryLimitAsALoadOption) {
+  ModelOptions o;
+  o.Set("memory.limit", "1KiB");
+  auto m = Model::Load(Tiny(), o);
+  EXPECT_EQ(Runtime::Default().memory_limit(), 1024u);
+  EXPECT_THROW(Generator(m, GeneratorParams{.max_length = 64}), Error);
+  Runtime::Default().SetMemoryLimit(0);
+  EXPECT_EQ(Generate(m, {1, 2, 3}, 8).size(), 8u);
+}
+
+}  // namespace
+}  // namespace ebb
