@@ -64,6 +64,8 @@ make_one bert-tiny-fp32 bert fp32
 # For the arena tests: wide activations (a 2048-token prompt grows ORT's arena by ~60 MiB).
 make_one llama-wide llama fp32 --layers 2 --hidden 256 --heads 4 --kv-heads 4 --head-size 64 \
   --intermediate 1024 --vocab 1024 --context-length 4096
+# For the unload test: the `small` preset (88 M parameters) in int4, 77 MB.
+make_one llama-small-int4 llama int4 --preset small
 # For the create/destroy loop test: 32 KiB of KV per token (16 MiB per generator at 512 tokens).
 make_one llama-kvloop llama fp32 --layers 32 --hidden 128 --heads 2 --kv-heads 2 --head-size 64 \
   --intermediate 128 --vocab 512 --context-length 1024

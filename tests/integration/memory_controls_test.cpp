@@ -408,3 +408,91 @@ TEST(Budgets, MemoryLimitAsALoadOption) {
 
 }  // namespace
 }  // namespace ebb
+
+namespace ebb {
+namespace {
+
+TEST(Unload, FiftyLoadUnloadCyclesOfASmallModelKeepRssFlat) {
+  const auto dir = testing::TestModelsDir() / "llama-small-int4";
+  int64_t after_first = 0;
+  for (int i = 0; i < 50; ++i) {
+    {
+      auto m = Model::Load(dir);
+      Generate(m, {5, 17, 42, 99}, 12);
+    }
+    const int64_t rss = ReadProcessMemory().rss_bytes;
+    if (i == 0) after_first = rss;
+    EXPECT_LE(rss - after_first, 16 * kMiB) << "cycle " << i;
+  }
+}
+
+// Requests with prompt lengths 16..2047 and ShrinkEvery(20); RSS after each request. The lengths
+// cycle through one shuffled set of 100, so both halves of the run see the same prompts.
+std::vector<int64_t> MixedRequests(int n) {
+  ModelOptions o;
+  if (const char* mp = std::getenv("EBB_TEST_MEM_PATTERN")) {
+    o.Set("session_options.enable_mem_pattern", mp);
+  }
+  auto m = Model::Load(Wide(), o);
+  m->runtime().ShrinkEvery(20);
+  std::vector<int> lengths(100);
+  for (int i = 0; i < 100; ++i) lengths[i] = 16 + i * (2047 - 16) / 99;
+  uint64_t x = 12345;
+  for (int i = 99; i > 0; --i) {  // deterministic Fisher-Yates
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(lengths[i], lengths[static_cast<int>((x >> 33) % (i + 1))]);
+  }
+  std::vector<int64_t> rss;
+  for (int i = 0; i < n; ++i) {
+    const int len = lengths[i % 100];
+    Generate(m, Prompt(len, 1024), len + 4);
+    rss.push_back(ReadProcessMemory().rss_bytes);
+  }
+  return rss;
+}
+
+double SlopeBytesPerRequest(const std::vector<int64_t>& y, size_t from) {
+  const double n = static_cast<double>(y.size() - from);
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = from; i < y.size(); ++i) {
+    const double xi = static_cast<double>(i), yi = static_cast<double>(y[i]);
+    sx += xi;
+    sy += yi;
+    sxx += xi * xi;
+    sxy += xi * yi;
+  }
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+// `peak_margin`: how far the last half's maximum RSS may be above the first half's (the issue
+// asks 2 % over 1,000 requests; 200 requests leave too little warm-up for that, so the default
+// suite allows 5 % and relies on the post-shrink trend).
+void CheckFlat(const std::vector<int64_t>& rss, double peak_margin) {
+  const size_t half = rss.size() / 2;
+  const int64_t first = *std::max_element(rss.begin(), rss.begin() + half);
+  const int64_t last = *std::max_element(rss.begin() + half, rss.end());
+  EXPECT_LE(static_cast<double>(last), (1 + peak_margin) * static_cast<double>(first))
+      << "max RSS of the last half " << last << " vs first half " << first;
+  const double slope = SlopeBytesPerRequest(rss, 20);
+  // Between shrinks RSS follows the prompts (a sawtooth), so the trend is read where the
+  // policy has just shrunk: after every 20th request.
+  std::vector<int64_t> after_shrink;
+  for (size_t i = 19; i < rss.size(); i += 20) after_shrink.push_back(rss[i]);
+  const double shrink_slope = SlopeBytesPerRequest(after_shrink, 1) / 20.0;
+  std::printf(
+      "RSS slope over %zu requests: %.0f bytes/request (all), %.0f bytes/request "
+      "(after each shrink)\n",
+      rss.size(), slope, shrink_slope);
+  for (int64_t v : after_shrink) std::printf("  %lld", static_cast<long long>(v / 1024));
+  std::printf(" KiB\n");
+  EXPECT_LT(std::abs(shrink_slope), 8 * 1024.0) << "bytes per request";
+}
+
+TEST(Soak, TwoHundredMixedRequestsWithShrinkEveryTwentyStayFlat) {
+  const char* n = std::getenv("EBB_SOAK_REQUESTS");
+  const int requests = n != nullptr ? std::atoi(n) : 200;
+  CheckFlat(MixedRequests(requests), requests >= 1000 ? 0.02 : 0.05);
+}
+
+}  // namespace
+}  // namespace ebb
