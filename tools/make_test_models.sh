@@ -10,7 +10,7 @@
 set -eu
 
 MAKE_TEST_MODELS_VERSION=1
-PROMPTS="5,17,42,99,7,300;8,9,10"
+PROMPTS="5,17,42,99,7,300;8,9,10;11,12,13,14"
 MAX_LENGTH=12
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then

@@ -85,6 +85,7 @@ TEST_P(ReferenceTest, MatchesNumpyReferenceInEveryKvModeAndLayout) {
   const Rows prompts = ref["input_ids"].get<Rows>();
   const Rows expected = ref["sequences"].get<Rows>();
   const int32_t max_length = ref["max_length"].get<int32_t>();
+  ASSERT_EQ(prompts.size(), 3u) << "tools/make_test_models.sh writes a batch of 3";
   for (const Variant& v : kVariants) {
     ModelOptions mo;
     mo.kv_mode = v.mode;
@@ -94,7 +95,7 @@ TEST_P(ReferenceTest, MatchesNumpyReferenceInEveryKvModeAndLayout) {
     GeneratorParams p;
     p.max_length = max_length;
     const std::string what = std::string(KvModeName(v.mode)) + " chunk " + std::to_string(v.chunk);
-    // A padded batch of rows with different lengths, and each row alone.
+    // A padded batch of 3 rows with different lengths (6, 3, 4 tokens), and each row alone.
     EXPECT_EQ(GenerateAll(model, prompts, p), expected) << "batch, " << what;
     for (size_t r = 0; r < prompts.size(); ++r) {
       EXPECT_EQ(GenerateAll(model, {prompts[r]}, p)[0], expected[r]) << "row " << r << ", " << what;
