@@ -61,6 +61,14 @@ make_one phi3-tiny-fp32-unfused phi3 fp32 --rotary-form unfused
 make_one qwen2-tiny-fp32 qwen2 fp32
 make_one gpt2-tiny-fp32 gpt2 fp32
 make_one bert-tiny-fp32 bert fp32
+# float16 KV cache and logits (GPU-export style), computing in float32 inside: same greedy tokens.
+FP16="$OUT/llama-tiny-fp16io"
+if [ ! -f "$FP16/.make_test_models" ] || ! cmp -s "$OUT/llama-tiny-fp32/.make_test_models" "$FP16/.make_test_models"; then
+  rm -rf "$FP16.tmp" "$FP16"
+  "$PY" "$TOOLS/fp16_io.py" "$OUT/llama-tiny-fp32" "$FP16.tmp"
+  mv "$FP16.tmp" "$FP16"
+  echo "generated: $FP16"
+fi
 # For the arena tests: wide activations (a 2048-token prompt grows ORT's arena by ~60 MiB).
 make_one llama-wide llama fp32 --layers 2 --hidden 256 --heads 4 --kv-heads 4 --head-size 64 \
   --intermediate 1024 --vocab 1024 --context-length 4096

@@ -106,7 +106,23 @@ TEST_P(ReferenceTest, MatchesNumpyReferenceInEveryKvModeAndLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Ref, ReferenceTest,
                          ::testing::Values("llama-tiny-fp32", "llama-tiny-int4",
-                                           "phi3-tiny-fp32-unfused", "qwen2-tiny-fp32"));
+                                           "phi3-tiny-fp32-unfused", "qwen2-tiny-fp32",
+                                           "llama-tiny-fp16io"));
+
+TEST(Fp16, KvCacheAndLogitsInFloat16) {
+  auto f32 = Model::Load(testing::TestModelsDir() / "llama-tiny-fp32");
+  auto f16 = Model::Load(testing::TestModelsDir() / "llama-tiny-fp16io");
+  EXPECT_EQ(f16->info().kv_bytes_per_token * 2, f32->info().kv_bytes_per_token);
+  GeneratorParams p;
+  p.max_length = 8;
+  Generator a(f32, p), b(f16, p);
+  a.AppendTokens(std::vector<int32_t>{5, 17, 42});
+  b.AppendTokens(std::vector<int32_t>{5, 17, 42});
+  ASSERT_EQ(a.GetLogits().size(), b.GetLogits().size());
+  for (size_t i = 0; i < a.GetLogits().size(); ++i) {
+    EXPECT_NEAR(a.GetLogits()[i], b.GetLogits()[i], 2e-2) << "logit " << i;  // fp16 rounding
+  }
+}
 
 // --- KV ownership and budgets -----------------------------------------------------------------
 
