@@ -7,6 +7,7 @@
 // llama-kvloop64: 128 KiB of KV per token, 64 MiB per generator.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -65,6 +66,9 @@ TEST(KvLoop, CreateRunDestroyLoopKeepsMemoryFlat) {
       if (it == 5) rss_at_5 = after;
       rss_last = after;
     }
+    std::printf("%s: RSS after iteration 5 %lld KiB, after iteration %d %lld KiB\n",
+                std::string(KvModeName(mode)).c_str(), static_cast<long long>(rss_at_5 / 1024),
+                iterations, static_cast<long long>(rss_last / 1024));
     EXPECT_LE(rss_last - rss_at_5, 4 * kMiB)
         << KvModeName(mode) << ": RSS at iteration " << iterations << " vs iteration 5";
     EXPECT_EQ(model->kv_stats().reserved_bytes, 0u);
