@@ -38,12 +38,32 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
 
-  candidates_.resize(vocab);
-  std::iota(candidates_.begin(), candidates_.end(), 0);
   size_t n = vocab;
   if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < vocab) {
+    // One pass with a min-heap of the k best (value, id): the comparison with the heap's
+    // minimum is almost always false and well predicted, unlike nth_element's partitioning.
+    // Equal values keep the lower id (a later equal value never replaces an earlier one).
     n = static_cast<size_t>(config_.top_k);
-    std::nth_element(candidates_.begin(), candidates_.begin() + n, candidates_.end(), desc);
+    auto worse = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    heap_.clear();
+    for (size_t i = 0; i < vocab; ++i) {
+      const float v = logits[i];
+      if (heap_.size() < n) {
+        heap_.emplace_back(v, static_cast<int32_t>(i));
+        std::push_heap(heap_.begin(), heap_.end(), worse);
+      } else if (v > heap_.front().first) {
+        std::pop_heap(heap_.begin(), heap_.end(), worse);
+        heap_.back() = {v, static_cast<int32_t>(i)};
+        std::push_heap(heap_.begin(), heap_.end(), worse);
+      }
+    }
+    candidates_.clear();
+    for (const auto& [v, id] : heap_) candidates_.push_back(id);
+  } else {
+    candidates_.resize(vocab);
+    std::iota(candidates_.begin(), candidates_.end(), 0);
   }
   // Softmax weights relative to the max; the normaliser covers the candidate set.
   double total = 0;

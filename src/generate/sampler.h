@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace ebb::internal {
@@ -32,8 +33,9 @@ class Sampler {
  private:
   SamplerConfig config_;
   std::mt19937_64 rng_;
-  std::vector<int32_t> candidates_;  // reused across calls
-  std::vector<uint8_t> seen_;        // repetition-penalty marks, reused
+  std::vector<int32_t> candidates_;              // reused across calls
+  std::vector<std::pair<float, int32_t>> heap_;  // top-k selection scratch, reused
+  std::vector<uint8_t> seen_;                    // repetition-penalty marks, reused
 };
 
 // Index of the largest value (first on ties).

@@ -28,8 +28,13 @@ int KvCache::capacity() const { return shared_ ? cap_a_ : std::min(cap_a_, cap_b
 
 int KvCache::RoundUp(int tokens) const {
   if (mode_ == KvMode::kStatic) return max_length_;
-  const int rounded = (tokens + chunk_tokens_ - 1) / chunk_tokens_ * chunk_tokens_;
-  return std::min(std::max(rounded, tokens), std::max(max_length_, tokens));
+  // Grow by at least half the current capacity: fixed 256-token steps made a 4096-token
+  // Phi-3.5-sized cache copy ~24 GiB in total (O(n^2)); geometric steps copy < 3x the final size
+  // (bench/micro_bench.cpp BM_KvDynamicGrowth).
+  const int current = std::max(cap_a_, cap_b_);
+  const int wanted = std::max(tokens, current + current / 2);
+  const int rounded = (wanted + chunk_tokens_ - 1) / chunk_tokens_ * chunk_tokens_;
+  return std::min(rounded, std::max(max_length_, tokens));
 }
 
 void KvCache::Reserve(int total_tokens) {

@@ -6,9 +6,10 @@
 //              buffer of `capacity` tokens, [B, H, capacity, D]; ORT appends in place.
 //   ping-pong  (graphs that concatenate): past is [B, H, P, D] in one buffer, ORT writes present
 //              [B, H, P+S, D] into the other; buffers swap after each step.
-// Static mode reserves max_length at construction. Dynamic mode grows in chunks of
-// `chunk_tokens`: a shared buffer is copied into a larger one; a ping-pong target buffer is
-// simply reallocated larger (ORT fills it).
+// Static mode reserves max_length at construction (mmap'd lazily: pages become resident as
+// tokens are written). Dynamic mode grows in chunks of `chunk_tokens`, and by at least half the
+// current capacity, so the copies stay linear in the final size: a shared buffer is copied into a
+// larger one; a ping-pong target buffer is simply reallocated larger (ORT fills it).
 // Failure: Reserve() allocates before changing anything, so a refused growth (ResourceExhausted)
 // leaves the cache as it was. Not thread-safe: owned by one generator.
 #pragma once
