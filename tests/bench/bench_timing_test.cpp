@@ -34,7 +34,7 @@ TEST(BenchTiming, TtftAndTpsAgreeWithStampsOnStreamedTokens) {
   o.iterations = 1;
   o.warmup = 1;  // each round loads a fresh model: leave its cold first request out
   o.prompt_tokens = 128;
-  o.gen_tokens = 48;
+  o.gen_tokens = 96;  // enough tokens that per-token jitter averages out
   o.model_options.Set("session_options.intra_op_num_threads", "1");
   auto model = Model::Load(o.model_dir, o.model_options);
   const ModelInfo& info = model->info();
@@ -83,14 +83,18 @@ TEST(BenchTiming, TtftAndTpsAgreeWithStampsOnStreamedTokens) {
     ttft_ratio.push_back(bench_ttft.back() / t);
     tps_ratio.push_back(bench_tps.back() / r);
   }
-  // Ratio of the medians: each side's median is robust to a round disturbed by other load;
-  // a per-round ratio pairs one disturbed measurement with an undisturbed one.
-  const double ttft_x = Median(bench_ttft) / Median(ind_ttft);
-  const double tps_x = Median(bench_tps) / Median(ind_tps);
+  // Best of the rounds on each side (fastest TTFT, highest TPS): interference from other
+  // processes only ever slows a round down, so the best rounds are the undisturbed ones and
+  // compare like with like. (Medians and per-round ratios failed under CI-like load.)
+  const double ttft_x = *std::min_element(bench_ttft.begin(), bench_ttft.end()) /
+                        *std::min_element(ind_ttft.begin(), ind_ttft.end());
+  const double tps_x = *std::max_element(bench_tps.begin(), bench_tps.end()) /
+                       *std::max_element(ind_tps.begin(), ind_tps.end());
   std::printf(
-      "bench/independent over %zu rounds: ttft x%.3f, tps x%.3f (median of per-round "
-      "ratios: x%.3f, x%.3f)\n",
-      ttft_ratio.size(), ttft_x, tps_x, Median(ttft_ratio), Median(tps_ratio));
+      "bench/independent, best of %zu rounds: ttft x%.3f, tps x%.3f (medians: x%.3f, "
+      "x%.3f)\n",
+      bench_ttft.size(), ttft_x, tps_x, Median(bench_ttft) / Median(ind_ttft),
+      Median(bench_tps) / Median(ind_tps));
   EXPECT_NEAR(ttft_x, 1.0, 0.10) << "bench ttft p50 " << Median(bench_ttft) << " s, independent "
                                  << Median(ind_ttft) << " s";
   EXPECT_NEAR(tps_x, 1.0, 0.10) << "bench tps p50 " << Median(bench_tps) << ", independent "
