@@ -41,7 +41,7 @@ test: build-debug
 # ASan+UBSan build; unit and integration tests except those that bound RSS (ASan's quarantine
 # holds freed memory, so RSS bounds do not apply; `make test` checks them). CI runs this when
 # time allows.
-SAN_EXCLUDE := KvLoop|ShrinkArenaGivesBack|TwentyFailedLoadsLeakNothing|Unload\\.|Soak\\.
+SAN_EXCLUDE := KvLoop|ShrinkArenaGivesBack|TwentyFailedLoadsLeakNothing|Unload\.|Soak\.
 sanitize-test: bootstrap
 	cmake -S . -B $(BUILD_SAN) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DEBB_WERROR=ON \
 	  -DEBB_SANITIZE=address,undefined
