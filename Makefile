@@ -12,7 +12,7 @@ PYTHON3    ?= /usr/bin/python3
 CMAKE_GEN  := -G Ninja
 CTEST_ARGS ?=
 
-.PHONY: run test bootstrap build build-debug demo-model sanitize-test bench fuzz soak format clean
+.PHONY: run test bootstrap build build-debug demo-model sanitize-test tsan bench fuzz soak format clean
 
 bootstrap: .deps/onnxruntime/.complete
 .deps/onnxruntime/.complete: scripts/bootstrap
@@ -49,6 +49,17 @@ sanitize-test: bootstrap
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ctest -L 'unit|integration' -E '$(SAN_EXCLUDE)' \
 	  --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer run of the concurrency and shrink tests. ONNX Runtime is prebuilt and not
+# instrumented, so its internal synchronisation is invisible to TSan: accesses from it are ignored
+# (ignore_noninstrumented_modules=1); without that, TSan reports races whose both sides are inside
+# libonnxruntime (see docs/memory.md).
+tsan: bootstrap
+	cmake -S . -B build/tsan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DEBB_SANITIZE=thread
+	cmake --build build/tsan -j $(JOBS) --target integration_tests
+	sh tools/make_test_models.sh build/tsan/test-models
+	TSAN_OPTIONS=ignore_noninstrumented_modules=1 EBB_TEST_MODELS=build/tsan/test-models \
+	  build/tsan/tests/integration/integration_tests --gtest_filter='Concurrency*:Tier2*'
 
 # Long soak tests (label soak): the 200-iteration create/destroy loop with 64 MiB of KV each.
 soak: build-debug
