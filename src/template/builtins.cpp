@@ -12,6 +12,31 @@
 #include "template/interpreter.h"
 
 namespace ebb::tmpl {
+// Iterates a value the way Python's iter() does for the supported types.
+Value::ArrayData Iterate(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kUndefined:
+      return {};
+    case Value::Kind::kArray:
+      return v.array();
+    case Value::Kind::kObject: {
+      Value::ArrayData keys;
+      for (const auto& item : v.object().items) keys.push_back(Value::String(item.first));
+      return keys;
+    }
+    case Value::Kind::kString: {
+      Value::ArrayData chars;
+      std::vector<size_t> off = Utf8Offsets(v.str());
+      for (size_t i = 0; i + 1 < off.size(); ++i) {
+        chars.push_back(Value::String(v.str().substr(off[i], off[i + 1] - off[i])));
+      }
+      return chars;
+    }
+    default:
+      throw ValueError("'" + std::string(TypeName(v)) + "' object is not iterable");
+  }
+}
+
 namespace {
 
 constexpr int64_t kMaxRange = 100000;  // Jinja's sandbox MAX_RANGE
@@ -263,31 +288,6 @@ std::string JinjaTitle(const std::string& s) {
     i = j;
   }
   return out;
-}
-
-// Iterates a value the way Python's iter() does for the supported types.
-Value::ArrayData Iterate(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::kUndefined:
-      return {};
-    case Value::Kind::kArray:
-      return v.array();
-    case Value::Kind::kObject: {
-      Value::ArrayData keys;
-      for (const auto& item : v.object().items) keys.push_back(Value::String(item.first));
-      return keys;
-    }
-    case Value::Kind::kString: {
-      Value::ArrayData chars;
-      std::vector<size_t> off = Utf8Offsets(v.str());
-      for (size_t i = 0; i + 1 < off.size(); ++i) {
-        chars.push_back(Value::String(v.str().substr(off[i], off[i + 1] - off[i])));
-      }
-      return chars;
-    }
-    default:
-      throw ValueError("'" + std::string(TypeName(v)) + "' object is not iterable");
-  }
 }
 
 // Jinja's attribute getter: "a.b.0" walks getitem for each part.

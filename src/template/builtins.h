@@ -24,6 +24,10 @@ namespace ebb::tmpl {
 
 class Interpreter;
 
+// Iterates a value the way Python's iter() does: arrays, object keys, the characters of a string;
+// undefined gives nothing. Throws ValueError for anything else.
+Value::ArrayData Iterate(const Value& v);
+
 bool IsKnownFilter(std::string_view name);
 bool IsKnownTest(std::string_view name);
 

@@ -16,28 +16,10 @@ Value UndefinedName(const std::string& name) {
 }
 
 Value::ArrayData IterateForLoop(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::kUndefined:
-      return {};
-    case Value::Kind::kArray:
-      return v.array();
-    case Value::Kind::kObject: {
-      if (v.is_namespace()) throw ValueError("'Namespace' object is not iterable");
-      Value::ArrayData keys;
-      for (const auto& item : v.object().items) keys.push_back(Value::String(item.first));
-      return keys;
-    }
-    case Value::Kind::kString: {
-      Value::ArrayData chars;
-      std::vector<size_t> off = Utf8Offsets(v.str());
-      for (size_t i = 0; i + 1 < off.size(); ++i) {
-        chars.push_back(Value::String(v.str().substr(off[i], off[i + 1] - off[i])));
-      }
-      return chars;
-    }
-    default:
-      throw ValueError("'" + std::string(TypeName(v)) + "' object is not iterable");
+  if (v.kind() == Value::Kind::kObject && v.is_namespace()) {
+    throw ValueError("'Namespace' object is not iterable");
   }
+  return Iterate(v);
 }
 
 // Python slice index normalization.
