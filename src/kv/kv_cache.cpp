@@ -24,8 +24,6 @@ KvCache::KvCache(KvPool& pool, const KvShape& shape, bool shared, KvMode mode, i
   if (mode_ == KvMode::kStatic) Reserve(max_length_);
 }
 
-int KvCache::capacity() const { return shared_ ? cap_a_ : std::min(cap_a_, cap_b_); }
-
 int KvCache::RoundUp(int tokens) const {
   if (mode_ == KvMode::kStatic) return max_length_;
   // Grow by at least half the current capacity: fixed 256-token steps made a 4096-token

@@ -65,8 +65,6 @@ class KvCache {
   // Keeps the first `new_width` tokens of every row (requires new_width <= width). Buffers stay.
   void Rewind(int width, int new_width);
 
-  bool shared() const { return shared_; }
-  int capacity() const;
   uint64_t bytes() const { return a_.bytes() + b_.bytes(); }
 
  private:

@@ -149,22 +149,6 @@ KvPoolStats KvPool::Stats() const {
   return stats_;
 }
 
-void KvPool::set_max_bytes(uint64_t max_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  max_bytes_ = max_bytes;
-  stats_.max_bytes = max_bytes;
-}
-
-void KvPool::set_retain_bytes(uint64_t retain_bytes) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    retain_bytes_ = retain_bytes;
-    stats_.retain_limit_bytes = retain_bytes;
-    if (stats_.retained_bytes <= retain_bytes) return;
-  }
-  Trim();
-}
-
 void KvPool::set_admit_fn(AdmitFn fn, ReleaseFn release) {
   std::lock_guard<std::mutex> lock(mu_);
   admit_ = std::move(fn);

@@ -78,8 +78,6 @@ class KvPool {
   uint64_t Trim();
 
   KvPoolStats Stats() const;
-  void set_max_bytes(uint64_t max_bytes);
-  void set_retain_bytes(uint64_t retain_bytes);
   void set_admit_fn(AdmitFn fn, ReleaseFn release);
 
  private:
