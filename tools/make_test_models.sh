@@ -74,6 +74,10 @@ make_one llama-wide llama fp32 --layers 2 --hidden 256 --heads 4 --kv-heads 4 --
   --intermediate 1024 --vocab 1024 --context-length 4096
 # For the unload test: the `small` preset (88 M parameters) in int4, 77 MB.
 make_one llama-small-int4 llama int4 --preset small
+# For the model-file pages test: int4 weights in model.onnx.data, which ORT maps and prepacks from
+# (the MatMulNBits scales stay mapped: ~0.5 MiB resident after load).
+make_one llama-int4-extdata llama int4 --external-data always --hidden 256 --heads 4 --kv-heads 4 \
+  --head-size 64 --intermediate 2048
 # For the create/destroy loop test: 32 KiB of KV per token (16 MiB per generator at 512 tokens).
 make_one llama-kvloop llama fp32 --layers 32 --hidden 128 --heads 2 --kv-heads 2 --head-size 64 \
   --intermediate 128 --vocab 512 --context-length 1024

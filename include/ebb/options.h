@@ -48,6 +48,8 @@ struct ModelOptions {
   uint32_t shrink_every = 0;         // memory.shrink_every: shrink every N requests; 0 = off
   uint64_t shrink_above_bytes = 0;   // memory.shrink_above: shrink after a request that ends
                                      // with process RSS above this; 0 = off
+  bool release_file_pages = true;    // memory.release_file_pages: after the session is created,
+                                     // let the kernel reclaim the model files' resident pages
 
   // Sets one option by its full key: "session_options.<k>", "run_options.<k>",
   // "provider_options.<ep>.<k>", or one of ebb's keys ("kv_cache.mode", ...). A misspelled ebb

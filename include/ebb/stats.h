@@ -13,6 +13,7 @@ struct ProcessMemory {
   int64_t rss_bytes = -1;       // VmRSS
   int64_t peak_rss_bytes = -1;  // VmHWM
   int64_t anon_bytes = -1;      // RssAnon + VmSwap: memory that only exists for this process
+  int64_t file_bytes = -1;      // RssFile: mapped file pages (code, model files), reclaimable
 };
 
 // ORT's arena for one device, read with OrtApi::AllocatorGetStats. `available` is false when the

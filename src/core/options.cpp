@@ -13,9 +13,17 @@
 namespace ebb {
 namespace {
 
-constexpr std::array<std::string_view, 8> kEbbKeys = {
-    "memory.limit",          "kv_cache.mode",      "kv_cache.max_bytes",  "kv_cache.retain_bytes",
-    "kv_cache.chunk_tokens", "prefill_chunk_size", "memory.shrink_every", "memory.shrink_above"};
+constexpr std::array<std::string_view, 9> kEbbKeys = {
+    "memory.limit",          "kv_cache.mode",         "kv_cache.max_bytes",
+    "kv_cache.retain_bytes", "kv_cache.chunk_tokens", "prefill_chunk_size",
+    "memory.shrink_every",   "memory.shrink_above",   "memory.release_file_pages"};
+
+bool ParseBool(std::string_view key, std::string_view v) {
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0") return false;
+  throw Error(ErrorCode::InvalidArgument,
+              std::string(key) + "='" + std::string(v) + "' is not a boolean; use true or false");
+}
 
 int32_t ParsePositiveInt(std::string_view key, std::string_view v, bool allow_zero) {
   int64_t x = 0;
@@ -109,6 +117,8 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     shrink_every = static_cast<uint32_t>(ParsePositiveInt(k, v, true));
   } else if (k == "memory.shrink_above") {
     shrink_above_bytes = ParseByteSize(v, k);
+  } else if (k == "memory.release_file_pages") {
+    release_file_pages = ParseBool(k, v);
   } else {
     std::vector<std::string_view> known(kEbbKeys.begin(), kEbbKeys.end());
     known.insert(known.end(), {"session_options.", "run_options.", "provider_options."});
@@ -117,7 +127,7 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
                 "unknown option '" + k + "'" + hint +
                     "; ebb's keys are kv_cache.mode, kv_cache.max_bytes, kv_cache.retain_bytes, "
                     "kv_cache.chunk_tokens, prefill_chunk_size, memory.limit, memory.shrink_every, "
-                    "memory.shrink_above; ORT keys go under "
+                    "memory.shrink_above, memory.release_file_pages; ORT keys go under "
                     "session_options., run_options. or provider_options.EP.");
   }
 }

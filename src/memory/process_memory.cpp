@@ -22,6 +22,7 @@ ProcessMemory ReadProcessMemory() {
     if (line.rfind("VmHWM:", 0) == 0) m.peak_rss_bytes = kib(line, 6);
     if (line.rfind("RssAnon:", 0) == 0) anon = kib(line, 8);
     if (line.rfind("VmSwap:", 0) == 0) swap = kib(line, 7);
+    if (line.rfind("RssFile:", 0) == 0) m.file_bytes = kib(line, 8);
   }
   if (anon >= 0) m.anon_bytes = anon + (swap > 0 ? swap : 0);
   return m;
@@ -31,7 +32,8 @@ std::string ToJson(const MemoryStats& s) {
   nlohmann::ordered_json j;
   j["process"] = {{"rss_bytes", s.process.rss_bytes},
                   {"peak_rss_bytes", s.process.peak_rss_bytes},
-                  {"anon_bytes", s.process.anon_bytes}};
+                  {"anon_bytes", s.process.anon_bytes},
+                  {"file_bytes", s.process.file_bytes}};
   j["kv"] = {{"in_use_bytes", s.kv.in_use_bytes},
              {"reserved_bytes", s.kv.reserved_bytes},
              {"peak_in_use_bytes", s.kv.peak_in_use_bytes},

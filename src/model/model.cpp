@@ -6,8 +6,10 @@
 #include <set>
 
 #include "core/log.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
+#include "memory/file_pages.h"
 #include "memory/heap_trim.h"
 #include "memory/memory_governor.h"
 #include "model/model_impl.h"
@@ -258,6 +260,17 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   // Parsing and optimising the graph leaves freed heap behind (about the size of the model
   // file's protobuf); glibc keeps it resident unless asked.
   TrimHeap();
+  // ORT copied or prepacked what it needs out of the mapped external-data file; the file pages
+  // it touched doing so would otherwise stay in RSS (file_pages.h).
+  if (options.release_file_pages) {
+    const FilePagesRelease r = ReleaseFilePages(cfg.dir);
+    if (r.before.resident_bytes > 0) {
+      EBB_LOG_INFO("released {} of resident model-file pages ({} mappings; {} still resident)",
+                   FormatBytes(r.before.resident_bytes -
+                               std::min(r.before.resident_bytes, r.after.resident_bytes)),
+                   r.before.num_mappings, FormatBytes(r.after.resident_bytes));
+    }
+  }
   return model;
 }
 
