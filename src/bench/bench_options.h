@@ -17,6 +17,7 @@ struct BenchOptions {
   std::string scenario = "seed-loop";  // seed-loop | reuse | rag | load-unload
   int32_t iterations = 10;             // measured iterations (after the warm-up)
   int32_t warmup = 1;                  // iterations run first and left out of the summary
+  int32_t process_warmup = 0;          // requests of the first run's spec before any run, discarded
   double delay_s = 0;                  // sleep between iterations
   int32_t prompt_tokens = 128;         // synthesized prompt length (rag: ignored)
   std::filesystem::path prompt_file;   // empty: synthesize token ids
@@ -24,7 +25,7 @@ struct BenchOptions {
   int32_t batch = 1;                   // sequences per request
   std::optional<KvMode> kv_mode;       // unset: the model's kv_cache.mode
   int32_t shrink_every = 0;            // 0: never; N: Workload::Shrink() after every N-th
-  std::vector<std::string> compare;    // extra runs: naive-ort, recycle:K, or a scenario
+  std::vector<std::string> compare;    // extra runs: run specs (scenarios.h), e.g. naive-ort
   ModelOptions model_options;  // from --session-option/--provider-option/--run-option/--option
   std::vector<std::string> option_flags;       // the raw option flags, for the report
   std::string json_path, csv_path, plot_path;  // "" : not written; json "-" : stdout

@@ -67,8 +67,24 @@ RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations) {
   return s;
 }
 
+void RunProcessWarmup(Workload& workload, int32_t iterations,
+                      const std::function<void(int32_t done, int32_t total)>& progress) {
+  try {
+    workload.Setup();
+    for (int32_t i = 0; i < iterations; ++i) {
+      workload.RunIteration(i);
+      if (progress) progress(i + 1, iterations);
+    }
+  } catch (...) {
+    workload.Teardown();
+    throw;
+  }
+  workload.Teardown();
+}
+
 RunResult RunWorkload(Workload& workload, const BenchOptions& options, const ProgressFn& progress) {
   RunResult run;
+  run.shrink_every = options.shrink_every;
   run.name = workload.name();
   run.engine = workload.engine();
   run.scenario = workload.scenario();

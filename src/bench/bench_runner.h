@@ -54,10 +54,12 @@ struct RunSummary {
 };
 
 struct RunResult {
-  std::string name;             // e.g. "ebb:seed-loop", "naive-ort", "recycle:5"
-  std::string engine;           // "ebb" | "naive-ort"
-  std::string scenario;         // e.g. "seed-loop", "recycle:5"
-  double setup_s = 0;           // model/session load before the first iteration
+  std::string name;                    // e.g. "ebb:seed-loop", "naive-ort", "recycle:5"
+  std::string engine;                  // "ebb" | "naive-ort"
+  std::string scenario;                // e.g. "seed-loop", "recycle:5"
+  int32_t shrink_every = 0;            // the run's --shrink-every (a spec's shrink-every=N wins)
+  std::vector<std::string> overrides;  // the spec's KEY=VALUE option overrides, in order
+  double setup_s = 0;                  // model/session load before the first iteration
   bool peak_rss_reset = false;  // VmHWM was reset before every iteration (per-iteration peaks)
   std::vector<IterationRecord> iterations;
   RunSummary summary;
@@ -68,6 +70,14 @@ using ProgressFn = std::function<void(const RunResult& run, int32_t done, int32_
 
 RunResult RunWorkload(Workload& workload, const BenchOptions& options,
                       const ProgressFn& progress = {});
+
+// --process-warmup: runs `iterations` requests of `workload` and discards them, then tears it
+// down. The C heap of a fresh process takes tens of requests to settle (glibc places ORT's tens of
+// thousands of small allocations per request a little differently each time and extends the heap a
+// few times before every size class has room); without this, the first run in the process is
+// charged for that one-off growth and the later runs are not. Throws what the workload throws.
+void RunProcessWarmup(Workload& workload, int32_t iterations,
+                      const std::function<void(int32_t done, int32_t total)>& progress = {});
 
 // Summarises `run.iterations` (pure; exposed for tests).
 RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations);

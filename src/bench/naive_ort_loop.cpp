@@ -71,8 +71,9 @@ float LogitAt(const Ort::Value& logits, size_t i) {
 
 }  // namespace
 
-NaiveOrtWorkload::NaiveOrtWorkload(const BenchOptions& options, const PromptSet& prompts)
-    : options_(options), prompts_(prompts) {}
+NaiveOrtWorkload::NaiveOrtWorkload(std::string name, const BenchOptions& options,
+                                   const PromptSet& prompts)
+    : name_(std::move(name)), options_(options), prompts_(prompts) {}
 
 NaiveOrtWorkload::~NaiveOrtWorkload() = default;
 

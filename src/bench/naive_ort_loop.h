@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "bench/bench_options.h"
 #include "bench/bench_workload.h"
@@ -21,10 +22,11 @@ namespace ebb::bench {
 
 class NaiveOrtWorkload final : public Workload {
  public:
-  NaiveOrtWorkload(const BenchOptions& options, const PromptSet& prompts);
+  // `name`: the run spec, e.g. "naive-ort" or "naive-ort,shrink-every=5".
+  NaiveOrtWorkload(std::string name, const BenchOptions& options, const PromptSet& prompts);
   ~NaiveOrtWorkload() override;
 
-  std::string name() const override { return "naive-ort"; }
+  std::string name() const override { return name_; }
   std::string engine() const override { return "naive-ort"; }
   // Session alive, fresh past every request; with --scenario rag, rag's prompt lengths.
   std::string scenario() const override { return options_.scenario == "rag" ? "rag" : "seed-loop"; }
@@ -38,6 +40,7 @@ class NaiveOrtWorkload final : public Workload {
 
  private:
   struct State;
+  std::string name_;
   const BenchOptions& options_;  // not owned
   const PromptSet& prompts_;     // not owned
   std::unique_ptr<State> state_;

@@ -1,6 +1,7 @@
 #include "bench/scenarios.h"
 
 #include <chrono>
+#include <optional>
 #include <string_view>
 
 #include "bench/naive_ort_loop.h"
@@ -172,15 +173,21 @@ void CheckScenarioName(const std::string& name) {
                   "; --scenario takes one of: seed-loop, reuse, rag, load-unload");
 }
 
-void CheckRunSpec(const std::string& spec, const std::string& flag) {
-  if (spec == kNaiveOrt) return;
-  if (spec.rfind(kRecyclePrefix, 0) == 0) {
-    const std::string k = spec.substr(kRecyclePrefix.size());
-    int64_t v = 0;
-    bool ok = !k.empty() && k.size() < 10;
-    for (char c : k) ok = ok && c >= '0' && c <= '9';
-    if (ok) v = std::stoll(k);
-    if (!ok || v < 1) {
+namespace {
+
+// A whole number written with digits only (at most 9 of them), else nullopt.
+std::optional<int64_t> WholeNumber(const std::string& s) {
+  bool ok = !s.empty() && s.size() < 10;
+  for (char c : s) ok = ok && c >= '0' && c <= '9';
+  return ok ? std::optional<int64_t>(std::stoll(s)) : std::nullopt;
+}
+
+// Checks the BASE of a run spec.
+void CheckBase(const std::string& spec, const std::string& base, const std::string& flag) {
+  if (base == kNaiveOrt) return;
+  if (base.rfind(kRecyclePrefix, 0) == 0) {
+    const auto k = WholeNumber(base.substr(kRecyclePrefix.size()));
+    if (!k || *k < 1) {
       throw Error(ErrorCode::InvalidArgument,
                   flag + " '" + spec +
                       "': recycle:K needs a whole number of iterations K >= 1, e.g. recycle:5");
@@ -188,35 +195,92 @@ void CheckRunSpec(const std::string& spec, const std::string& flag) {
     return;
   }
   for (const auto& s : ScenarioNames()) {
-    if (s == spec) return;
+    if (s == base) return;
   }
   std::vector<std::string_view> candidates{kNaiveOrt, "recycle:5"};
   for (const auto& s : ScenarioNames()) candidates.push_back(s);
   throw Error(ErrorCode::InvalidArgument,
-              flag + " '" + spec + "' is not a baseline" + Suggest(spec, candidates) +
+              flag + " '" + spec + (spec == base ? "'" : "': '" + base + "'") +
+                  " is not a baseline" + Suggest(base, candidates) +
                   "; use naive-ort, recycle:K (K >= 1) or a scenario (seed-loop, reuse, rag, "
-                  "load-unload)");
+                  "load-unload), optionally followed by ,KEY=VALUE overrides");
 }
 
-std::unique_ptr<Workload> MakeWorkload(const std::string& spec, const BenchOptions& options,
+}  // namespace
+
+RunSpec ParseRunSpec(const std::string& spec, const std::string& flag) {
+  RunSpec r;
+  r.text = spec;
+  const std::vector<std::string> parts = internal::Split(spec, ',');
+  r.base = parts.empty() ? std::string() : parts[0];
+  CheckBase(spec, r.base, flag);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& kv = parts[i];
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  flag + " '" + spec + "': '" + kv + "' is not KEY=VALUE; write e.g. " + r.base +
+                      ",shrink-every=10 or " + r.base + ",prefill_chunk_size=256");
+    }
+    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    if (key == "shrink-every") {
+      const auto n = WholeNumber(value);
+      if (!n) {
+        throw Error(ErrorCode::InvalidArgument,
+                    flag + " '" + spec + "': shrink-every needs a whole number N >= 0 (got '" +
+                        value + "')");
+      }
+      r.shrink_every = static_cast<int32_t>(*n);
+      continue;
+    }
+    if (r.base == kNaiveOrt && key.rfind("session_options.", 0) != 0 &&
+        key.rfind("run_options.", 0) != 0) {
+      throw Error(ErrorCode::InvalidArgument,
+                  flag + " '" + spec + "': naive-ort takes shrink-every, session_options.* and " +
+                      "run_options.* only ('" + key + "' is an ebb option it has no use for)");
+    }
+    r.options.emplace_back(key, value);
+  }
+  return r;
+}
+
+BenchOptions RunOptions(const RunSpec& spec, const BenchOptions& base, const std::string& flag) {
+  BenchOptions o = base;
+  if (spec.shrink_every) o.shrink_every = *spec.shrink_every;
+  for (const auto& [k, v] : spec.options) {
+    try {
+      o.model_options.Set(k, v);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::InvalidArgument, flag + " '" + spec.text + "': " + e.what());
+    }
+    if (k == "kv_cache.mode") o.kv_mode = o.model_options.kv_mode;
+  }
+  return o;
+}
+
+void CheckRunSpec(const std::string& spec, const std::string& flag, const BenchOptions& base) {
+  (void)RunOptions(ParseRunSpec(spec, flag), base, flag);
+}
+
+std::unique_ptr<Workload> MakeWorkload(const std::string& text, const BenchOptions& options,
                                        const PromptSet& prompts) {
-  CheckRunSpec(spec, "run");
-  if (spec == kNaiveOrt) return std::make_unique<NaiveOrtWorkload>(options, prompts);
-  if (spec.rfind(kRecyclePrefix, 0) == 0) {
-    const int32_t k = std::stoi(spec.substr(kRecyclePrefix.size()));
-    return std::make_unique<EbbWorkload>(Mode::kRecycle, k, spec, options, prompts);
+  const RunSpec spec = ParseRunSpec(text, "run");
+  if (spec.base == kNaiveOrt) return std::make_unique<NaiveOrtWorkload>(text, options, prompts);
+  if (spec.base.rfind(kRecyclePrefix, 0) == 0) {
+    const int32_t k = std::stoi(spec.base.substr(kRecyclePrefix.size()));
+    return std::make_unique<EbbWorkload>(Mode::kRecycle, k, text, options, prompts);
   }
   Mode mode = Mode::kSeedLoop;
-  if (spec == "reuse") mode = Mode::kReuse;
-  if (spec == "rag") mode = Mode::kRag;
-  if (spec == "load-unload") mode = Mode::kLoadUnload;
+  if (spec.base == "reuse") mode = Mode::kReuse;
+  if (spec.base == "rag") mode = Mode::kRag;
+  if (spec.base == "load-unload") mode = Mode::kLoadUnload;
   if (mode == Mode::kReuse && options.batch != 1) {
     throw Error(ErrorCode::InvalidArgument,
                 "scenario 'reuse' rewinds one generator with RewindTo, which needs --batch 1 "
                 "(got --batch " +
                     std::to_string(options.batch) + ")");
   }
-  return std::make_unique<EbbWorkload>(mode, 0, "ebb:" + spec, options, prompts);
+  return std::make_unique<EbbWorkload>(mode, 0, "ebb:" + text, options, prompts);
 }
 
 }  // namespace ebb::bench

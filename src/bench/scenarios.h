@@ -12,7 +12,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_options.h"
@@ -28,12 +30,36 @@ const std::vector<std::string>& ScenarioNames();
 // mean") for an unknown one.
 void CheckScenarioName(const std::string& name);
 
-// A run spec: a scenario name, "naive-ort", or "recycle:K" (K >= 1). Throws
-// ebb::Error(InvalidArgument) naming `flag` for anything else.
-void CheckRunSpec(const std::string& spec, const std::string& flag);
+// A run spec: BASE[,KEY=VALUE]... where BASE is a scenario name, "naive-ort" or "recycle:K"
+// (K >= 1), and each KEY=VALUE changes one option for that run only, so that two settings can be
+// compared side by side in one process:
+//   shrink-every=N   the bench's own --shrink-every for this run
+//   any other KEY    an ebb option key, as `--option`/`--session-option` would set it
+//                    (ModelOptions::Set: kv_cache.mode, prefill_chunk_size, memory.shrink_every,
+//                    session_options.enable_cpu_mem_arena, ...). naive-ort takes session_options.*
+//                    and run_options.* only: it has no KV pool or Tier 2 policy.
+// e.g. "rag,memory.shrink_every=10", "seed-loop,prefill_chunk_size=256",
+// "naive-ort,shrink-every=5".
+struct RunSpec {
+  std::string text;                                          // as given
+  std::string base;                                          // scenario, naive-ort or recycle:K
+  std::optional<int32_t> shrink_every;                       // shrink-every=N
+  std::vector<std::pair<std::string, std::string>> options;  // the other KEY=VALUE, in order
+};
 
-// Makes the workload of a run spec (CheckRunSpec first). `options.batch` > 1 with `reuse` is
-// refused with InvalidArgument (RewindTo works on a batch of one).
+// Parses and checks a run spec. Throws ebb::Error(InvalidArgument) naming `flag` and the bad part
+// (an unknown base with a "did you mean", a malformed or unknown KEY=VALUE, a bad value).
+RunSpec ParseRunSpec(const std::string& spec, const std::string& flag);
+
+// Checks a run spec (ParseRunSpec, plus applying its options to a copy of `base`).
+void CheckRunSpec(const std::string& spec, const std::string& flag, const BenchOptions& base = {});
+
+// The options of one run: `base` with the spec's overrides applied. Throws InvalidArgument.
+BenchOptions RunOptions(const RunSpec& spec, const BenchOptions& base, const std::string& flag);
+
+// Makes the workload of a run spec. `options` are the run's own (RunOptions) and are borrowed:
+// they must outlive the workload. `options.batch` > 1 with `reuse` is refused with
+// InvalidArgument (RewindTo works on a batch of one).
 std::unique_ptr<Workload> MakeWorkload(const std::string& spec, const BenchOptions& options,
                                        const PromptSet& prompts);
 

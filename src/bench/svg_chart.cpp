@@ -217,13 +217,19 @@ std::string RenderSvgChart(const std::vector<RunResult>& runs, const BenchOption
   const std::string title =
       "ebb bench: " + options.model_dir.filename().string() + ", " +
       std::to_string(options.iterations) + " iterations (+" + std::to_string(options.warmup) +
-      " warm-up), " +
-      (options.prompt_file.empty() ? std::to_string(options.prompt_tokens) + " prompt tokens"
-                                   : "prompt file") +
+      " warm-up" +
+      (options.process_warmup > 0
+           ? "; " + std::to_string(options.process_warmup) + " process warm-up"
+           : std::string()) +
+      "), " +
+      (options.scenario == "rag"     ? std::string("prompts 64-2048 tokens")
+       : options.prompt_file.empty() ? std::to_string(options.prompt_tokens) + " prompt tokens"
+                                     : std::string("prompt file")) +
       ", " + std::to_string(options.gen_tokens) + " generated, batch " +
       std::to_string(options.batch);
-  o << "<text x=\"" << kLeft << "\" y=\"30\" font-size=\"18\" font-weight=\"bold\">" << Esc(title)
-    << "</text>\n";
+  // A long title (run options) gets a smaller font so that it fits the width.
+  o << "<text x=\"" << kLeft << "\" y=\"30\" font-size=\"" << (title.size() > 90 ? 15 : 18)
+    << "\" font-weight=\"bold\">" << Esc(title) << "</text>\n";
   // Legend: one row per run, with its RSS slope.
   o << "<g class=\"legend\">\n";
   for (size_t r = 0; r < runs.size(); ++r) {

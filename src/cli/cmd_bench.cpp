@@ -3,9 +3,12 @@
 // JSON/CSV/SVG reports. See docs/bench_schema.md.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,7 @@ struct BenchArgs {
   std::string scenario = "seed-loop";
   int64_t iterations = 10;
   int64_t warmup = 1;
+  int64_t process_warmup = 0;
   double delay_s = 0;
   int64_t prompt_tokens = -1;  // -1: not given (default 128)
   std::string prompt_file;
@@ -63,6 +67,7 @@ bench::BenchOptions Validate(const BenchArgs& a) {
   o.scenario = a.scenario;
   o.iterations = Positive(a.iterations, "--iterations", 1);
   o.warmup = Positive(a.warmup, "--warmup", 0);
+  o.process_warmup = Positive(a.process_warmup, "--process-warmup", 0);
   Require(a.delay_s >= 0,
           "--delay must be 0 or more seconds (got " + std::to_string(a.delay_s) + ")");
   o.delay_s = a.delay_s;
@@ -79,10 +84,10 @@ bench::BenchOptions Validate(const BenchArgs& a) {
     o.kv_mode = ParseKvMode(a.kv_cache);
   }
   o.shrink_every = Positive(a.shrink_every, "--shrink-every", 0);
-  for (const auto& c : a.compare) bench::CheckRunSpec(c, "--compare");
-  o.compare = a.compare;
   o.model_options = a.options.ToModelOptions();
   if (o.kv_mode) o.model_options.kv_mode = *o.kv_mode;
+  for (const auto& c : a.compare) bench::CheckRunSpec(c, "--compare", o);
+  o.compare = a.compare;
   for (const auto& s : a.options.session) o.option_flags.push_back("--session-option " + s);
   for (const auto& s : a.options.provider) o.option_flags.push_back("--provider-option " + s);
   for (const auto& s : a.options.run) o.option_flags.push_back("--run-option " + s);
@@ -119,14 +124,16 @@ std::string SignedBytes(double b) {
 }
 
 void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs) {
-  std::fprintf(f, "%-16s %5s %10s %10s %10s %10s %10s %12s %22s\n", "run", "iters", "ttft p50",
+  int w = 16;  // the name column fits the longest run name
+  for (const auto& r : runs) w = std::max(w, static_cast<int>(r.name.size()));
+  std::fprintf(f, "%-*s %5s %10s %10s %10s %10s %10s %12s %22s\n", w, "run", "iters", "ttft p50",
                "ttft p90", "tps p50", "e2e p50", "setup", "peak rss", "rss slope/iter (+-se)");
   for (const auto& r : runs) {
     const auto& s = r.summary;
     const std::string slope =
         SignedBytes(s.rss_slope.slope) + " +- " +
         internal::FormatBytes(static_cast<uint64_t>(s.rss_slope.slope_stderr));
-    std::fprintf(f, "%-16s %5d %8.2fms %8.2fms %10.1f %9.3fs %9.3fs %12s %22s\n", r.name.c_str(),
+    std::fprintf(f, "%-*s %5d %8.2fms %8.2fms %10.1f %9.3fs %9.3fs %12s %22s\n", w, r.name.c_str(),
                  s.measured_iterations, s.ttft_s.p50 * 1e3, s.ttft_s.p90 * 1e3, s.tps.p50,
                  s.e2e_s.p50, r.setup_s, internal::FormatBytes(s.peak_rss_bytes).c_str(),
                  slope.c_str());
@@ -156,7 +163,14 @@ void RunBench(const BenchArgs& args) {
           ? bench::PromptSet::Synthesize(o.prompt_tokens, config.vocab_size, specials)
           : bench::TokenizePromptFile(o.prompt_file, o.model_dir);
   const int32_t context = config.context_length;
-  const bool any_fixed = o.scenario != "rag" || !o.compare.empty();
+  // rag runs (and naive-ort under --scenario rag) pick their own lengths; any other run uses
+  // the fixed prompt, which must fit.
+  bool any_fixed = o.scenario != "rag";
+  for (const auto& c : o.compare) {
+    const std::string spec_base = bench::ParseRunSpec(c, "--compare").base;
+    any_fixed =
+        any_fixed || (spec_base != "rag" && !(spec_base == "naive-ort" && o.scenario == "rag"));
+  }
   if (any_fixed && static_cast<int64_t>(base.size()) + o.gen_tokens > context) {
     throw Error(ErrorCode::InvalidArgument,
                 "the prompt (" + std::to_string(base.size()) + " tokens) plus --gen-tokens " +
@@ -168,25 +182,57 @@ void RunBench(const BenchArgs& args) {
 
   std::vector<std::string> specs{o.scenario};
   specs.insert(specs.end(), o.compare.begin(), o.compare.end());
-  // Build every workload first, so that a bad combination fails before any run.
+  // Build every workload first, so that a bad combination fails before any run. Each run has its
+  // own options (the spec's overrides applied); a deque keeps them where the workloads borrow them.
+  std::deque<bench::BenchOptions> run_options;
+  std::vector<bench::RunSpec> parsed;
   std::vector<std::unique_ptr<bench::Workload>> workloads;
-  for (const auto& s : specs) workloads.push_back(bench::MakeWorkload(s, o, prompts));
+  for (const auto& s : specs) {
+    parsed.push_back(bench::ParseRunSpec(s, "--compare"));
+    run_options.push_back(bench::RunOptions(parsed.back(), o, "--compare"));
+    workloads.push_back(bench::MakeWorkload(s, run_options.back(), prompts));
+  }
 
   const bench::Environment env = bench::ReadEnvironment();
+  if (o.process_warmup > 0) {
+    auto w = bench::MakeWorkload(specs[0], run_options[0], prompts);
+    bench::RunProcessWarmup(*w, o.process_warmup, [&](int32_t done, int32_t total) {
+      std::fprintf(stderr, "%sprocess warm-up (%s) %d/%d%s", isatty(fileno(stderr)) ? "\r" : "",
+                   specs[0].c_str(), done, total,
+                   isatty(fileno(stderr)) && done < total ? "   " : "\n");
+      std::fflush(stderr);
+    });
+  }
+  // A run that fails (a budget, a bad override) stops the bench, but the runs that completed are
+  // still reported: a long benchmark loses nothing it measured.
   std::vector<bench::RunResult> runs;
-  for (auto& w : workloads) {
-    runs.push_back(bench::RunWorkload(*w, o, Progress));
-    w.reset();  // free the run's memory before the next one starts
+  std::optional<Error> failure;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    try {
+      runs.push_back(bench::RunWorkload(*workloads[i], run_options[i], Progress));
+    } catch (const Error& e) {
+      failure.emplace(e.code(), "run '" + workloads[i]->name() + "' failed: " + e.what());
+      break;
+    }
+    for (const auto& [k, v] : parsed[i].options) runs.back().overrides.push_back(k + "=" + v);
+    workloads[i].reset();  // free the run's memory before the next one starts
   }
 
-  std::FILE* summary_out = o.json_path == "-" ? stderr : stdout;
-  PrintSummary(summary_out, runs);
-  if (!o.json_path.empty()) {
-    bench::WriteTextFile(o.json_path, bench::ReportJson(env, o, runs).dump(2) + "\n", "--json");
+  if (!runs.empty()) {
+    std::FILE* summary_out = o.json_path == "-" ? stderr : stdout;
+    PrintSummary(summary_out, runs);
+    if (!o.json_path.empty()) {
+      bench::WriteTextFile(o.json_path, bench::ReportJson(env, o, runs).dump(2) + "\n", "--json");
+    }
+    if (!o.csv_path.empty()) bench::WriteTextFile(o.csv_path, bench::ReportCsv(runs), "--csv");
+    if (!o.plot_path.empty()) {
+      bench::WriteTextFile(o.plot_path, bench::RenderSvgChart(runs, o), "--plot");
+    }
   }
-  if (!o.csv_path.empty()) bench::WriteTextFile(o.csv_path, bench::ReportCsv(runs), "--csv");
-  if (!o.plot_path.empty()) {
-    bench::WriteTextFile(o.plot_path, bench::RenderSvgChart(runs, o), "--plot");
+  if (failure) {
+    if (runs.empty()) throw *failure;
+    throw Error(failure->code(), std::string(failure->what()) + " (the reports hold the " +
+                                     std::to_string(runs.size()) + " run(s) that completed)");
   }
 }
 
@@ -205,6 +251,10 @@ void RegisterBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Warm-up iterations, left out of the summary")
       ->capture_default_str();
+  cmd->add_option("--process-warmup", a->process_warmup,
+                  "Requests of the first run before any run, discarded: lets the process heap "
+                  "settle so the first run's slope is not charged for it")
+      ->capture_default_str();
   cmd->add_option("--delay", a->delay_s, "Seconds to sleep between iterations")
       ->capture_default_str();
   cmd->add_option("--prompt-tokens", a->prompt_tokens,
@@ -220,7 +270,9 @@ void RegisterBenchCommand(CLI::App& app) {
          "Shrink after every N-th iteration: ebb ShrinkArena, naive-ort malloc_trim (0: never)")
       ->capture_default_str();
   cmd->add_option("--compare", a->compare,
-                  "Extra runs in this process, side by side: naive-ort, recycle:K, or a scenario")
+                  "Extra runs in this process, side by side: naive-ort, recycle:K, or a scenario, "
+                  "each optionally with ,KEY=VALUE overrides (shrink-every=N or an option key, "
+                  "e.g. rag,memory.shrink_every=10)")
       ->expected(1, -1);
   cmd->add_option("--json", a->json, "Write the JSON report to FILE ('-': stdout)");
   cmd->add_option("--csv", a->csv, "Write one CSV row per iteration and run to FILE");

@@ -216,6 +216,68 @@ TEST(BenchScenarios, NaiveOrtRunsGpt2CombinedPast) {
   EXPECT_EQ(doc["options"]["shrink_every"], 1);
 }
 
+// Two settings of one loop side by side: rag with Tier 2's shrink policy off, then on; the
+// override must reach the run's model (its arena is shrunk after every request).
+TEST(BenchScenarios, CompareOverridesApplyToTheirRunOnly) {
+  TempDir dir("overrides");
+  const std::string json = dir / "o.json";
+  const auto r = RunCli("bench " + TinyModel() +
+                        " --scenario rag --iterations 3 --warmup 0 --gen-tokens 4"
+                        " --process-warmup 2 --compare rag,memory.shrink_every=1"
+                        " naive-ort,shrink-every=1 --json " +
+                        json);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("process warm-up (rag) 2/2"));
+  const auto doc = nlohmann::json::parse(ReadFile(json));
+  const auto errors = JsonSchemaLite(Schema()).Validate(doc);
+  EXPECT_TRUE(errors.empty()) << Join(errors);
+  EXPECT_EQ(doc["options"]["process_warmup"], 2);
+  const auto& runs = doc["runs"];
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0]["name"], "ebb:rag");
+  EXPECT_EQ(runs[0]["overrides"], nlohmann::json::array());
+  EXPECT_EQ(runs[1]["name"], "ebb:rag,memory.shrink_every=1");
+  EXPECT_EQ(runs[1]["overrides"], nlohmann::json({"memory.shrink_every=1"}));
+  EXPECT_EQ(runs[1]["shrink_every"], 0);
+  EXPECT_EQ(runs[2]["name"], "naive-ort,shrink-every=1");
+  EXPECT_EQ(runs[2]["shrink_every"], 1);
+  EXPECT_EQ(runs[2]["scenario"], "rag");
+  // Same prompts in both ebb runs; without the policy the arena keeps what the longest prompt
+  // needed, with it the arena is shrunk after every request.
+  uint64_t kept = 0, shrunk = 0;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(runs[0]["iterations"][i]["prompt_tokens"], runs[1]["iterations"][i]["prompt_tokens"]);
+    kept = std::max(
+        kept,
+        runs[0]["iterations"][i]["memory_after"]["arena_total_allocated_bytes"].get<uint64_t>());
+    shrunk = std::max(
+        shrunk,
+        runs[1]["iterations"][i]["memory_after"]["arena_total_allocated_bytes"].get<uint64_t>());
+  }
+  EXPECT_LT(shrunk * 2, kept) << "shrunk " << shrunk << " kept " << kept;
+}
+
+// An override reaches the model of its own run: a 1-byte KV budget makes that run, and only
+// that run, refuse its first request, naming the key.
+// The completed runs are still reported.
+TEST(BenchScenarios, AnOverrideReachesItsRunsModel) {
+  TempDir dir("failed-run");
+  const std::string json = dir / "f.json";
+  const auto r = RunCli("bench " + TinyModel() +
+                        " --iterations 1 --warmup 0 --prompt-tokens 8 --gen-tokens 2"
+                        " --compare seed-loop,kv_cache.max_bytes=1 --json " +
+                        json);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("error: run 'ebb:seed-loop,kv_cache.max_bytes=1' failed: KV cache "
+                               "needs"));
+  EXPECT_THAT(r.out, HasSubstr("kv_cache.max_bytes=1 (1 B)"));
+  EXPECT_THAT(r.out, HasSubstr("(the reports hold the 1 run(s) that completed)"));
+  const auto doc = nlohmann::json::parse(ReadFile(json));
+  EXPECT_TRUE(JsonSchemaLite(Schema()).Validate(doc).empty());
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  EXPECT_EQ(doc["runs"][0]["name"], "ebb:seed-loop");
+}
+
 TEST(BenchScenarios, PromptFileIsTokenizedWithTheModelsTokenizer) {
   TempDir dir("prompt");
   const std::string prompt = dir / "prompt.txt";
@@ -285,6 +347,23 @@ INSTANTIATE_TEST_SUITE_P(
                 "'naive-ort'?)"},
         BadFlag{"RecycleZero", "--compare recycle:0",
                 "--compare 'recycle:0': recycle:K needs a whole number"},
+        BadFlag{"UnknownBaseWithOverride", "--compare ragg,shrink-every=2",
+                "--compare 'ragg,shrink-every=2': 'ragg' is not a baseline (did you mean "
+                "'rag'?)"},
+        BadFlag{"UnknownOverrideKey", "--compare rag,kv_cache.mod=dynamic",
+                "--compare 'rag,kv_cache.mod=dynamic': unknown option 'kv_cache.mod' (did you "
+                "mean 'kv_cache.mode'?)"},
+        BadFlag{"BadOverrideValue", "--compare rag,memory.shrink_every=often",
+                "--compare 'rag,memory.shrink_every=often': memory.shrink_every='often' is not"},
+        BadFlag{"OverrideWithoutValue", "--compare rag,shrink-every",
+                "--compare 'rag,shrink-every': 'shrink-every' is not KEY=VALUE"},
+        BadFlag{"NegativeShrinkOverride", "--compare naive-ort,shrink-every=-1",
+                "--compare 'naive-ort,shrink-every=-1': shrink-every needs a whole number N >= 0"},
+        BadFlag{"EbbOptionOnNaiveOrt", "--compare naive-ort,prefill_chunk_size=4",
+                "--compare 'naive-ort,prefill_chunk_size=4': naive-ort takes shrink-every, "
+                "session_options.* and run_options.* only"},
+        BadFlag{"NegativeProcessWarmup", "--process-warmup -1",
+                "--process-warmup must be at least 0 (got -1)"},
         BadFlag{"UnknownKvMode", "--kv-cache paged",
                 "--kv-cache 'paged' is not a KV mode; use static or dynamic"},
         BadFlag{"ReuseWithBatch", "--scenario reuse --batch 2",
