@@ -5,6 +5,17 @@ namespace {
 
 inline bool IsCont(unsigned char c) { return (c & 0xC0) == 0x80; }
 
+// The bytes a sequence led by `b0` may have in second place (Unicode table 3-7: no overlong
+// forms, no surrogates, nothing above U+10FFFF).
+inline bool SecondByteOk(unsigned char b0, int b1) {
+  if (b1 < 0) return false;
+  if (b0 == 0xE0) return b1 >= 0xA0 && b1 <= 0xBF;
+  if (b0 == 0xED) return b1 >= 0x80 && b1 <= 0x9F;
+  if (b0 == 0xF0) return b1 >= 0x90 && b1 <= 0xBF;
+  if (b0 == 0xF4) return b1 >= 0x80 && b1 <= 0x8F;
+  return b1 >= 0x80 && b1 <= 0xBF;
+}
+
 // Length of the valid sequence at s[i], or 0 with `bad` set to the length of the maximal
 // invalid subpart (as Rust's Utf8Chunks computes it).
 size_t ValidSeqAt(std::string_view s, size_t i, size_t& bad) {
@@ -13,54 +24,20 @@ size_t ValidSeqAt(std::string_view s, size_t i, size_t& bad) {
   bad = 1;
   if (b0 < 0x80) return 1;
   auto at = [&](size_t k) -> int { return i + k < n ? static_cast<unsigned char>(s[i + k]) : -1; };
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    int b1 = at(1);
-    return (b1 >= 0 && IsCont(static_cast<unsigned char>(b1))) ? 2 : 0;
-  }
-  if (b0 >= 0xE0 && b0 <= 0xEF) {
-    int b1 = at(1);
-    bool ok1 = false;
-    if (b1 >= 0) {
-      if (b0 == 0xE0)
-        ok1 = b1 >= 0xA0 && b1 <= 0xBF;
-      else if (b0 == 0xED)
-        ok1 = b1 >= 0x80 && b1 <= 0x9F;
-      else
-        ok1 = b1 >= 0x80 && b1 <= 0xBF;
-    }
-    if (!ok1) return 0;
-    int b2 = at(2);
-    if (b2 < 0 || !IsCont(static_cast<unsigned char>(b2))) {
-      bad = 2;
+  size_t len = 0;
+  if (b0 >= 0xC2 && b0 <= 0xDF) len = 2;
+  if (b0 >= 0xE0 && b0 <= 0xEF) len = 3;
+  if (b0 >= 0xF0 && b0 <= 0xF4) len = 4;
+  if (len == 0 || !SecondByteOk(b0, at(1))) return 0;
+  // The maximal invalid subpart ends before the first byte that cannot continue the sequence.
+  for (size_t k = 2; k < len; ++k) {
+    const int b = at(k);
+    if (b < 0 || !IsCont(static_cast<unsigned char>(b))) {
+      bad = k;
       return 0;
     }
-    return 3;
   }
-  if (b0 >= 0xF0 && b0 <= 0xF4) {
-    int b1 = at(1);
-    bool ok1 = false;
-    if (b1 >= 0) {
-      if (b0 == 0xF0)
-        ok1 = b1 >= 0x90 && b1 <= 0xBF;
-      else if (b0 == 0xF4)
-        ok1 = b1 >= 0x80 && b1 <= 0x8F;
-      else
-        ok1 = b1 >= 0x80 && b1 <= 0xBF;
-    }
-    if (!ok1) return 0;
-    int b2 = at(2);
-    if (b2 < 0 || !IsCont(static_cast<unsigned char>(b2))) {
-      bad = 2;
-      return 0;
-    }
-    int b3 = at(3);
-    if (b3 < 0 || !IsCont(static_cast<unsigned char>(b3))) {
-      bad = 3;
-      return 0;
-    }
-    return 4;
-  }
-  return 0;
+  return len;
 }
 
 }  // namespace
