@@ -4,16 +4,20 @@
 #include <chrono>
 #include <thread>
 
-#include "bench/proc_memory.h"
+#include "bench/peak_rss.h"
+#include "ebb/stats.h"
 
 namespace ebb::bench {
 namespace {
 
+// A figure ReadProcessMemory could not read (-1) counts as 0 in the report.
+uint64_t Bytes(int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; }
+
 MemorySample Sample(const Workload& w) {
-  const ProcMemory p = ReadProcMemory();
+  const ProcessMemory p = ReadProcessMemory();
   MemorySample m;
-  m.rss_bytes = p.rss_bytes;
-  m.anon_bytes = p.anon_bytes;
+  m.rss_bytes = Bytes(p.rss_bytes);
+  m.anon_bytes = Bytes(p.anon_bytes);
   m.kv = w.Kv();
   m.arena = w.Arena();
   return m;
@@ -109,8 +113,9 @@ RunResult RunWorkload(Workload& workload, const BenchOptions& options, const Pro
       rec.after = Sample(workload);
       // The kernel's RSS counters lag a little (per-thread caches), so the peak is at least what
       // the samples saw.
-      rec.peak_rss_bytes = std::max({ReadProcMemory().peak_rss_bytes, rec.before.rss_bytes,
-                                     rec.last_token.rss_bytes, rec.after.rss_bytes});
+      rec.peak_rss_bytes =
+          std::max({Bytes(ReadProcessMemory().peak_rss_bytes), rec.before.rss_bytes,
+                    rec.last_token.rss_bytes, rec.after.rss_bytes});
       workload.SetLastTokenHook({});
       run.iterations.push_back(rec);
       if (progress) progress(run, i + 1, total);

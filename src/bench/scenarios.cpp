@@ -262,9 +262,9 @@ void CheckRunSpec(const std::string& spec, const std::string& flag, const BenchO
   (void)RunOptions(ParseRunSpec(spec, flag), base, flag);
 }
 
-std::unique_ptr<Workload> MakeWorkload(const std::string& text, const BenchOptions& options,
+std::unique_ptr<Workload> MakeWorkload(const RunSpec& spec, const BenchOptions& options,
                                        const PromptSet& prompts) {
-  const RunSpec spec = ParseRunSpec(text, "run");
+  const std::string& text = spec.text;
   if (spec.base == kNaiveOrt) return std::make_unique<NaiveOrtWorkload>(text, options, prompts);
   if (spec.base.rfind(kRecyclePrefix, 0) == 0) {
     const int32_t k = std::stoi(spec.base.substr(kRecyclePrefix.size()));

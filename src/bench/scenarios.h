@@ -60,7 +60,7 @@ BenchOptions RunOptions(const RunSpec& spec, const BenchOptions& base, const std
 // Makes the workload of a run spec. `options` are the run's own (RunOptions) and are borrowed:
 // they must outlive the workload. `options.batch` > 1 with `reuse` is refused with
 // InvalidArgument (RewindTo works on a batch of one).
-std::unique_ptr<Workload> MakeWorkload(const std::string& spec, const BenchOptions& options,
+std::unique_ptr<Workload> MakeWorkload(const RunSpec& spec, const BenchOptions& options,
                                        const PromptSet& prompts);
 
 }  // namespace ebb::bench

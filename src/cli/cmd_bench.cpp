@@ -163,13 +163,14 @@ void RunBench(const BenchArgs& args) {
           ? bench::PromptSet::Synthesize(o.prompt_tokens, config.vocab_size, specials)
           : bench::TokenizePromptFile(o.prompt_file, o.model_dir);
   const int32_t context = config.context_length;
+  std::vector<bench::RunSpec> specs{bench::ParseRunSpec(o.scenario, "--scenario")};
+  for (const auto& c : o.compare) specs.push_back(bench::ParseRunSpec(c, "--compare"));
   // rag runs (and naive-ort under --scenario rag) pick their own lengths; any other run uses
   // the fixed prompt, which must fit.
-  bool any_fixed = o.scenario != "rag";
-  for (const auto& c : o.compare) {
-    const std::string spec_base = bench::ParseRunSpec(c, "--compare").base;
+  bool any_fixed = false;
+  for (const auto& spec : specs) {
     any_fixed =
-        any_fixed || (spec_base != "rag" && !(spec_base == "naive-ort" && o.scenario == "rag"));
+        any_fixed || (spec.base != "rag" && !(spec.base == "naive-ort" && o.scenario == "rag"));
   }
   if (any_fixed && static_cast<int64_t>(base.size()) + o.gen_tokens > context) {
     throw Error(ErrorCode::InvalidArgument,
@@ -180,17 +181,13 @@ void RunBench(const BenchArgs& args) {
   const bench::PromptSet prompts(base, config.vocab_size, specials,
                                  std::max(1, context - o.gen_tokens));
 
-  std::vector<std::string> specs{o.scenario};
-  specs.insert(specs.end(), o.compare.begin(), o.compare.end());
   // Build every workload first, so that a bad combination fails before any run. Each run has its
   // own options (the spec's overrides applied); a deque keeps them where the workloads borrow them.
   std::deque<bench::BenchOptions> run_options;
-  std::vector<bench::RunSpec> parsed;
   std::vector<std::unique_ptr<bench::Workload>> workloads;
-  for (const auto& s : specs) {
-    parsed.push_back(bench::ParseRunSpec(s, "--compare"));
-    run_options.push_back(bench::RunOptions(parsed.back(), o, "--compare"));
-    workloads.push_back(bench::MakeWorkload(s, run_options.back(), prompts));
+  for (const auto& spec : specs) {
+    run_options.push_back(bench::RunOptions(spec, o, "--compare"));
+    workloads.push_back(bench::MakeWorkload(spec, run_options.back(), prompts));
   }
 
   const bench::Environment env = bench::ReadEnvironment();
@@ -198,7 +195,7 @@ void RunBench(const BenchArgs& args) {
     auto w = bench::MakeWorkload(specs[0], run_options[0], prompts);
     bench::RunProcessWarmup(*w, o.process_warmup, [&](int32_t done, int32_t total) {
       std::fprintf(stderr, "%sprocess warm-up (%s) %d/%d%s", isatty(fileno(stderr)) ? "\r" : "",
-                   specs[0].c_str(), done, total,
+                   specs[0].text.c_str(), done, total,
                    isatty(fileno(stderr)) && done < total ? "   " : "\n");
       std::fflush(stderr);
     });
@@ -214,7 +211,7 @@ void RunBench(const BenchArgs& args) {
       failure.emplace(e.code(), "run '" + workloads[i]->name() + "' failed: " + e.what());
       break;
     }
-    for (const auto& [k, v] : parsed[i].options) runs.back().overrides.push_back(k + "=" + v);
+    for (const auto& [k, v] : specs[i].options) runs.back().overrides.push_back(k + "=" + v);
     workloads[i].reset();  // free the run's memory before the next one starts
   }
 

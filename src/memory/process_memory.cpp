@@ -1,7 +1,11 @@
+#include "memory/process_memory.h"
+
 #include <malloc.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "ebb/stats.h"
@@ -10,22 +14,11 @@
 namespace ebb {
 
 ProcessMemory ReadProcessMemory() {
-  ProcessMemory m;
   std::ifstream in("/proc/self/status");
-  std::string line;
-  int64_t anon = -1, swap = -1;
-  auto kib = [](const std::string& l, size_t prefix) {
-    return std::stoll(l.substr(prefix)) * 1024;  // "VmRSS:     1234 kB"
-  };
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) m.rss_bytes = kib(line, 6);
-    if (line.rfind("VmHWM:", 0) == 0) m.peak_rss_bytes = kib(line, 6);
-    if (line.rfind("RssAnon:", 0) == 0) anon = kib(line, 8);
-    if (line.rfind("VmSwap:", 0) == 0) swap = kib(line, 7);
-    if (line.rfind("RssFile:", 0) == 0) m.file_bytes = kib(line, 8);
-  }
-  if (anon >= 0) m.anon_bytes = anon + (swap > 0 ? swap : 0);
-  return m;
+  if (!in) return {};
+  std::stringstream text;
+  text << in.rdbuf();
+  return internal::ParseProcessStatus(text.str());
 }
 
 std::string ToJson(const MemoryStats& s) {
@@ -53,6 +46,31 @@ std::string ToJson(const MemoryStats& s) {
 }
 
 namespace internal {
+
+ProcessMemory ParseProcessStatus(std::string_view text) {
+  ProcessMemory m;
+  int64_t anon = -1, swap = -1;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view key = line.substr(0, colon);
+    // "   1234 kB" -> bytes
+    const int64_t bytes =
+        std::strtoll(std::string(line.substr(colon + 1)).c_str(), nullptr, 10) * 1024;
+    if (key == "VmRSS") m.rss_bytes = bytes;
+    if (key == "VmHWM") m.peak_rss_bytes = bytes;
+    if (key == "RssAnon") anon = bytes;
+    if (key == "VmSwap") swap = bytes;
+    if (key == "RssFile") m.file_bytes = bytes;
+  }
+  if (anon >= 0) m.anon_bytes = anon + (swap > 0 ? swap : 0);
+  return m;
+}
 
 void TrimHeap() {
   // glibc keeps freed memory resident (top pad, fastbins, unmerged arenas); give it back.

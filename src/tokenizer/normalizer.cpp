@@ -1,5 +1,7 @@
 #include "tokenizer/normalizer.h"
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "tokenizer/byte_level.h"
@@ -56,18 +58,27 @@ class StripNormalizer final : public Normalizer {
   bool left_, right_;
 };
 
-// Removes characters for which `drop` is true.
-template <typename Pred>
-void FilterChars(std::string& s, Pred drop) {
+// Rewrites `s` one code point at a time: `emit(out, c, raw)` appends what replaces code point `c`
+// (whose UTF-8 bytes are `raw`) to `out`, possibly nothing.
+template <typename Emit>
+void RewriteChars(std::string& s, Emit emit) {
   std::string out;
   out.reserve(s.size());
   size_t i = 0;
   while (i < s.size()) {
-    size_t start = i;
-    char32_t c = NextCodePoint(s, i);
-    if (!drop(c)) out.append(s, start, i - start);
+    const size_t start = i;
+    const char32_t c = NextCodePoint(s, i);
+    emit(out, c, std::string_view(s).substr(start, i - start));
   }
   s.swap(out);
+}
+
+// Removes characters for which `drop` is true.
+template <typename Pred>
+void FilterChars(std::string& s, Pred drop) {
+  RewriteChars(s, [&](std::string& out, char32_t c, std::string_view raw) {
+    if (!drop(c)) out.append(raw);
+  });
 }
 
 class StripAccentsNormalizer final : public Normalizer {
@@ -121,37 +132,25 @@ class BertNormalizer final : public Normalizer {
 
   void Normalize(std::string& s) const override {
     if (clean_text_) {
-      std::string out;
-      out.reserve(s.size());
-      size_t i = 0;
-      while (i < s.size()) {
-        size_t start = i;
-        char32_t c = NextCodePoint(s, i);
-        if (c == 0 || c == 0xFFFD || IsBertControl(c)) continue;
+      RewriteChars(s, [](std::string& out, char32_t c, std::string_view raw) {
+        if (c == 0 || c == 0xFFFD || IsBertControl(c)) return;
         if (IsBertWhitespace(c)) {
           out.push_back(' ');
         } else {
-          out.append(s, start, i - start);
+          out.append(raw);
         }
-      }
-      s.swap(out);
+      });
     }
     if (chinese_) {
-      std::string out;
-      out.reserve(s.size());
-      size_t i = 0;
-      while (i < s.size()) {
-        size_t start = i;
-        char32_t c = NextCodePoint(s, i);
+      RewriteChars(s, [](std::string& out, char32_t c, std::string_view raw) {
         if (IsChineseChar(c)) {
           out.push_back(' ');
-          out.append(s, start, i - start);
+          out.append(raw);
           out.push_back(' ');
         } else {
-          out.append(s, start, i - start);
+          out.append(raw);
         }
-      }
-      s.swap(out);
+      });
     }
     if (strip_accents_) {
       NormalizeUnicode(NormalForm::kNFD, s);
@@ -167,25 +166,19 @@ class BertNormalizer final : public Normalizer {
 class NmtNormalizer final : public Normalizer {
  public:
   void Normalize(std::string& s) const override {
-    std::string out;
-    out.reserve(s.size());
-    size_t i = 0;
-    while (i < s.size()) {
-      size_t start = i;
-      char32_t c = NextCodePoint(s, i);
+    RewriteChars(s, [](std::string& out, char32_t c, std::string_view raw) {
       if ((c >= 0x1 && c <= 0x8) || c == 0xB || (c >= 0xE && c <= 0x1F) || c == 0x7F || c == 0x8F ||
           c == 0x9F) {
-        continue;
+        return;
       }
       if (c == 0x9 || c == 0xA || c == 0xC || c == 0xD || c == 0x1680 ||
           (c >= 0x200B && c <= 0x200F) || c == 0x2028 || c == 0x2029 || c == 0x2581 ||
           c == 0xFEFF || c == 0xFFFD) {
         out.push_back(' ');
       } else {
-        out.append(s, start, i - start);
+        out.append(raw);
       }
-    }
-    s.swap(out);
+    });
   }
 };
 

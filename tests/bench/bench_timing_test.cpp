@@ -76,7 +76,7 @@ TEST(BenchTiming, TtftAndTpsAgreeWithStampsOnStreamedTokens) {
   generate(model, t, r, n);  // process warm-up: first-run costs out of both
   ASSERT_GE(n, 2) << "the model produced EOS at once; pick another prompt";
   for (int round = 0; round < 9; ++round) {
-    auto w = MakeWorkload("seed-loop", o, prompts);
+    auto w = MakeWorkload(ParseRunSpec("seed-loop", "run"), o, prompts);
     const RunResult run = RunWorkload(*w, o);
     ASSERT_EQ(run.iterations.size(), 2u);
     const RequestTiming& timing = run.iterations[1].timing;

@@ -1,11 +1,10 @@
-// Unit tests of the `ebb bench` building blocks: statistics, /proc parsing, prompts, CSV.
+// Unit tests of the `ebb bench` building blocks: statistics, prompts, CSV.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "bench/bench_runner.h"
-#include "bench/proc_memory.h"
 #include "bench/prompts.h"
 #include "bench/report_csv.h"
 #include "bench/stats_math.h"
@@ -52,20 +51,6 @@ TEST(StatsMath, LeastSquaresSlopeAndStandardError) {
   EXPECT_NEAR(f.slope, 0.6, 1e-12);
   EXPECT_NEAR(f.intercept, 2.2, 1e-12);
   EXPECT_NEAR(f.slope_stderr, 0.28284271247, 1e-9);
-}
-
-TEST(ProcMemory, ParsesStatusLines) {
-  const char* text =
-      "Name:\tebb\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nRssAnon:\t   51200 kB\n"
-      "RssFile:\t   40000 kB\nVmSwap:\t    1024 kB\n";
-  const ProcMemory m = ParseProcStatus(text);
-  EXPECT_EQ(m.rss_bytes, 102400ull * 1024);
-  EXPECT_EQ(m.peak_rss_bytes, 204800ull * 1024);
-  EXPECT_EQ(m.swap_bytes, 1024ull * 1024);
-  EXPECT_EQ(m.anon_bytes, (51200ull + 1024) * 1024);
-  const ProcMemory self = ReadProcMemory();
-  EXPECT_GT(self.rss_bytes, 0u);
-  EXPECT_GE(self.peak_rss_bytes, self.rss_bytes);
 }
 
 TEST(Prompts, SynthesizedIdsAvoidSpecialIdsAndAreDeterministic) {
