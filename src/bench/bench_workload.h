@@ -87,14 +87,23 @@ class Workload {
   // AtLastToken() once the last token is available and before it frees the request's objects
   // (generator, presents), outside the timed span.
   void SetLastTokenHook(std::function<void()> hook) { last_token_hook_ = std::move(hook); }
+  // An observer of the token stream: RunIteration calls it with the count of tokens generated
+  // so far (1, 2, ...) right after each token is available and the workload's own clock has
+  // stamped it. It runs inside the timed span, so it must be cheap. Unset by default; the
+  // timing test sets it to stamp the same tokens with its own clock.
+  void SetTokenHook(std::function<void(int32_t generated)> hook) { token_hook_ = std::move(hook); }
 
  protected:
   void AtLastToken() {
     if (last_token_hook_) last_token_hook_();
   }
+  void AtToken(int32_t generated) {
+    if (token_hook_) token_hook_(generated);
+  }
 
  private:
   std::function<void()> last_token_hook_;
+  std::function<void(int32_t)> token_hook_;
 };
 
 }  // namespace ebb::bench

@@ -211,6 +211,7 @@ RequestTiming NaiveOrtWorkload::RunIteration(int32_t index) {
       step_tokens[b].assign(1, best);
     }
     clock.Token();
+    AtToken(clock.tokens());
     if (all_done) break;
   }
   AtLastToken();

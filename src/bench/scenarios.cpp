@@ -131,6 +131,7 @@ class EbbWorkload final : public Workload {
     while (clock.tokens() < options_.gen_tokens && !gen.IsDone()) {
       gen.GenerateNextToken();
       clock.Token();
+      AtToken(clock.tokens());
     }
   }
 
