@@ -65,7 +65,9 @@ struct RunResult {
   RunSummary summary;
 };
 
-// Called after each iteration (progress display). `total` counts warm-up iterations.
+// Called after each iteration (progress display): `run.iterations[done - 1]` is the record just
+// completed (the records after it are allocated but not yet run). `total` counts warm-up
+// iterations.
 using ProgressFn = std::function<void(const RunResult& run, int32_t done, int32_t total)>;
 
 RunResult RunWorkload(Workload& workload, const BenchOptions& options,

@@ -100,7 +100,7 @@ bench::BenchOptions Validate(const BenchArgs& a) {
 
 // Progress: a redrawn bar on a terminal, one plain line per iteration otherwise (stderr).
 void Progress(const bench::RunResult& run, int32_t done, int32_t total) {
-  const auto& it = run.iterations.back();
+  const auto& it = run.iterations[static_cast<size_t>(done - 1)];
   const std::string mem = internal::FormatBytes(it.after.rss_bytes);
   if (isatty(fileno(stderr))) {
     constexpr int kWidth = 24;

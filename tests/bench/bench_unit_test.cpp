@@ -112,6 +112,39 @@ TEST(BenchRunner, SummaryLeavesWarmUpOutAndFitsTheAfterSamples) {
   EXPECT_EQ(s.peak_rss_bytes, 2000000u);
 }
 
+// A workload that does nothing: whatever the process's RSS does over its run is the runner's
+// own doing.
+class IdleWorkload : public Workload {
+ public:
+  std::string name() const override { return "idle"; }
+  std::string engine() const override { return "ebb"; }
+  std::string scenario() const override { return "idle"; }
+  double Setup() override { return 0; }
+  RequestTiming RunIteration(int32_t) override {
+    AtLastToken();
+    return {};
+  }
+  KvSample Kv() const override { return {0, 0}; }
+  void Teardown() override {}
+};
+
+// The runner's records must not show in the memory it measures. A record vector that grew (or
+// was only reserved) as the run went faulted in a fresh page every ~13 records: +300 B per
+// iteration in every run, ebb's and the baselines' alike.
+TEST(BenchRunner, ItsOwnRecordsDoNotShowInTheRssSlope) {
+  IdleWorkload w;
+  BenchOptions o;
+  o.warmup = 0;
+  o.iterations = 400;  // ~120 KB of records
+  const RunResult run = RunWorkload(w, o);
+  ASSERT_EQ(run.iterations.size(), 400u);
+  EXPECT_EQ(run.iterations.back().index, 399);
+  EXPECT_LT(std::fabs(run.summary.rss_slope.slope), 50.0)
+      << "RSS moved by " << run.summary.rss_slope.slope << " B per idle iteration; first "
+      << run.iterations.front().after.rss_bytes << " B, last "
+      << run.iterations.back().after.rss_bytes << " B";
+}
+
 TEST(ReportCsv, EmptyCellsForAbsentFigures) {
   RunResult r;
   r.name = "a,b";  // quoted
