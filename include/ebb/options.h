@@ -42,7 +42,7 @@ struct ModelOptions {
   uint64_t kv_max_bytes = 0;         // kv_cache.max_bytes: per-model KV budget; 0 = none
   uint64_t kv_retain_bytes = 0;      // kv_cache.retain_bytes: freed KV kept for reuse
   int32_t kv_chunk_tokens = 256;     // kv_cache.chunk_tokens: dynamic-mode growth step
-  int32_t prefill_chunk_size = 0;    // prefill_chunk_size: tokens per prefill Run; 0 = all
+  int32_t prefill_chunk_size = 256;  // prefill_chunk_size: tokens per prefill Run; 0 = all
   uint64_t memory_limit_bytes = 0;   // memory.limit: sets the runtime-wide KV budget of all
                                      // models (Runtime::SetMemoryLimit); 0 = leave it as is
   uint32_t shrink_every = 0;         // memory.shrink_every: shrink every N requests; 0 = off

@@ -221,7 +221,7 @@ RunSpec ParseRunSpec(const std::string& spec, const std::string& flag) {
     if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
       throw Error(ErrorCode::InvalidArgument,
                   flag + " '" + spec + "': '" + kv + "' is not KEY=VALUE; write e.g. " + r.base +
-                      ",shrink-every=10 or " + r.base + ",prefill_chunk_size=256");
+                      ",shrink-every=10 or " + r.base + ",prefill_chunk_size=0");
     }
     const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
     if (key == "shrink-every") {

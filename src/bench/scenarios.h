@@ -38,7 +38,7 @@ void CheckScenarioName(const std::string& name);
 //                    (ModelOptions::Set: kv_cache.mode, prefill_chunk_size, memory.shrink_every,
 //                    session_options.enable_cpu_mem_arena, ...). naive-ort takes session_options.*
 //                    and run_options.* only: it has no KV pool or Tier 2 policy.
-// e.g. "rag,memory.shrink_every=10", "seed-loop,prefill_chunk_size=256",
+// e.g. "rag,memory.shrink_every=10", "seed-loop,prefill_chunk_size=0",
 // "naive-ort,shrink-every=5".
 struct RunSpec {
   std::string text;                                          // as given

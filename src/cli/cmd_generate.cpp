@@ -161,7 +161,8 @@ void RegisterGenerateCommand(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "RNG seed for sampling");
   cmd->add_option("--kv-cache", a->kv_cache, "KV mode: static|dynamic")
       ->check(CLI::IsMember({"static", "dynamic"}));
-  cmd->add_option("--prefill-chunk-size", a->prefill_chunk_size, "Tokens per prefill step")
+  cmd->add_option("--prefill-chunk-size", a->prefill_chunk_size,
+                  "Tokens per prefill Run; 0 = the whole prompt (default: the model's, 256)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", a->json, "Print one JSON object");
   AddOptionFlags(*cmd, a->options);

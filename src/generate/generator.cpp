@@ -396,7 +396,9 @@ struct Generator::Impl {
         throw Error(ErrorCode::ResourceExhausted,
                     "this step needs more ORT arena memory than the cap arena.max_mem=" +
                         std::to_string(m.arena_max_mem) + " allows (" + msg +
-                        "); shorten the prompt, set prefill_chunk_size, or raise arena.max_mem");
+                        "); shorten the prompt, lower prefill_chunk_size (now " +
+                        std::to_string(prefill_chunk) +
+                        ", 0 = whole prompt), or raise arena.max_mem");
       }
       throw Error(
           oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,

@@ -148,6 +148,7 @@ TEST(Tier2, ShrinkArenaGivesBackWhatALongPromptAdded) {
   {
     GeneratorParams p;
     p.max_length = 2048;
+    p.prefill_chunk_size = 0;  // one 2040-token Run: its activations grow the arena
     Generator g(m, p);
     g.AppendTokens(Prompt(2040, m->info().vocab_size));
   }
@@ -323,6 +324,7 @@ TEST(Tier1Arena, MaxMemIsAHardCapWithAClearErrorAndSmallPromptsStillWork) {
   {
     GeneratorParams p;
     p.max_length = 2100;
+    p.prefill_chunk_size = 0;  // one 2040-token Run needs more than the cap
     Generator g(m, p);
     try {
       g.AppendTokens(Prompt(2040, m->info().vocab_size));
@@ -330,9 +332,19 @@ TEST(Tier1Arena, MaxMemIsAHardCapWithAClearErrorAndSmallPromptsStillWork) {
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
       EXPECT_THAT(e.what(), HasSubstr("arena.max_mem=25165824"));
+      EXPECT_THAT(e.what(), HasSubstr("lower prefill_chunk_size (now 0"));
     }
   }
   EXPECT_EQ(Generate(m, {5, 17, 42}, 16), small) << "the model stays usable under the cap";
+  {
+    // The default prefill_chunk_size (256) feeds the same prompt in 8 Runs whose activations
+    // fit under the cap.
+    GeneratorParams p;
+    p.max_length = 2100;
+    Generator g(m, p);
+    EXPECT_NO_THROW(g.AppendTokens(Prompt(2040, m->info().vocab_size)));
+    EXPECT_NO_THROW(g.GenerateNextToken());
+  }
 }
 
 TEST(Tier1Arena, ArenaOptionsAreProcessWideAndConflictsAreRefused) {
