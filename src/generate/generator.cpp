@@ -393,12 +393,14 @@ struct Generator::Impl {
                        msg.find("exceeds") != std::string::npos;
       if (oom && m.arena_max_mem > 0) {
         // The hard cap refused an extension: a clear error; the model stays usable.
+        const std::string chunk_hint =
+            prefill_chunk > 0
+                ? "lower prefill_chunk_size (now " + std::to_string(prefill_chunk) + ")"
+                : "set prefill_chunk_size (now 0: the whole prompt in one Run), e.g. 256";
         throw Error(ErrorCode::ResourceExhausted,
                     "this step needs more ORT arena memory than the cap arena.max_mem=" +
                         std::to_string(m.arena_max_mem) + " allows (" + msg +
-                        "); shorten the prompt, lower prefill_chunk_size (now " +
-                        std::to_string(prefill_chunk) +
-                        ", 0 = whole prompt), or raise arena.max_mem");
+                        "); shorten the prompt, " + chunk_hint + ", or raise arena.max_mem");
       }
       throw Error(
           oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,

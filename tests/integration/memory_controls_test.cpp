@@ -332,7 +332,9 @@ TEST(Tier1Arena, MaxMemIsAHardCapWithAClearErrorAndSmallPromptsStillWork) {
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
       EXPECT_THAT(e.what(), HasSubstr("arena.max_mem=25165824"));
-      EXPECT_THAT(e.what(), HasSubstr("lower prefill_chunk_size (now 0"));
+      EXPECT_THAT(
+          e.what(),
+          HasSubstr("set prefill_chunk_size (now 0: the whole prompt in one Run), e.g. 256"));
     }
   }
   EXPECT_EQ(Generate(m, {5, 17, 42}, 16), small) << "the model stays usable under the cap";
