@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "bench/peak_rss.h"
@@ -64,6 +65,16 @@ RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations) {
   s.tps = ebb::bench::Summarize(tps);
   s.e2e_s = ebb::bench::Summarize(e2e);
   s.rss_slope = *Slope(measured, [](const MemorySample& m) { return m.rss_bytes; });
+  for (size_t i = 1; i < measured.size(); ++i) {
+    const int64_t d = static_cast<int64_t>(measured[i]->after.rss_bytes) -
+                      static_cast<int64_t>(measured[i - 1]->after.rss_bytes);
+    ++s.rss_steps.intervals;
+    if (d == 0) continue;
+    ++s.rss_steps.changed;
+    if (std::llabs(d) > std::llabs(s.rss_steps.largest_step_bytes)) {
+      s.rss_steps.largest_step_bytes = d;
+    }
+  }
   s.anon_slope = *Slope(measured, [](const MemorySample& m) { return m.anon_bytes; });
   s.kv_reserved_slope = Slope(measured, [](const MemorySample& m) { return m.kv.reserved_bytes; });
   s.arena_total_slope =

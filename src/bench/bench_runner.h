@@ -40,6 +40,16 @@ struct IterationRecord {
   uint64_t peak_rss_bytes = 0;
 };
 
+// How RSS after each request moved between consecutive measured iterations. A leak moves it at
+// (nearly) every request; a heap settling moves it in a few discrete steps. Telling the two apart
+// is what a slope and its standard error alone cannot do: a single page step gives a small slope
+// with an even smaller standard error.
+struct StepCount {
+  int32_t changed = 0;             // intervals in which RSS after changed
+  int32_t intervals = 0;           // consecutive measured pairs: measured iterations - 1
+  int64_t largest_step_bytes = 0;  // the change largest in magnitude, signed; 0 when none
+};
+
 struct RunSummary {
   int32_t measured_iterations = 0;
   Summary ttft_s, tps, e2e_s;
@@ -49,6 +59,7 @@ struct RunSummary {
   // Least squares over the measured iterations of the "after" samples against the iteration
   // index: bytes per iteration, with the slope's standard error.
   LinearFit rss_slope, anon_slope;
+  StepCount rss_steps;  // of the same "after" samples as rss_slope
   std::optional<LinearFit> kv_reserved_slope;
   std::optional<LinearFit> arena_total_slope;
 };

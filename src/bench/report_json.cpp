@@ -66,7 +66,11 @@ json Run(const RunResult& r) {
                    {{"rss_after", Fit(s.rss_slope)},
                     {"anon_after", Fit(s.anon_slope)},
                     {"kv_reserved_after", Fit(s.kv_reserved_slope)},
-                    {"arena_total_allocated_after", Fit(s.arena_total_slope)}}}};
+                    {"arena_total_allocated_after", Fit(s.arena_total_slope)}}},
+                  {"rss_after_steps",
+                   {{"changed", s.rss_steps.changed},
+                    {"intervals", s.rss_steps.intervals},
+                    {"largest_step_bytes", s.rss_steps.largest_step_bytes}}}};
   return {{"name", r.name},
           {"engine", r.engine},
           {"scenario", r.scenario},

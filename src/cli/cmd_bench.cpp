@@ -126,17 +126,20 @@ std::string SignedBytes(double b) {
 void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs) {
   int w = 16;  // the name column fits the longest run name
   for (const auto& r : runs) w = std::max(w, static_cast<int>(r.name.size()));
-  std::fprintf(f, "%-*s %5s %10s %10s %10s %10s %10s %12s %22s\n", w, "run", "iters", "ttft p50",
-               "ttft p90", "tps p50", "e2e p50", "setup", "peak rss", "rss slope/iter (+-se)");
+  std::fprintf(f, "%-*s %5s %10s %10s %10s %10s %10s %12s %22s %12s\n", w, "run", "iters",
+               "ttft p50", "ttft p90", "tps p50", "e2e p50", "setup", "peak rss",
+               "rss slope/iter (+-se)", "rss moved");
   for (const auto& r : runs) {
     const auto& s = r.summary;
     const std::string slope =
         SignedBytes(s.rss_slope.slope) + " +- " +
         internal::FormatBytes(static_cast<uint64_t>(s.rss_slope.slope_stderr));
-    std::fprintf(f, "%-*s %5d %8.2fms %8.2fms %10.1f %9.3fs %9.3fs %12s %22s\n", w, r.name.c_str(),
-                 s.measured_iterations, s.ttft_s.p50 * 1e3, s.ttft_s.p90 * 1e3, s.tps.p50,
-                 s.e2e_s.p50, r.setup_s, internal::FormatBytes(s.peak_rss_bytes).c_str(),
-                 slope.c_str());
+    const std::string moved =
+        std::to_string(s.rss_steps.changed) + "/" + std::to_string(s.rss_steps.intervals);
+    std::fprintf(f, "%-*s %5d %8.2fms %8.2fms %10.1f %9.3fs %9.3fs %12s %22s %12s\n", w,
+                 r.name.c_str(), s.measured_iterations, s.ttft_s.p50 * 1e3, s.ttft_s.p90 * 1e3,
+                 s.tps.p50, s.e2e_s.p50, r.setup_s, internal::FormatBytes(s.peak_rss_bytes).c_str(),
+                 slope.c_str(), moved.c_str());
   }
   for (size_t i = 1; i < runs.size(); ++i) {
     const auto& a = runs[i].summary;

@@ -110,6 +110,27 @@ TEST(BenchRunner, SummaryLeavesWarmUpOutAndFitsTheAfterSamples) {
   ASSERT_TRUE(s.kv_reserved_slope.has_value());
   EXPECT_FALSE(s.arena_total_slope.has_value());  // absent figures: no fit
   EXPECT_EQ(s.peak_rss_bytes, 2000000u);
+  EXPECT_EQ(s.rss_steps.intervals, 3);  // between the 4 measured iterations only
+  EXPECT_EQ(s.rss_steps.changed, 3);
+  EXPECT_EQ(s.rss_steps.largest_step_bytes, 4096);
+}
+
+// One page given back in 20 flat requests: a step, not a trend.
+TEST(BenchRunner, StepsCountTheIntervalsWhereRssMovedAndKeepTheSign) {
+  std::vector<IterationRecord> its(21);
+  for (int i = 0; i < 21; ++i) {
+    its[i].index = i;
+    its[i].warmup = i == 0;
+    its[i].after.rss_bytes = i == 0 ? 1 : (i < 12 ? 1000000 : 1000000 - 4096);
+    if (i == 15) its[i].after.rss_bytes += 8192;  // a one-request bump: two changes
+  }
+  const RunSummary s = SummarizeRun(its);
+  EXPECT_EQ(s.rss_steps.intervals, 19);
+  EXPECT_EQ(s.rss_steps.changed, 3);
+  EXPECT_EQ(s.rss_steps.largest_step_bytes, 8192);
+  its[15].after.rss_bytes -= 8192;
+  EXPECT_EQ(SummarizeRun(its).rss_steps.largest_step_bytes, -4096);
+  EXPECT_EQ(SummarizeRun(its).rss_steps.changed, 1);
 }
 
 // A workload that does nothing: whatever the process's RSS does over its run is the runner's
