@@ -27,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ebb/export.h"
+
 namespace ebb {
 
 // One chat message. For tool calls, multi-part content or extra fields, use RenderJson.
@@ -50,7 +52,7 @@ struct ChatTemplateOptions {
   size_t max_items = 1'000'000;                // elements of one list built by the template
 };
 
-class ChatTemplate {
+class EBB_API ChatTemplate {
  public:
   // Parses `source` (Jinja text). `source_name` prefixes error positions.
   static std::unique_ptr<ChatTemplate> Parse(std::string_view source,

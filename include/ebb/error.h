@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "ebb/export.h"
+
 namespace ebb {
 
 enum class ErrorCode {
@@ -23,9 +25,9 @@ enum class ErrorCode {
 };
 
 // Stable lower_snake_case name of a code, e.g. "resource_exhausted".
-std::string_view ErrorCodeName(ErrorCode code) noexcept;
+EBB_API std::string_view ErrorCodeName(ErrorCode code) noexcept;
 
-class Error : public std::runtime_error {
+class EBB_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, std::string message)
       : std::runtime_error(std::move(message)), code_(code) {}

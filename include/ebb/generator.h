@@ -16,30 +16,34 @@
 #include <span>
 #include <vector>
 
+#include "ebb/export.h"
 #include "ebb/options.h"
 
 namespace ebb {
 
 class Model;
-class Generator;
-namespace internal {
-// Marks ebb's own minimal shrink step, which is not a request (no policies fire).
-void SetInternalRequest(Generator& g, bool internal);
-}  // namespace internal
 
-struct GeneratorParams {
+// Parameters of one generation. Unset fields take the model's genai_config.json `search` block,
+// then ebb's default (precedence: ebb defaults, then the config, then the caller), as
+// onnxruntime-genai does. docs/options.md lists them as the "request" keys.
+struct EBB_API GeneratorParams {
   // Total tokens per sequence (prompt + generated). 0: the config's search.max_length, else
   // context_length. Values above the model's context_length are clamped to it (logged).
   int32_t max_length = 0;
   int32_t batch_size = 1;
-  bool do_sample = false;  // false: greedy
-  int32_t top_k = 0;       // 0: off
-  float top_p = 1.0f;      // 1: off
-  float temperature = 1.0f;
-  float repetition_penalty = 1.0f;            // 1: off
+  std::optional<bool> do_sample;              // default false: greedy
+  std::optional<int32_t> top_k;               // default 0: off
+  std::optional<float> top_p;                 // default 1: off
+  std::optional<float> temperature;           // default 1
+  std::optional<float> repetition_penalty;    // default 1: off
   uint64_t seed = 0;                          // same seed, same tokens
   std::optional<KvMode> kv_mode;              // unset: the model's kv_cache.mode
   std::optional<int32_t> prefill_chunk_size;  // unset: the model's prefill_chunk_size
+
+  // Sets one request key of the option table ("temperature", "max_length", "kv_cache.mode",
+  // ...). Throws ebb::Error(InvalidArgument) for a bad value, an unknown key (with a
+  // suggestion) or a key of another scope (naming where it belongs).
+  void Set(std::string_view key, std::string_view value);
 };
 
 struct GeneratorStats {
@@ -51,10 +55,11 @@ struct GeneratorStats {
   uint64_t kv_bytes = 0;           // KV memory this generator holds now
 };
 
-class Generator {
+class EBB_API Generator {
  public:
-  // Throws InvalidArgument for bad params and ResourceExhausted when the KV cache would go over
-  // kv_cache.max_bytes (nothing is allocated then).
+  // Throws InvalidArgument for bad params, ResourceExhausted when the KV cache would go over
+  // kv_cache.max_bytes or memory.limit (nothing is allocated then), and FailedPrecondition when
+  // the model was unloaded (Runtime::Unload).
   Generator(std::shared_ptr<Model> model, const GeneratorParams& params);
   ~Generator();
   Generator(const Generator&) = delete;
@@ -84,7 +89,6 @@ class Generator {
   GeneratorStats Stats() const;
 
  private:
-  friend void internal::SetInternalRequest(Generator& g, bool internal);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

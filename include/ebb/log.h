@@ -7,21 +7,23 @@
 #include <string>
 #include <string_view>
 
+#include "ebb/export.h"
+
 namespace ebb {
 
 enum class LogLevel { Trace, Debug, Info, Warn, Error, Off };
 
 // Sets the minimum level that is emitted. Default: Warn, or $EBB_LOG_LEVEL
 // (trace|debug|info|warn|error|off) when set.
-void SetLogLevel(LogLevel level);
-LogLevel GetLogLevel();
+EBB_API void SetLogLevel(LogLevel level);
+EBB_API LogLevel GetLogLevel();
 
 // Parses "trace".."off"; throws ebb::Error(InvalidArgument) naming the accepted values.
-LogLevel ParseLogLevel(std::string_view name);
+EBB_API LogLevel ParseLogLevel(std::string_view name);
 
 // Receives every emitted record (level, message) in addition to stderr. Pass an empty
 // function to remove it. Used by tests and by embedders that route logs elsewhere.
 using LogCallback = std::function<void(LogLevel, std::string_view)>;
-void SetLogCallback(LogCallback callback);
+EBB_API void SetLogCallback(LogCallback callback);
 
 }  // namespace ebb

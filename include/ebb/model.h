@@ -13,15 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "ebb/export.h"
 #include "ebb/options.h"
 #include "ebb/runtime_handle.h"
 #include "ebb/stats.h"
 
 namespace ebb {
-
-namespace internal {
-struct ModelImpl;
-}
 
 // KV memory of one model (bytes). See docs/memory.md.
 struct KvStats {
@@ -50,31 +47,40 @@ struct ModelInfo {
   uint64_t kv_bytes_per_token = 0;  // per sequence, all layers, K and V
 };
 
-class Model : public std::enable_shared_from_this<Model> {
+class Runtime;
+
+// A loaded model. Created by Runtime::Load (named, in a runtime's registry) or Model::Load (in
+// Runtime::Default(), under an automatic id "#N").
+class EBB_API Model : public std::enable_shared_from_this<Model> {
  public:
   // Loads `dir` (a folder with genai_config.json, the ONNX model and optionally
-  // tokenizer.json). Throws ebb::Error: NotFound for missing files, InvalidArgument for a
-  // corrupt model, a bad config field or a bad option (the message names file and field/key).
+  // tokenizer.json) into Runtime::Default(). Throws ebb::Error: NotFound for missing files,
+  // InvalidArgument for a corrupt model, a bad config field or a bad option (the message names
+  // file and field/key).
   static std::shared_ptr<Model> Load(const std::filesystem::path& dir,
                                      const ModelOptions& options = {});
-  ~Model();
+  virtual ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
+  // The id in its runtime's registry ("#N" for Model::Load).
+  const std::string& id() const;
   const ModelInfo& info() const;
   const ModelOptions& options() const;
   KvStats kv_stats() const;
   // Process, KV and ORT arena figures for this model (docs/memory.md).
   MemoryStats memory_stats() const;
+  // Generators alive on this model now (each holds a reference and may hold KV).
+  int num_live_generators() const;
+  // Bytes of the model's weight files (the .onnx file and its external data).
+  uint64_t weights_bytes() const;
   // Tier 2 controls: shrink now / after the next request / every N, run options, stats.
   RuntimeHandle& runtime() { return handle_; }
 
-  // Internal state, for ebb's own components (generator, runtime handle).
-  internal::ModelImpl& impl() const { return *impl_; }
+ protected:
+  Model() = default;  // only internal::ModelImpl derives from Model
 
  private:
-  explicit Model(std::unique_ptr<internal::ModelImpl> impl);
-  std::unique_ptr<internal::ModelImpl> impl_;
   RuntimeHandle handle_{this};
 };
 

@@ -1,15 +1,52 @@
-// ebb/options.h — load-time options of a model. One vocabulary on every surface: the keys here
-// are the ones the CLI (--session-option K=V, --provider-option EP.K=V, --run-option K=V,
-// --option K=V), the C ABI, Python and HTTP accept. docs/options.md lists every key.
+// ebb/options.h — the one option vocabulary of every surface, and a model's load-time options.
+//
+// Every key ebb knows is a row of OptionTable(): its type, unit, default, scope and a one-line
+// doc. The C++ setters (RuntimeOptions::Set, ModelOptions::Set, GeneratorParams::Set,
+// RuntimeHandle::SetRunOption), the CLI flags (--option, --session-option, --run-option) and its
+// help, and docs/options.md all read that table, so a key means the same thing everywhere.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "ebb/export.h"
+
 namespace ebb {
+
+// Where a key is accepted. A key may have several scopes (e.g. kv_cache.mode: model default and
+// per-request override).
+enum class OptionScope : unsigned {
+  kRuntime = 1,     // process-wide: RuntimeOptions (memory.limit, arena.*)
+  kModel = 2,       // ebb's load-time keys: ModelOptions::Set("kv_cache.mode", ...)
+  kSession = 4,     // ORT session options ebb applies with typed setters: session_options.<key>
+  kRequest = 8,     // one generation: GeneratorParams::Set("temperature", ...)
+  kRunOption = 16,  // ORT run config entries forwarded to every Run(): run_options.<key>
+};
+
+enum class OptionType { kBool, kInt, kFloat, kSize, kEnum, kString };
+
+struct OptionSpec {
+  std::string_view key;
+  OptionType type;
+  unsigned scopes;                 // OptionScope bits
+  std::string_view unit;           // "bytes", "tokens", "requests", "threads", or ""
+  std::string_view default_value;  // as the docs show it
+  std::string_view values;         // enum choices "a|b", or a range "0 to 1"; "" = any of type
+  std::string_view doc;            // one line
+};
+
+EBB_API std::span<const OptionSpec> OptionTable();
+// The row for `key`, or nullptr.
+EBB_API const OptionSpec* FindOption(std::string_view key);
+inline bool HasScope(const OptionSpec& spec, OptionScope scope) {
+  return (spec.scopes & static_cast<unsigned>(scope)) != 0;
+}
+EBB_API std::string_view OptionScopeName(OptionScope scope);
+EBB_API std::string_view OptionTypeName(OptionType type);
 
 // How a generator's KV cache is laid out in memory (docs/memory.md).
 enum class KvMode {
@@ -18,19 +55,20 @@ enum class KvMode {
   kDynamic,  // grow in chunks as the sequence grows; memory tracks the tokens actually used.
 };
 
-std::string_view KvModeName(KvMode mode);
+EBB_API std::string_view KvModeName(KvMode mode);
 // Parses "static" | "dynamic"; throws ebb::Error(InvalidArgument) otherwise.
-KvMode ParseKvMode(std::string_view name);
+EBB_API KvMode ParseKvMode(std::string_view name);
 
 // Parses a byte size: plain bytes ("1048576") or with a binary/decimal unit ("512MiB", "2GiB",
 // "1.5GB", "64KiB"). Throws ebb::Error(InvalidArgument) naming `what` and the accepted forms.
-uint64_t ParseByteSize(std::string_view text, std::string_view what);
+EBB_API uint64_t ParseByteSize(std::string_view text, std::string_view what);
 
 // Options applied when a model is loaded. Precedence: built-in defaults, then the model's
 // genai_config.json, then these.
-struct ModelOptions {
+struct EBB_API ModelOptions {
   // ORT session options. Typed keys (intra_op_num_threads, enable_cpu_mem_arena, ...) are
-  // applied with ORT's setters; any other key is passed to ORT as a session config entry.
+  // applied with ORT's setters; any other key is passed to ORT as a session config entry (with a
+  // warning naming the closest known key when ORT's headers do not list it).
   std::map<std::string, std::string> session_options;
   // Per execution provider, e.g. {"cuda": {"gpu_mem_limit": "2147483648"}}.
   std::map<std::string, std::map<std::string, std::string>> provider_options;
@@ -52,8 +90,9 @@ struct ModelOptions {
                                      // let the kernel reclaim the model files' resident pages
 
   // Sets one option by its full key: "session_options.<k>", "run_options.<k>",
-  // "provider_options.<ep>.<k>", or one of ebb's keys ("kv_cache.mode", ...). A misspelled ebb
-  // key throws ebb::Error(InvalidArgument) with a "did you mean" suggestion.
+  // "provider_options.<ep>.<k>", or one of ebb's model keys ("kv_cache.mode", ...). Typed session
+  // keys are checked here. A misspelled ebb key throws ebb::Error(InvalidArgument) with a
+  // "did you mean" suggestion; a key of another scope (e.g. "temperature") names its scope.
   void Set(std::string_view key, std::string_view value);
 };
 

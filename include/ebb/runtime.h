@@ -1,37 +1,119 @@
-// ebb/runtime.h — process-wide state: the runtime-wide memory budget and process statistics.
+// ebb/runtime.h — the runtime: the owner of named models, their shared memory budget, the
+// process-wide arena settings and the request observers.
 //
-// ebb has one Runtime per process (ONNX Runtime allows one Env per process, and the CPU arena
-// options are process-wide too). Model::Load registers every model with it.
-// Thread-safety: all methods may be called from any thread.
+// A Runtime is what a service or an SDK holds: it loads models under ids, lists them with their
+// memory figures, and unloads them without ever freeing memory under a running request. Not to
+// be confused with a model's Tier 2 controls, Model::runtime() (RuntimeHandle): those act on one
+// model; this acts on the set.
+//
+// Process-wide by ORT's design: ONNX Runtime allows one Env per process, and the CPU arena
+// options (arena.*) configure an allocator registered on that Env, so every Runtime of a process
+// shares them (a second, different arena configuration is refused, naming both). Each Runtime
+// has its own models, its own memory.limit and its own observers. Runtime::Default() is the
+// runtime of Model::Load.
+//
+// Ownership: models hold the runtime's shared state, so a Model (and its generators) may
+// outlive the Runtime object; the Runtime's destructor unloads its models the way Unload(id,
+// force=true) does (waiting for running generators).
+// Thread-safety: every method may be called from any thread.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "ebb/export.h"
+#include "ebb/model.h"
+#include "ebb/observer.h"
+#include "ebb/options.h"
 #include "ebb/stats.h"
 
 namespace ebb {
 
-class Runtime {
+// The runtime-scope keys of the option table (docs/options.md).
+struct EBB_API RuntimeOptions {
+  // memory.limit: the KV memory of all the runtime's models together may not exceed this;
+  // 0 = no limit.
+  uint64_t memory_limit_bytes = 0;
+  // arena.* and arena_extend_strategy, checked, as given (values keep their spelling): the
+  // process-wide CPU arena, registered when the Runtime is created and used by every model that
+  // loads with use_env_allocators=1 or with the same arena keys.
+  std::map<std::string, std::string> arena;
+
+  // Sets one runtime key. Throws ebb::Error(InvalidArgument) for a bad value, an unknown key
+  // (with a suggestion) or a key of another scope (naming where it belongs).
+  void Set(std::string_view key, std::string_view value);
+};
+
+// One model of a runtime, as List() reports it. Units: bytes unless the name says otherwise.
+struct ModelSummary {
+  std::string id;
+  std::filesystem::path path;
+  std::string type;               // genai_config model.type
+  uint64_t weights_bytes = 0;     // model file + external data
+  KvMemory kv;                    // in use, reserved, peak, budget
+  ArenaStats cpu_arena;           // the session's CPU arena (or the shared env arena)
+  int live_generators = 0;        // generators alive now (requests running or held open)
+  uint64_t requests_served = 0;   // finished requests
+  int64_t last_used_unix_ms = 0;  // end of the last request; 0 = none yet
+};
+
+class EBB_API Runtime {
  public:
+  // Registers the process-wide CPU arena when `options.arena` is set (InvalidArgument when ORT
+  // refuses it or another configuration is in use).
+  explicit Runtime(const RuntimeOptions& options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // The runtime that Model::Load uses; created on first use, never destroyed.
   static Runtime& Default();
 
-  // memory.limit: the KV memory of all loaded models together may not exceed `bytes`
-  // (0 = no limit). A generator whose KV would go over it is refused with ResourceExhausted
-  // naming the bytes needed, in use and allowed; running generators are unaffected. The per-model
-  // kv_cache.max_bytes applies as well.
+  // Loads `dir` under `id` (letters, digits and ._-:, 1 to 128 characters). Throws
+  // InvalidArgument for a bad id and FailedPrecondition when the id is taken (unload it first),
+  // and whatever Model::Load throws. On failure the registry is unchanged.
+  std::shared_ptr<Model> Load(const std::string& id, const std::filesystem::path& dir,
+                              const ModelOptions& options = {});
+  // The model under `id`; NotFound (listing the ids) when there is none.
+  std::shared_ptr<Model> Get(const std::string& id) const;
+  bool Contains(const std::string& id) const;
+  // Removes `id` and frees its session, KV and arena.
+  // force=false: refused with FailedPrecondition, naming the count, while generators are alive;
+  //              nothing changes then.
+  // force=true:  the id leaves the registry at once (no new request can find it), new
+  //              generators on the model are refused, and the call waits until the running ones
+  //              end; then it frees. Holders of the shared_ptr keep a valid but unloaded model
+  //              (its generators fail with FailedPrecondition).
+  // NotFound when there is no such id.
+  void Unload(const std::string& id, bool force = false);
+  // Every loaded model, by id.
+  std::vector<ModelSummary> List() const;
+
+  // memory.limit for this runtime's models (0 = none). A generator whose KV would go over it is
+  // refused with ResourceExhausted naming the bytes needed, in use and allowed; running
+  // generators are unaffected. The per-model kv_cache.max_bytes applies as well.
   void SetMemoryLimit(uint64_t bytes);
   uint64_t memory_limit() const;
+  const RuntimeOptions& options() const;
 
-  // Process figures, and KV summed over all loaded models (cpu_arena: not available here; see
+  // Process figures, and KV summed over this runtime's models (cpu_arena: see List() or
   // Model::memory_stats for a model's arena).
   MemoryStats Stats() const;
   int num_models() const;
 
-  Runtime(const Runtime&) = delete;
-  Runtime& operator=(const Runtime&) = delete;
+  // Observers see every request of every model of this runtime (ebb/observer.h).
+  void AddObserver(std::shared_ptr<RequestObserver> observer);
+  void RemoveObserver(const RequestObserver* observer);
 
  private:
-  Runtime() = default;
+  friend class Model;  // Model::Load loads into Default() under an automatic id, held weakly
+  struct State;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace ebb

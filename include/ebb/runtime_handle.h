@@ -15,13 +15,14 @@
 #include <map>
 #include <string>
 
+#include "ebb/export.h"
 #include "ebb/stats.h"
 
 namespace ebb {
 
 class Model;
 
-class RuntimeHandle {
+class EBB_API RuntimeHandle {
  public:
   // Shrinks now when no Run() is in flight on this model (a minimal one-token step); otherwise
   // the shrink rides on the end of the next step of a running generator. Errors from the

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ebb/export.h"
+
 namespace ebb {
 
 // This process, from /proc/self/status.
@@ -46,9 +48,9 @@ struct MemoryStats {
 };
 
 // Reads /proc/self/status; fields stay -1 where the OS has no such line.
-ProcessMemory ReadProcessMemory();
+EBB_API ProcessMemory ReadProcessMemory();
 
 // One JSON object with the fields above (snake_case names as in the structs).
-std::string ToJson(const MemoryStats& stats);
+EBB_API std::string ToJson(const MemoryStats& stats);
 
 }  // namespace ebb

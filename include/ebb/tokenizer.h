@@ -35,9 +35,11 @@
 #include <string_view>
 #include <vector>
 
+#include "ebb/export.h"
+
 namespace ebb {
 
-class Tokenizer {
+class EBB_API Tokenizer {
  public:
   // Loads `path`: either a tokenizer.json file, or a folder that holds tokenizer.json (and
   // optionally tokenizer_config.json, which supplies BosToken/EosToken/PadToken/ChatTemplate).
@@ -100,7 +102,7 @@ class Tokenizer {
 //
 // Ownership: does not own the Tokenizer, which must outlive it. Not thread-safe.
 // After an exception from Put (an unknown id) the decoder is unchanged.
-class StreamDecoder {
+class EBB_API StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);
 

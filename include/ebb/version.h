@@ -4,15 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "ebb/export.h"
+
 namespace ebb {
 
 // ebb's own version, e.g. "0.1.0".
-std::string Version();
+EBB_API std::string Version();
 
 // The ONNX Runtime version actually loaded at run time (not the headers' version).
-std::string OrtVersion();
+EBB_API std::string OrtVersion();
 
 // Execution providers compiled into the loaded ONNX Runtime, e.g. {"CPUExecutionProvider"}.
-std::vector<std::string> AvailableProviders();
+EBB_API std::vector<std::string> AvailableProviders();
 
 }  // namespace ebb

@@ -9,6 +9,9 @@ namespace ebb::cli {
 
 void RegisterInfoCommand(CLI::App& app);
 void RegisterGenerateCommand(CLI::App& app);
+void RegisterOptionsCommand(CLI::App& app);
+// The option table as docs/options.md shows it (`ebb options --markdown`).
+std::string OptionTableMarkdown();
 #ifdef EBB_HAVE_TOKENIZE_CLI
 void RegisterTokenizeCommands(CLI::App& app);
 #endif

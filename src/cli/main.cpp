@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
 
   ebb::cli::RegisterInfoCommand(app);
   ebb::cli::RegisterGenerateCommand(app);
+  ebb::cli::RegisterOptionsCommand(app);
 #ifdef EBB_HAVE_TOKENIZE_CLI
   ebb::cli::RegisterTokenizeCommands(app);
 #endif

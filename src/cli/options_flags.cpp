@@ -1,6 +1,7 @@
 #include "cli/options_flags.h"
 
 #include "ebb/error.h"
+#include "ebb/options.h"
 
 namespace ebb::cli {
 namespace {
@@ -37,14 +38,47 @@ ModelOptions OptionFlags::ToModelOptions() const {
   return o;
 }
 
+std::string OptionKeysHelp() {
+  std::string out =
+      "Option keys (the same names in C++, C, Python, HTTP; `ebb options` for types "
+      "and defaults):\n";
+  const struct {
+    OptionScope scope;
+    const char* how;
+  } groups[] = {
+      {OptionScope::kModel, "  --option KEY=V (model load)"},
+      {OptionScope::kSession, "  --session-option KEY=V (ORT session, typed)"},
+      {OptionScope::kRequest, "  request (generation) parameters"},
+      {OptionScope::kRunOption, "  --run-option KEY=V (ORT run options ebb knows)"},
+      {OptionScope::kRuntime, "  runtime (process-wide; arena keys also as session options)"}};
+  for (const auto& g : groups) {
+    out += std::string(g.how) + ":\n   ";
+    size_t col = 3;
+    for (const auto& s : OptionTable()) {
+      if (!HasScope(s, g.scope)) continue;
+      if (col + s.key.size() + 1 > 96) {
+        out += "\n   ";
+        col = 3;
+      }
+      out += " " + std::string(s.key);
+      col += s.key.size() + 1;
+    }
+    out += "\n";
+  }
+  out +=
+      "  Other session keys go to ORT as session config entries (e.g. "
+      "session.use_device_allocator_for_initializers); other run keys as run config entries.\n";
+  return out;
+}
+
 void AddOptionFlags(CLI::App& cmd, OptionFlags& flags) {
   cmd.add_option("--session-option", flags.session, "ORT session option K=V (repeatable)");
   cmd.add_option("--provider-option", flags.provider,
-                 "Execution provider option EP.K=V, e.g. cuda.gpu_mem_limit=2GiB (repeatable)");
+                 "Execution provider option EP.K=V, e.g. cuda.gpu_mem_limit=2147483648 "
+                 "(repeatable)");
   cmd.add_option("--run-option", flags.run, "ORT run option K=V (repeatable)");
-  cmd.add_option("--option", flags.ebb,
-                 "ebb option K=V: kv_cache.mode, kv_cache.max_bytes, kv_cache.retain_bytes, "
-                 "kv_cache.chunk_tokens, prefill_chunk_size (repeatable)");
+  cmd.add_option("--option", flags.ebb, "ebb model option K=V, keys below (repeatable)");
+  cmd.footer(OptionKeysHelp());
 }
 
 }  // namespace ebb::cli

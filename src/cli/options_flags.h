@@ -20,6 +20,10 @@ struct OptionFlags {
   ModelOptions ToModelOptions() const;
 };
 
+// Adds the four flags and a help footer that lists every key of the option table by scope.
 void AddOptionFlags(CLI::App& cmd, OptionFlags& flags);
+
+// The keys of the option table grouped by scope, for help texts.
+std::string OptionKeysHelp();
 
 }  // namespace ebb::cli

@@ -7,36 +7,11 @@
 #include <cmath>
 #include <vector>
 
+#include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 
 namespace ebb {
-namespace {
-
-constexpr std::array<std::string_view, 9> kEbbKeys = {
-    "memory.limit",          "kv_cache.mode",         "kv_cache.max_bytes",
-    "kv_cache.retain_bytes", "kv_cache.chunk_tokens", "prefill_chunk_size",
-    "memory.shrink_every",   "memory.shrink_above",   "memory.release_file_pages"};
-
-bool ParseBool(std::string_view key, std::string_view v) {
-  if (v == "true" || v == "1") return true;
-  if (v == "false" || v == "0") return false;
-  throw Error(ErrorCode::InvalidArgument,
-              std::string(key) + "='" + std::string(v) + "' is not a boolean; use true or false");
-}
-
-int32_t ParsePositiveInt(std::string_view key, std::string_view v, bool allow_zero) {
-  int64_t x = 0;
-  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || p != v.data() + v.size() || x < (allow_zero ? 0 : 1) || x > INT32_MAX) {
-    throw Error(ErrorCode::InvalidArgument,
-                std::string(key) + "='" + std::string(v) + "' is not a " +
-                    (allow_zero ? "non-negative" : "positive") + " integer");
-  }
-  return static_cast<int32_t>(x);
-}
-
-}  // namespace
 
 std::string_view KvModeName(KvMode mode) { return mode == KvMode::kStatic ? "static" : "dynamic"; }
 
@@ -89,10 +64,19 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
   const std::string v(value);
   auto after = [&](std::string_view prefix) { return k.substr(prefix.size()); };
   if (k.starts_with("session_options.") && k.size() > 16) {
-    session_options[after("session_options.")] = v;
-  } else if (k.starts_with("run_options.") && k.size() > 12) {
+    const std::string name = after("session_options.");
+    // Typed session keys are checked now, so a bad value fails at Set, not at load.
+    if (const OptionSpec* spec = FindOption(name); spec && HasScope(*spec, OptionScope::kSession)) {
+      internal::ValidateOptionValue(*spec, v);
+    }
+    session_options[name] = v;
+    return;
+  }
+  if (k.starts_with("run_options.") && k.size() > 12) {
     run_options[after("run_options.")] = v;
-  } else if (k.starts_with("provider_options.")) {
+    return;
+  }
+  if (k.starts_with("provider_options.")) {
     const std::string rest = after("provider_options.");
     const auto dot = rest.find('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) {
@@ -101,34 +85,36 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
                                                   "e.g. provider_options.cuda.gpu_mem_limit");
     }
     provider_options[rest.substr(0, dot)][rest.substr(dot + 1)] = v;
-  } else if (k == "kv_cache.mode") {
+    return;
+  }
+  const OptionSpec* spec = FindOption(k);
+  if (spec == nullptr) {
+    internal::ThrowUnknownKey(k, OptionScope::kModel,
+                              "ORT keys go under session_options., run_options. or "
+                              "provider_options.EP.");
+  }
+  if (!HasScope(*spec, OptionScope::kModel)) internal::ThrowWrongScope(*spec, OptionScope::kModel);
+  internal::ValidateOptionValue(*spec, v);
+  if (k == "kv_cache.mode") {
     kv_mode = ParseKvMode(v);
   } else if (k == "kv_cache.max_bytes") {
     kv_max_bytes = ParseByteSize(v, k);
   } else if (k == "kv_cache.retain_bytes") {
     kv_retain_bytes = ParseByteSize(v, k);
   } else if (k == "kv_cache.chunk_tokens") {
-    kv_chunk_tokens = ParsePositiveInt(k, v, false);
+    kv_chunk_tokens = static_cast<int32_t>(internal::ParseInt(k, v, 1, 1 << 20));
   } else if (k == "prefill_chunk_size") {
-    prefill_chunk_size = ParsePositiveInt(k, v, true);
+    prefill_chunk_size = static_cast<int32_t>(internal::ParseInt(k, v, 0, INT32_MAX));
   } else if (k == "memory.limit") {
     memory_limit_bytes = ParseByteSize(v, k);
   } else if (k == "memory.shrink_every") {
-    shrink_every = static_cast<uint32_t>(ParsePositiveInt(k, v, true));
+    shrink_every = static_cast<uint32_t>(internal::ParseInt(k, v, 0, UINT32_MAX));
   } else if (k == "memory.shrink_above") {
     shrink_above_bytes = ParseByteSize(v, k);
   } else if (k == "memory.release_file_pages") {
-    release_file_pages = ParseBool(k, v);
+    release_file_pages = internal::ParseBool(k, v);
   } else {
-    std::vector<std::string_view> known(kEbbKeys.begin(), kEbbKeys.end());
-    known.insert(known.end(), {"session_options.", "run_options.", "provider_options."});
-    const std::string hint = internal::DidYouMean(k, known);
-    throw Error(ErrorCode::InvalidArgument,
-                "unknown option '" + k + "'" + hint +
-                    "; ebb's keys are kv_cache.mode, kv_cache.max_bytes, kv_cache.retain_bytes, "
-                    "kv_cache.chunk_tokens, prefill_chunk_size, memory.limit, memory.shrink_every, "
-                    "memory.shrink_above, memory.release_file_pages; ORT keys go under "
-                    "session_options., run_options. or provider_options.EP.");
+    throw Error(ErrorCode::Internal, "option table row '" + k + "' has no ModelOptions field");
   }
 }
 

@@ -85,4 +85,10 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
+std::string FormatNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
 }  // namespace ebb::internal

@@ -24,4 +24,7 @@ std::vector<int32_t> ParseIntList(std::string_view s, std::string_view what);
 // Human-readable bytes: "1.5 MiB".
 std::string FormatBytes(uint64_t bytes);
 
+// A number as a person reads it in a message: "1", "0.5", "1e+300" (%g).
+std::string FormatNumber(double value);
+
 }  // namespace ebb::internal

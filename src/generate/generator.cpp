@@ -3,7 +3,9 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -11,6 +13,7 @@
 #include "ebb/error.h"
 #include "ebb/model.h"
 #include "generate/sampler.h"
+#include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
 #include "model/model_impl.h"
 
@@ -20,6 +23,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using internal::KvCache;
 using internal::ModelImpl;
+
+// Set by RunShrinkStep around its generator: ebb's own minimal step is not a request (no policy
+// fires, no observer sees it, it does not count as served).
+thread_local bool t_internal_step = false;
+
+// Holds one of the model's generator slots for the generator's whole life: declared first in
+// Impl, so it is released last, after the KV cache went back to the pool.
+struct GeneratorSlot {
+  explicit GeneratorSlot(ModelImpl& m) : model(m) { model.AcquireGeneratorSlot(); }
+  ~GeneratorSlot() { model.ReleaseGeneratorSlot(); }
+  GeneratorSlot(const GeneratorSlot&) = delete;
+  GeneratorSlot& operator=(const GeneratorSlot&) = delete;
+  ModelImpl& model;
+};
 
 // An int32 or int64 tensor buffer, as the graph wants.
 struct IndexTensor {
@@ -47,6 +64,7 @@ struct IndexTensor {
 struct Generator::Impl {
   std::shared_ptr<Model> model;
   ModelImpl& m;
+  GeneratorSlot slot;  // before every member that holds model memory (the KV cache)
   int32_t batch;
   int32_t max_length;
   int32_t prefill_chunk;
@@ -73,16 +91,47 @@ struct Generator::Impl {
   bool have_first_token = false;
   bool request_open = false;      // a generation has run and not yet ended
   bool internal_request = false;  // ebb's own minimal shrink step: not a request
+  bool failed = false;            // the last step threw (the request ends as an error)
+  uint64_t request_id = 0;
+  Clock::time_point t_request_start{};
 
-  // Ends the current request (a generation): the model's shrink policies run now.
+  // Opens a request at its first Run(): observers see it start.
+  void BeginRequest() {
+    if (request_open) return;
+    request_open = true;
+    failed = false;
+    t_request_start = Clock::now();
+    if (internal_request) return;
+    static std::atomic<uint64_t> next_id{1};
+    request_id = next_id.fetch_add(1);
+    m.host->NotifyRequestStart({m.id, request_id});
+  }
+
+  // Ends the current request (a generation): observers see it end, then the model's shrink
+  // policies run.
   void EndRequest() {
     if (!request_open) return;
     request_open = false;
-    if (!internal_request) m.shrink->EndRequest();
+    if (internal_request) return;
+    RequestEnd e;
+    e.model_id = m.id;
+    e.request_id = request_id;
+    e.outcome = failed     ? RequestOutcome::kError
+                : IsDone() ? RequestOutcome::kCompleted
+                           : RequestOutcome::kCancelled;
+    e.prompt_tokens = stats.prompt_tokens;
+    e.generated_tokens = stats.generated_tokens;
+    e.ttft_ms = have_first_token ? stats.ttft_ms : -1;
+    e.duration_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - t_request_start).count();
+    m.Touch();
+    m.host->NotifyRequestEnd(e);
+    m.shrink->EndRequest();
   }
 
   Impl(std::shared_ptr<Model> mdl, const GeneratorParams& p)
-      : model(std::move(mdl)), m(model->impl()) {
+      : model(std::move(mdl)), m(internal::ImplOf(*model)), slot(m) {
+    internal_request = t_internal_step;
     const ModelInfo& info = m.info;
     if (p.batch_size < 1) {
       throw Error(ErrorCode::InvalidArgument,
@@ -91,12 +140,20 @@ struct Generator::Impl {
     if (p.max_length < 0) {
       throw Error(ErrorCode::InvalidArgument, "max_length must not be negative");
     }
-    if (p.do_sample && (p.temperature < 0 || p.top_p < 0 || p.top_p > 1 || p.top_k < 0)) {
+    // Precedence: ebb's defaults, then the config's search block, then the caller.
+    const internal::SearchDefaults& sd = m.config.search;
+    const bool do_sample = p.do_sample.value_or(sd.do_sample.value_or(false));
+    const int32_t top_k = p.top_k.value_or(sd.top_k.value_or(0));
+    const float top_p = p.top_p.value_or(sd.top_p.value_or(1.0f));
+    const float temperature = p.temperature.value_or(sd.temperature.value_or(1.0f));
+    const float repetition_penalty =
+        p.repetition_penalty.value_or(sd.repetition_penalty.value_or(1.0f));
+    if (do_sample && (!(temperature >= 0) || !(top_p >= 0 && top_p <= 1) || top_k < 0)) {
       throw Error(ErrorCode::InvalidArgument,
                   "sampling settings out of range: need temperature >= 0, 0 <= top_p <= 1, "
                   "top_k >= 0");
     }
-    if (p.repetition_penalty <= 0) {
+    if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty)) {
       throw Error(ErrorCode::InvalidArgument, "repetition_penalty must be > 0 (1 = off)");
     }
     batch = p.batch_size;
@@ -129,8 +186,7 @@ struct Generator::Impl {
     kv = std::make_unique<KvCache>(*m.kv_pool, shape, right_padded, mode, max_length,
                                    m.options.kv_chunk_tokens);
 
-    internal::SamplerConfig sc{p.do_sample,          p.top_k, p.top_p, p.temperature,
-                               p.repetition_penalty, p.seed};
+    internal::SamplerConfig sc{do_sample, top_k, top_p, temperature, repetition_penalty, p.seed};
     for (int b = 0; b < batch; ++b) {
       sc.seed = p.seed + static_cast<uint64_t>(b) * 0x9E3779B97F4A7C15ull;
       samplers.emplace_back(sc);
@@ -379,7 +435,7 @@ struct Generator::Impl {
     }
     bool shrink = false;
     Ort::RunOptions ro = m.shrink->BeginRun(&shrink);
-    request_open = true;
+    BeginRequest();
     try {
       m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
                      out_values.data(), out_values.size());
@@ -501,16 +557,50 @@ Generator::~Generator() {
 }
 
 namespace internal {
-void SetInternalRequest(Generator& g, bool internal) { g.impl_->internal_request = internal; }
+void RunShrinkStep(Model& model) {
+  GeneratorParams p;
+  p.max_length = 1;
+  p.kv_mode = KvMode::kStatic;
+  t_internal_step = true;
+  try {
+    Generator g(model.shared_from_this(), p);
+    t_internal_step = false;
+    g.AppendTokens(std::vector<int32_t>{model.info().pad_token_id});
+  } catch (...) {
+    t_internal_step = false;
+    throw;
+  }
+}
 }  // namespace internal
 
+// A call that throws marks the request as failed (its outcome, when it ends, is kError).
 void Generator::AppendTokens(std::span<const int32_t> tokens) {
-  impl_->Append({std::vector<int32_t>(tokens.begin(), tokens.end())});
+  try {
+    impl_->Append({std::vector<int32_t>(tokens.begin(), tokens.end())});
+  } catch (...) {
+    impl_->failed = true;
+    throw;
+  }
 }
 
-void Generator::AppendTokens(const std::vector<std::vector<int32_t>>& rows) { impl_->Append(rows); }
+void Generator::AppendTokens(const std::vector<std::vector<int32_t>>& rows) {
+  try {
+    impl_->Append(rows);
+  } catch (...) {
+    impl_->failed = true;
+    throw;
+  }
+}
 
-void Generator::GenerateNextToken() { impl_->Next(); }
+void Generator::GenerateNextToken() {
+  try {
+    impl_->Next();
+  } catch (...) {
+    impl_->failed = true;
+    throw;
+  }
+}
+
 bool Generator::IsDone() const { return impl_->started && impl_->IsDone(); }
 
 std::span<const int32_t> Generator::GetSequence(size_t row) const {

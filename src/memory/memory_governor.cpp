@@ -5,15 +5,8 @@
 
 #include "core/strings.h"
 #include "ebb/error.h"
-#include "ebb/runtime.h"
 
-namespace ebb {
-namespace internal {
-
-MemoryGovernor& MemoryGovernor::Get() {
-  static MemoryGovernor g;
-  return g;
-}
+namespace ebb::internal {
 
 void MemoryGovernor::Admit(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -59,24 +52,4 @@ int MemoryGovernor::num_models() const {
   return models_;
 }
 
-}  // namespace internal
-
-Runtime& Runtime::Default() {
-  static Runtime r;
-  return r;
-}
-void Runtime::SetMemoryLimit(uint64_t bytes) { internal::MemoryGovernor::Get().set_limit(bytes); }
-uint64_t Runtime::memory_limit() const { return internal::MemoryGovernor::Get().limit(); }
-int Runtime::num_models() const { return internal::MemoryGovernor::Get().num_models(); }
-
-MemoryStats Runtime::Stats() const {
-  const auto& g = internal::MemoryGovernor::Get();
-  MemoryStats s;
-  s.process = ReadProcessMemory();
-  s.kv.in_use_bytes = g.kv_in_use();
-  s.kv.peak_in_use_bytes = g.kv_peak();
-  s.kv.max_bytes = g.limit();
-  return s;
-}
-
-}  // namespace ebb
+}  // namespace ebb::internal

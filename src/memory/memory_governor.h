@@ -1,4 +1,5 @@
-// MemoryGovernor — accounting behind Runtime: the KV bytes of all models against memory.limit.
+// MemoryGovernor — accounting behind a Runtime: the KV bytes of all its models against
+// memory.limit. One per Runtime (owned by its state, which every model of it holds).
 //
 // Every model's KvPool admits through Admit() before it maps memory and calls Release() when
 // the bytes leave "in use". Thread-safety: all methods are thread-safe.
@@ -11,8 +12,6 @@ namespace ebb::internal {
 
 class MemoryGovernor {
  public:
-  static MemoryGovernor& Get();
-
   // Reserves `bytes` against memory.limit or throws ebb::Error(ResourceExhausted) with the bytes
   // needed, in use and allowed, and the option to change. Nothing is reserved on failure.
   void Admit(uint64_t bytes);

@@ -11,23 +11,48 @@ constexpr const char* kShrinkKey = "memory.enable_memory_arena_shrinkage";
 constexpr const char* kCpuArena = "cpu:0";
 }  // namespace
 
-ShrinkController::ShrinkController(bool has_cpu_arena, std::function<void()> minimal_step,
-                                   std::function<void()> trim)
+ShrinkController::ShrinkController(bool has_cpu_arena, bool has_gpu,
+                                   std::function<void()> minimal_step, std::function<void()> trim)
     : has_cpu_arena_(has_cpu_arena),
+      has_gpu_(has_gpu),
       minimal_step_(std::move(minimal_step)),
       trim_(std::move(trim)) {}
 
 Ort::RunOptions ShrinkController::BeginRun(bool* shrink) {
-  in_flight_.fetch_add(1);
-  *shrink = pending_step_shrink_.exchange(false);
+  // Everything that can throw comes before in_flight_ is raised: a throw here must not leave
+  // the controller believing a step is running (that would block idle shrinks for good).
   Ort::RunOptions ro;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [k, v] : run_options_) {
-    if (k == kShrinkKey) continue;  // ebb decides when to shrink (see below)
-    ro.AddConfigEntry(k.c_str(), v.c_str());
+  std::string devices;  // the user's memory.enable_memory_arena_shrinkage, forwarded as ORT does
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [k, v] : run_options_) {
+      if (k == kShrinkKey) {
+        devices = v;
+        continue;
+      }
+      try {
+        ro.AddConfigEntry(k.c_str(), v.c_str());
+      } catch (const Ort::Exception& e) {
+        throw Error(ErrorCode::InvalidArgument, "run option '" +
+                                                    (k.size() > 64 ? k.substr(0, 64) + "..." : k) +
+                                                    "' refused by ONNX Runtime (" + e.what() +
+                                                    "); clear it with ClearRunOption or fix it");
+      }
+    }
   }
-  // Only name a device that has an arena: ORT fails the Run() otherwise.
-  if (*shrink && has_cpu_arena_) ro.AddConfigEntry(kShrinkKey, kCpuArena);
+  *shrink = pending_step_shrink_.exchange(false);
+  try {
+    // ebb's own shrink names the CPU arena, and only when there is one (ORT fails the Run()
+    // otherwise); it is merged with the devices the user named.
+    if (*shrink && has_cpu_arena_ && devices.find(kCpuArena) == std::string::npos) {
+      devices = devices.empty() ? kCpuArena : devices + ";" + kCpuArena;
+    }
+    if (!devices.empty()) ro.AddConfigEntry(kShrinkKey, devices.c_str());
+  } catch (...) {
+    if (*shrink) pending_step_shrink_ = true;
+    throw;
+  }
+  in_flight_.fetch_add(1);
   return ro;
 }
 
@@ -79,11 +104,58 @@ void ShrinkController::EndRequest() {
 }
 
 void ShrinkController::SetRunOption(const std::string& key, const std::string& value) {
+  if (key == kShrinkKey) {
+    if (value.empty()) {  // ORT's spelling of "off"
+      ClearRunOption(key);
+      EBB_LOG_INFO("run option {}='' -> off", key);
+      return;
+    }
+    CheckShrinkDevices(value);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     run_options_[key] = value;
   }
-  EBB_LOG_INFO("run option {}='{}' -> ORT run config entry for every later Run()", key, value);
+  if (key == kShrinkKey) {
+    EBB_LOG_INFO(
+        "run option {}='{}': ORT shrinks these arenas at the end of EVERY Run() (every "
+        "token); ShrinkAfterNextRun/ShrinkEvery shrink once per request",
+        key, value);
+  } else {
+    EBB_LOG_INFO("run option {}='{}' -> ORT run config entry for every later Run()", key, value);
+  }
+}
+
+void ShrinkController::CheckShrinkDevices(const std::string& value) const {
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t end = value.find(';', start);
+    if (end == std::string::npos) end = value.size();
+    const std::string dev = value.substr(start, end - start);
+    start = end + 1;
+    if (dev.empty()) continue;
+    const auto colon = dev.find(':');
+    const std::string kind = dev.substr(0, colon);
+    const bool id_ok = colon != std::string::npos && colon + 1 < dev.size() &&
+                       dev.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+    if (!id_ok || (kind != "cpu" && kind != "gpu")) {
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string(kShrinkKey) + "='" + value + "': '" + dev +
+                      "' is not a device; write cpu:0, gpu:0 or cpu:0;gpu:0 (empty = off)");
+    }
+    if (kind == "cpu" && !has_cpu_arena_) {
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string(kShrinkKey) + "='" + value +
+                      "' names the CPU arena, but this model has none (enable_cpu_mem_arena=0); "
+                      "ORT would fail every Run(). Remove the key, or load with "
+                      "enable_cpu_mem_arena=1");
+    }
+    if (kind == "gpu" && !has_gpu_) {
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string(kShrinkKey) + "='" + value + "' names " + dev +
+                      ", but this model runs on no GPU execution provider; name cpu:0 only");
+    }
+  }
 }
 
 void ShrinkController::ClearRunOption(const std::string& key) {

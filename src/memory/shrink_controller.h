@@ -18,12 +18,16 @@ namespace ebb::internal {
 
 class ShrinkController {
  public:
-  // `minimal_step`: runs one tiny Run() on the model (used to shrink while idle); it calls
-  // BeginRun/EndRun itself like any step. `trim`: trims the KV pool and the heap.
-  ShrinkController(bool has_cpu_arena, std::function<void()> minimal_step,
+  // `has_cpu_arena` / `has_gpu`: the session has a CPU arena / runs on a GPU EP (which devices
+  // memory.enable_memory_arena_shrinkage may name). `minimal_step`: runs one tiny Run() on the
+  // model (used to shrink while idle); it calls BeginRun/EndRun itself like any step. `trim`:
+  // trims the KV pool and the heap.
+  ShrinkController(bool has_cpu_arena, bool has_gpu, std::function<void()> minimal_step,
                    std::function<void()> trim);
 
-  // Run options for a step; `shrink` is set when this step must carry the arena shrink.
+  // Run options for a step; `shrink` is set when this step must carry ebb's shrink. The user's
+  // memory.enable_memory_arena_shrinkage, when set, rides on every step, as in ORT. On a throw,
+  // nothing changed (no step is counted as running).
   Ort::RunOptions BeginRun(bool* shrink);
   // After the step (success or failure). Performs the KV/heap part of a shrink carried by it.
   void EndRun(bool shrink, bool ok);
@@ -39,6 +43,8 @@ class ShrinkController {
   }
   void ShrinkAbove(uint64_t bytes) { above_bytes_ = bytes; }
 
+  // Forwarded to every later Run(). memory.enable_memory_arena_shrinkage is checked: "" turns it
+  // off; each device it names must have an arena here (InvalidArgument otherwise).
   void SetRunOption(const std::string& key, const std::string& value);
   void ClearRunOption(const std::string& key);
   std::map<std::string, std::string> RunOptions() const;
@@ -48,7 +54,10 @@ class ShrinkController {
   uint64_t num_requests() const { return num_requests_; }
 
  private:
+  void CheckShrinkDevices(const std::string& value) const;
+
   const bool has_cpu_arena_;
+  const bool has_gpu_;
   std::function<void()> minimal_step_;
   std::function<void()> trim_;
   mutable std::mutex mu_;

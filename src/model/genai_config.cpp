@@ -241,12 +241,16 @@ GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::pat
 
   if (const json* s = r.Find(doc, "search")) {
     SearchDefaults& d = cfg.search;
-    d.do_sample = r.Bool(*s, "do_sample", "/search", d.do_sample);
+    // Sampling fields are kept only when the file has them: they are the defaults of every
+    // generator (GeneratorParams), between ebb's own defaults and the caller's values.
+    if (s->contains("do_sample")) d.do_sample = r.Bool(*s, "do_sample", "/search", false);
     d.max_length = r.Int(*s, "max_length", "/search", d.max_length);
-    d.top_k = r.Int(*s, "top_k", "/search", d.top_k);
-    d.top_p = r.Float(*s, "top_p", "/search", d.top_p);
-    d.temperature = r.Float(*s, "temperature", "/search", d.temperature);
-    d.repetition_penalty = r.Float(*s, "repetition_penalty", "/search", d.repetition_penalty);
+    if (s->contains("top_k")) d.top_k = r.Int(*s, "top_k", "/search", 0);
+    if (s->contains("top_p")) d.top_p = r.Float(*s, "top_p", "/search", 1.0f);
+    if (s->contains("temperature")) d.temperature = r.Float(*s, "temperature", "/search", 1.0f);
+    if (s->contains("repetition_penalty")) {
+      d.repetition_penalty = r.Float(*s, "repetition_penalty", "/search", 1.0f);
+    }
     d.past_present_share_buffer =
         r.Bool(*s, "past_present_share_buffer", "/search", d.past_present_share_buffer);
     d.num_beams = r.Int(*s, "num_beams", "/search", d.num_beams);

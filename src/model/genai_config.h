@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "ort/session_options.h"
+
 namespace ebb::internal {
 
 // Names of the graph's inputs and outputs, as the config spells them. Empty means "not used".
@@ -29,20 +31,15 @@ struct DecoderIoNames {
   std::string present_combined;  // "present_%d"
 };
 
-// One entry of session_options.provider_options: an EP name and its key/value options.
-struct ProviderOptions {
-  std::string name;  // e.g. "cuda", "dml"
-  std::vector<std::pair<std::string, std::string>> options;
-};
-
-// `search` defaults from the config. Users' generator params override them.
+// `search` defaults from the config: the defaults of every generator. Unset: the file does not
+// say, and ebb's own default applies. Users' generator params override them.
 struct SearchDefaults {
-  bool do_sample = false;
+  std::optional<bool> do_sample;
   int32_t max_length = 0;  // 0: use context_length
-  int32_t top_k = 50;
-  float top_p = 1.0f;
-  float temperature = 1.0f;
-  float repetition_penalty = 1.0f;
+  std::optional<int32_t> top_k;
+  std::optional<float> top_p;
+  std::optional<float> temperature;
+  std::optional<float> repetition_penalty;
   bool past_present_share_buffer = false;
   int32_t num_beams = 1;
 };

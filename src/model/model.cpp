@@ -3,12 +3,13 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <set>
 
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/error.h"
-#include "ebb/generator.h"
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
 #include "memory/memory_governor.h"
@@ -137,50 +138,88 @@ DecoderIo ResolveIo(const GenaiConfig& cfg, Ort::Session& session) {
   return io;
 }
 
-// One tiny Run() on an idle model, so that a pending arena shrink happens now (ORT shrinks only
-// at the end of a Run()). It is not a request: the policies do not see it.
-void RunMinimalStep(Model& model) {
-  GeneratorParams p;
-  p.max_length = 1;
-  p.kv_mode = KvMode::kStatic;
-  Generator g(model.shared_from_this(), p);
-  SetInternalRequest(g, true);
-  g.AppendTokens(std::vector<int32_t>{model.info().pad_token_id});
+uint64_t FileBytes(const std::filesystem::path& p) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(p, ec);
+  return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+// The model file and its external data files (any other regular file in the folder whose name
+// starts with the model file's name, e.g. model.onnx.data), in bytes.
+uint64_t WeightsBytes(const std::filesystem::path& model_path) {
+  uint64_t total = FileBytes(model_path);
+  std::error_code ec;
+  const std::string stem = model_path.filename().string();
+  for (const auto& e : std::filesystem::directory_iterator(model_path.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != stem && name.starts_with(stem) && e.is_regular_file(ec)) total += FileBytes(e);
+  }
+  return total;
 }
 
 }  // namespace
 
-}  // namespace internal
-
-Model::Model(std::unique_ptr<internal::ModelImpl> impl) : impl_(std::move(impl)) {}
-Model::~Model() {
-  if (impl_->registered) internal::MemoryGovernor::Get().AddModel(-1);
-  // Unload: the session (and an arena it alone uses) and the KV pool go with impl_; then give
-  // the freed heap back to the OS.
-  impl_.reset();
-  internal::TrimHeap();
+ModelImpl::~ModelImpl() {
+  Release();
+  // The model's handle to its runtime's budget goes last (Release has returned its KV).
+  if (registered && host) host->governor().AddModel(-1);
 }
 
-const ModelInfo& Model::info() const { return impl_->info; }
-const ModelOptions& Model::options() const { return impl_->options; }
-
-KvStats Model::kv_stats() const {
-  const auto s = impl_->kv_pool->Stats();
-  KvStats k;
-  k.in_use_bytes = s.in_use_bytes;
-  k.reserved_bytes = s.reserved_bytes;
-  k.peak_in_use_bytes = s.peak_in_use_bytes;
-  k.max_bytes = s.max_bytes;
-  k.retain_limit_bytes = s.retain_limit_bytes;
-  k.num_allocations = s.num_allocations;
-  k.num_refusals = s.num_refusals;
-  return k;
+void ModelImpl::AcquireGeneratorSlot() {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  if (released_) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "model '" + id + "' was unloaded; load it again to generate");
+  }
+  ++live_;
 }
 
-std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const ModelOptions& options) {
-  using namespace internal;
+void ModelImpl::ReleaseGeneratorSlot() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(slot_mu_);
+    --live_;
+  }
+  slot_cv_.notify_all();
+}
+
+int ModelImpl::live_generators() const {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  return live_;
+}
+
+bool ModelImpl::released() const {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  return released_;
+}
+
+void ModelImpl::Touch() {
+  last_used_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+}
+
+void ModelImpl::Release() {
+  {
+    std::unique_lock<std::mutex> lock(slot_mu_);
+    if (released_) return;
+    released_ = true;
+    slot_cv_.wait(lock, [this] { return live_ == 0; });
+  }
+  // No generator is alive and none can start: free the session (and an arena it alone uses),
+  // the KV pool's retained memory, then the heap.
+  session.reset();
+  if (kv_pool) kv_pool->Trim();
+  env_arena.reset();
+  TrimHeap();
+}
+
+std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
+                                     const std::filesystem::path& dir, const ModelOptions& options,
+                                     std::function<void(Model&)> shrink_step) {
   EnsureOrtApi();
-  auto impl = std::make_unique<ModelImpl>();
+  auto impl = std::make_shared<ModelImpl>();
+  impl->id = std::move(id);
+  impl->host = std::move(host);
   impl->config = LoadGenaiConfig(dir);
   impl->options = options;
   const GenaiConfig& cfg = impl->config;
@@ -191,17 +230,24 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   }
 
   ArenaConfig arena_cfg;
-  Ort::SessionOptions so = BuildSessionOptions(cfg, options, &impl->has_cpu_arena, &arena_cfg);
-  if (!arena_cfg.empty()) {
-    impl->env_arena = AcquireEnvArena(arena_cfg);  // may throw; nothing else is held yet
-    if (auto it = arena_cfg.find("max_mem"); it != arena_cfg.end())
+  bool use_env_allocators = false;
+  Ort::SessionOptions so =
+      BuildSessionOptions(cfg.session_options, cfg.provider_options, options, &impl->has_cpu_arena,
+                          &arena_cfg, &use_env_allocators);
+  if (!arena_cfg.empty() || use_env_allocators) {
+    // use_env_allocators alone shares the env arena that is registered (or registers one with
+    // ORT's defaults): the session then allocates from it, as the user asked.
+    impl->env_arena = AcquireEnvArena(arena_cfg, /*any_config=*/arena_cfg.empty());
+    if (auto it = impl->env_arena->config().find("max_mem");
+        it != impl->env_arena->config().end()) {
       impl->arena_max_mem = it->second;
+    }
   }
   try {
     impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
   } catch (const Ort::Exception& e) {
     // ORT's message often does not name the option it refused; find it.
-    const std::string refused = FindRefusedSessionOption(cfg, options);
+    const std::string refused = FindRefusedSessionOption(cfg.session_options, options);
     if (!refused.empty()) {
       throw Error(ErrorCode::InvalidArgument,
                   cfg.model_path.string() + ": " + refused + "; fix or remove that option");
@@ -211,13 +257,16 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
                     "; the model file may be corrupt, truncated or not ONNX");
   }
   impl->io = ResolveIo(cfg, *impl->session);
+  impl->weights_bytes = WeightsBytes(cfg.model_path);
   impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
-  // The runtime-wide budget (memory.limit) sees every KV allocation of every model.
-  impl->kv_pool->set_admit_fn([](uint64_t b) { MemoryGovernor::Get().Admit(b); },
-                              [](uint64_t b) { MemoryGovernor::Get().Release(b); });
-  if (options.memory_limit_bytes > 0) MemoryGovernor::Get().set_limit(options.memory_limit_bytes);
-  MemoryGovernor::Get().AddModel(1);
+  // The runtime-wide budget (memory.limit) sees every KV allocation of every model. The pool
+  // holds the governor by reference: the model holds the host, which owns the governor.
+  MemoryGovernor& gov = impl->host->governor();
+  impl->kv_pool->set_admit_fn([&gov](uint64_t b) { gov.Admit(b); },
+                              [&gov](uint64_t b) { gov.Release(b); });
+  if (options.memory_limit_bytes > 0) gov.set_limit(options.memory_limit_bytes);
+  gov.AddModel(1);
   impl->registered = true;
 
   ModelInfo& info = impl->info;
@@ -237,20 +286,27 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   const size_t elem = impl->io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
   info.kv_bytes_per_token =
       2ull * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_size * elem;
-  EBB_LOG_INFO("loaded {} ({}, {} layers, kv {} B/token, kv_cache.mode={})", cfg.dir.string(),
-               cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
-               KvModeName(options.kv_mode));
-  auto model = std::shared_ptr<Model>(new Model(std::move(impl)));
-  ModelImpl& mi = *model->impl_;
-  Model* raw = model.get();  // the controller lives inside the model: no ownership cycle
+  EBB_LOG_INFO("loaded {} as '{}' ({}, {} layers, kv {} B/token, kv_cache.mode={})",
+               cfg.dir.string(), impl->id, cfg.model_type, cfg.num_hidden_layers,
+               info.kv_bytes_per_token, KvModeName(options.kv_mode));
+  ModelImpl& mi = *impl;
+  Model* raw = impl.get();  // the controller lives inside the model: no ownership cycle
+  bool has_gpu = false;
+  auto is_gpu = [](std::string ep) {
+    std::transform(ep.begin(), ep.end(), ep.begin(), ::tolower);
+    return ep == "cuda" || ep == "cudaexecutionprovider" || ep == "tensorrt" ||
+           ep == "tensorrtexecutionprovider";
+  };
+  for (const auto& po : cfg.provider_options) has_gpu |= is_gpu(po.name);
+  for (const auto& [ep, kv] : options.provider_options) has_gpu |= is_gpu(ep);
   mi.shrink = std::make_unique<ShrinkController>(
-      mi.has_cpu_arena, [raw] { internal::RunMinimalStep(*raw); },
+      mi.has_cpu_arena, has_gpu, [raw, step = std::move(shrink_step)] { step(*raw); },
       [&mi] {
-        mi.kv_pool->Trim();
+        if (mi.kv_pool) mi.kv_pool->Trim();
         TrimHeap();
       });
-  // Run options: the config's, then the user's. genai_config.json's empty
-  // "memory.enable_memory_arena_shrinkage" names no device and is dropped; shrinking is ebb's.
+  // Run options: the config's, then the user's. An empty value means "unset" (genai_config.json
+  // writes "memory.enable_memory_arena_shrinkage": "" for "off").
   for (const auto& [k, v] : cfg.run_options) {
     if (!v.empty()) mi.shrink->SetRunOption(k, v);
   }
@@ -271,19 +327,44 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
                    r.before.num_mappings, FormatBytes(r.after.resident_bytes));
     }
   }
-  return model;
+  return impl;
+}
+
+}  // namespace internal
+
+Model::~Model() = default;
+
+const std::string& Model::id() const { return internal::ImplOf(*this).id; }
+const ModelInfo& Model::info() const { return internal::ImplOf(*this).info; }
+const ModelOptions& Model::options() const { return internal::ImplOf(*this).options; }
+int Model::num_live_generators() const { return internal::ImplOf(*this).live_generators(); }
+uint64_t Model::weights_bytes() const { return internal::ImplOf(*this).weights_bytes; }
+
+KvStats Model::kv_stats() const {
+  const auto s = internal::ImplOf(*this).kv_pool->Stats();
+  KvStats k;
+  k.in_use_bytes = s.in_use_bytes;
+  k.reserved_bytes = s.reserved_bytes;
+  k.peak_in_use_bytes = s.peak_in_use_bytes;
+  k.max_bytes = s.max_bytes;
+  k.retain_limit_bytes = s.retain_limit_bytes;
+  k.num_allocations = s.num_allocations;
+  k.num_refusals = s.num_refusals;
+  return k;
 }
 
 MemoryStats Model::memory_stats() const {
+  const internal::ModelImpl& m = internal::ImplOf(*this);
   MemoryStats s;
   s.process = ReadProcessMemory();
   const KvStats k = kv_stats();
   s.kv = {k.in_use_bytes, k.reserved_bytes, k.peak_in_use_bytes, k.max_bytes};
-  if (impl_->has_cpu_arena) {
-    s.cpu_arena = internal::ReadCpuArenaStats(*impl_->session, impl_->cpu_memory);
+  // After an unload the session is gone; its arena figures are not available.
+  if (m.has_cpu_arena && !m.released()) {
+    s.cpu_arena = internal::ReadCpuArenaStats(*m.session, m.cpu_memory);
   }
-  s.num_shrinks = impl_->shrink->num_shrinks();
-  s.num_requests = impl_->shrink->num_requests();
+  s.num_shrinks = m.shrink->num_shrinks();
+  s.num_requests = m.shrink->num_requests();
   return s;
 }
 

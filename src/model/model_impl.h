@@ -3,7 +3,11 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,6 +15,7 @@
 #include "kv/kv_pool.h"
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
+#include "model/model_host.h"
 #include "ort/env_arena.h"
 
 namespace ebb::internal {
@@ -31,22 +36,64 @@ struct DecoderIo {
   ONNXTensorElementDataType logits_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 };
 
-struct ModelImpl {
+// The concrete Model. Public ebb::Model methods downcast to it (ImplOf); nothing else derives.
+//
+// Generator slots: every Generator holds one from its construction to its destruction (after
+// its KV is returned). Release() refuses new slots, waits until none is held, then frees the
+// session, the KV pool and the arena lease: no memory is freed under a running request.
+// Thread-safety: the slot methods and Release() are thread-safe; the other members are set at
+// load and read-only afterwards (the session and the pool are thread-safe themselves).
+class ModelImpl final : public Model {
+ public:
+  ModelImpl() = default;
+  ~ModelImpl() override;
+
+  std::string id;
+  std::shared_ptr<ModelHost> host;  // the runtime's state; outlives the model
   GenaiConfig config;
   ModelOptions options;
   ModelInfo info;
   DecoderIo io;
+  uint64_t weights_bytes = 0;
   // Declared before the session so that it is released after it: the env arena the session
   // allocates from must outlive the session.
   std::unique_ptr<EnvArenaLease> env_arena;
   std::unique_ptr<Ort::Session> session;
   Ort::MemoryInfo cpu_memory{nullptr};
   bool has_cpu_arena = true;   // enable_cpu_mem_arena (config, then user)
-  bool registered = false;     // counted by the MemoryGovernor
+  bool registered = false;     // counted by the host's MemoryGovernor
   uint64_t arena_max_mem = 0;  // arena.max_mem when set (process-wide env arena)
   std::unique_ptr<KvPool> kv_pool;
   // Run options (config, then user, then RuntimeHandle) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;
+
+  // Throws FailedPrecondition when the model was unloaded.
+  void AcquireGeneratorSlot();
+  void ReleaseGeneratorSlot() noexcept;
+  int live_generators() const;
+  // Unload: refuse new generators, wait for the live ones to end, free everything. Idempotent.
+  void Release();
+  bool released() const;
+  // Milliseconds since the Unix epoch of the last request's end (0: none yet).
+  int64_t last_used_unix_ms() const { return last_used_ms_.load(); }
+  void Touch();
+
+ private:
+  mutable std::mutex slot_mu_;
+  std::condition_variable slot_cv_;
+  int live_ = 0;           // guarded by slot_mu_
+  bool released_ = false;  // guarded by slot_mu_
+  std::atomic<int64_t> last_used_ms_{0};
 };
+
+inline ModelImpl& ImplOf(Model& m) { return static_cast<ModelImpl&>(m); }
+inline const ModelImpl& ImplOf(const Model& m) { return static_cast<const ModelImpl&>(m); }
+
+// Loads a model folder for `host` under `id`. `shrink_step` runs one minimal Run() on the model
+// (an idle shrink; see ShrinkController); the runtime supplies it so that model/ never constructs
+// a Generator. Throws ebb::Error; on failure nothing stays loaded or allocated.
+std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
+                                     const std::filesystem::path& dir, const ModelOptions& options,
+                                     std::function<void(Model&)> shrink_step);
 
 }  // namespace ebb::internal

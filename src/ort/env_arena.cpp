@@ -36,10 +36,14 @@ std::string DescribeArenaConfig(const ArenaConfig& config) {
   return s.empty() ? "(defaults)" : s;
 }
 
-std::unique_ptr<EnvArenaLease> AcquireEnvArena(const ArenaConfig& config) {
+std::unique_ptr<EnvArenaLease> AcquireEnvArena(const ArenaConfig& config, bool any_config) {
   Registry& r = R();
   std::lock_guard<std::mutex> lock(r.mu);
   if (r.leases > 0) {
+    if (any_config) {
+      ++r.leases;
+      return std::unique_ptr<EnvArenaLease>(new EnvArenaLease(r.config));
+    }
     if (r.config != config) {
       throw Error(ErrorCode::InvalidArgument,
                   "the CPU arena options are process-wide (ORT registers one env allocator per "

@@ -30,14 +30,16 @@ class EnvArenaLease {
   const ArenaConfig& config() const { return config_; }
 
  private:
-  friend std::unique_ptr<EnvArenaLease> AcquireEnvArena(const ArenaConfig& config);
+  friend std::unique_ptr<EnvArenaLease> AcquireEnvArena(const ArenaConfig& config, bool any_config);
   explicit EnvArenaLease(ArenaConfig config) : config_(std::move(config)) {}
   ArenaConfig config_;
 };
 
 // Registers (or shares) the env CPU arena with `config`. Throws ebb::Error(InvalidArgument) when
-// another configuration is in use, or when ORT refuses the configuration.
-std::unique_ptr<EnvArenaLease> AcquireEnvArena(const ArenaConfig& config);
+// another configuration is in use, or when ORT refuses the configuration. `any_config`: share
+// whatever arena is registered, or register one with `config` (for use_env_allocators=1 alone,
+// which asks for the env's arena without configuring it).
+std::unique_ptr<EnvArenaLease> AcquireEnvArena(const ArenaConfig& config, bool any_config = false);
 
 // "max_mem=1048576, arena_extend_strategy=1" for messages.
 std::string DescribeArenaConfig(const ArenaConfig& config);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/version.h"
@@ -20,18 +21,7 @@ namespace {
 }
 
 int ParseInt(const std::string& key, const std::string& v, int min) {
-  int x = 0;
-  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || p != v.data() + v.size() || x < min) {
-    Bad(key, v, "expected an integer >= " + std::to_string(min));
-  }
-  return x;
-}
-
-bool ParseBool(const std::string& key, const std::string& v) {
-  if (v == "1" || v == "true" || v == "True") return true;
-  if (v == "0" || v == "false" || v == "False") return false;
-  Bad(key, v, "expected 0 or 1 (or true/false)");
+  return static_cast<int>(internal::ParseInt(key, v, min, 1024));
 }
 
 GraphOptimizationLevel ParseOptLevel(const std::string& key, const std::string& v) {
@@ -110,11 +100,59 @@ bool IsTypedKey(const std::string& key) {
          key == "arena_extend_strategy" || key.starts_with("arena.");
 }
 
+constexpr const char* kOrtSessionKeys[] = {
+#define EBB_ORT_SESSION_KEY(k) k,
+#define EBB_ORT_RUN_KEY(k)
+#include "ort/ort_config_keys.inc"
+#undef EBB_ORT_SESSION_KEY
+#undef EBB_ORT_RUN_KEY
+};
+constexpr const char* kOrtRunKeys[] = {
+#define EBB_ORT_SESSION_KEY(k)
+#define EBB_ORT_RUN_KEY(k) k,
+#include "ort/ort_config_keys.inc"
+#undef EBB_ORT_SESSION_KEY
+#undef EBB_ORT_RUN_KEY
+};
+
 }  // namespace
 
-std::string FindRefusedSessionOption(const GenaiConfig& config, const ModelOptions& options) {
+bool IsKnownOrtSessionKey(const std::string& key) {
+  for (const char* k : kOrtSessionKeys) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+bool IsKnownOrtRunKey(const std::string& key) {
+  for (const char* k : kOrtRunKeys) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+std::string ClosestSessionKey(const std::string& key) {
+  std::vector<std::string_view> candidates(std::begin(kOrtSessionKeys), std::end(kOrtSessionKeys));
+  for (const auto& spec : OptionTable()) {
+    if (HasScope(spec, OptionScope::kSession)) candidates.push_back(spec.key);
+  }
+  // Also match on the last dotted part: "max_mem" -> "arena.max_mem",
+  // "disable_prepacking" -> "session.disable_prepacking".
+  std::string hint = DidYouMean(key, candidates);
+  if (hint.empty()) {
+    for (const auto& c : candidates) {
+      const auto dot = c.rfind('.');
+      if (dot != std::string_view::npos && c.substr(dot + 1) == key) {
+        return " (did you mean '" + std::string(c) + "'?)";
+      }
+    }
+  }
+  return hint;
+}
+
+std::string FindRefusedSessionOption(const KeyValues& config_session, const ModelOptions& options) {
   std::map<std::string, std::string> merged;
-  for (const auto& [k, v] : config.session_options) merged[k] = v;
+  for (const auto& [k, v] : config_session) merged[k] = v;
   for (const auto& [k, v] : options.session_options) merged[k] = v;
   for (const auto& [key, value] : merged) {
     if (IsTypedKey(key)) continue;
@@ -130,15 +168,20 @@ std::string FindRefusedSessionOption(const GenaiConfig& config, const ModelOptio
   return "";
 }
 
-Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options,
-                                        bool* has_cpu_arena, ArenaConfig* env_arena) {
+Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
+                                        const std::vector<ProviderOptions>& config_providers,
+                                        const ModelOptions& options, bool* has_cpu_arena,
+                                        ArenaConfig* env_arena, bool* use_env_allocators) {
   ArenaConfig arena_cfg;
   bool arena = true;
+  bool env_alloc = false;
   if (has_cpu_arena == nullptr) has_cpu_arena = &arena;
+  if (use_env_allocators == nullptr) use_env_allocators = &env_alloc;
   *has_cpu_arena = true;
+  *use_env_allocators = false;
   // Merge: config first, user's keys override.
   std::map<std::string, std::string> merged;
-  for (const auto& [k, v] : config.session_options) merged[k] = v;
+  for (const auto& [k, v] : config_session) merged[k] = v;
   for (const auto& [k, v] : options.session_options) merged[k] = v;
 
   Ort::SessionOptions so;
@@ -169,8 +212,9 @@ Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOp
         }
       } else if (key == "graph_optimization_level") {
         so.SetGraphOptimizationLevel(ParseOptLevel(key, value));
-      } else if (key == "use_env_allocators") {
-        so.AddConfigEntry("session.use_env_allocators", ParseBool(key, value) ? "1" : "0");
+      } else if (key == "use_env_allocators" || key == "session.use_env_allocators") {
+        *use_env_allocators = ParseBool(key, value);
+        so.AddConfigEntry("session.use_env_allocators", *use_env_allocators ? "1" : "0");
       } else if (key == "arena_extend_strategy") {
         if (value == "kNextPowerOfTwo" || value == "0") {
           arena_cfg["arena_extend_strategy"] = 0;
@@ -197,6 +241,15 @@ Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOp
         }
         arena_cfg[name] = ParseByteSize(value, key);
       } else {
+        // Open passthrough, as users asked; but a key the pinned ORT does not document is most
+        // likely a typo that ORT would ignore without a word.
+        if (!IsKnownOrtSessionKey(key)) {
+          EBB_LOG_WARN(
+              "session option '{}' is not a key ebb types nor one ONNX Runtime {} documents{}; "
+              "passing it to ORT as a session config entry anyway (ORT ignores keys it does not "
+              "know)",
+              key, OrtVersion(), ClosestSessionKey(key));
+        }
         so.AddConfigEntry(key.c_str(), value.c_str());
         EBB_LOG_INFO("session option {}='{}' -> ORT session config entry", key, value);
       }
@@ -212,12 +265,13 @@ Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOp
                       ") conflict with enable_cpu_mem_arena=0: drop one of them");
     }
     so.AddConfigEntry("session.use_env_allocators", "1");
+    *use_env_allocators = true;
     if (env_arena != nullptr) *env_arena = arena_cfg;
   }
   // Provider options: the config's list, then the user's (a user entry replaces the config's).
   std::map<std::string, std::map<std::string, std::string>> providers;
   std::vector<std::string> order;
-  for (const auto& po : config.provider_options) {
+  for (const auto& po : config_providers) {
     if (!providers.count(po.name)) order.push_back(po.name);
     for (const auto& [k, v] : po.options) providers[po.name][k] = v;
   }

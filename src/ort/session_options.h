@@ -1,29 +1,50 @@
 // Builds Ort::SessionOptions from defaults, genai_config.json and the user's options (in that
 // order of precedence). Typed keys use ORT's setters; any other key is passed to ORT as a session
-// config entry and logged at info level with where it went.
+// config entry and logged at info level with where it went (with a warning naming the closest
+// known key when the pinned ORT's headers do not list it).
 #pragma once
 
 #include <onnxruntime_cxx_api.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "ebb/options.h"
-#include "model/genai_config.h"
 #include "ort/env_arena.h"
 
 namespace ebb::internal {
 
-// Throws ebb::Error(InvalidArgument) naming the key for a value ebb or ORT refuses, and
-// Unavailable for an execution provider this ORT build lacks.
+// One execution provider and its key/value options, in the order a config lists them.
+struct ProviderOptions {
+  std::string name;  // e.g. "cuda", "dml"
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+// `config_session` / `config_providers`: the model config's entries (lower precedence than
+// `options`). Throws ebb::Error(InvalidArgument) naming the key for a value ebb or ORT refuses,
+// and Unavailable for an execution provider this ORT build lacks.
 // `has_cpu_arena` receives whether the session will have a CPU arena (enable_cpu_mem_arena).
-// `env_arena` receives the arena options (arena.*, arena_extend_strategy) when any is set; the
-// session then uses the env's allocator (session.use_env_allocators=1), which the caller must
-// register first (AcquireEnvArena).
-Ort::SessionOptions BuildSessionOptions(const GenaiConfig& config, const ModelOptions& options,
-                                        bool* has_cpu_arena = nullptr,
-                                        ArenaConfig* env_arena = nullptr);
+// `env_arena` receives the arena options (arena.*, arena_extend_strategy) when any is set, and
+// `use_env_allocators` whether the session allocates from the env's arena (any arena option, or
+// use_env_allocators=1); the caller must then register it first (AcquireEnvArena).
+Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
+                                        const std::vector<ProviderOptions>& config_providers,
+                                        const ModelOptions& options, bool* has_cpu_arena = nullptr,
+                                        ArenaConfig* env_arena = nullptr,
+                                        bool* use_env_allocators = nullptr);
 
 // After a session failed to be created with `options`: finds the passthrough session config
 // entry (config or user) that ORT refuses, by creating a session for a 70-byte Identity model
 // with each entry alone. Returns "" when no single entry is to blame (e.g. a corrupt model).
-std::string FindRefusedSessionOption(const GenaiConfig& config, const ModelOptions& options);
+std::string FindRefusedSessionOption(const KeyValues& config_session, const ModelOptions& options);
+
+// Whether the pinned ORT's headers document `key` as a session (or run) config entry.
+bool IsKnownOrtSessionKey(const std::string& key);
+bool IsKnownOrtRunKey(const std::string& key);
+// " (did you mean 'x'?)" among ORT's documented session keys and ebb's typed session keys.
+std::string ClosestSessionKey(const std::string& key);
 
 }  // namespace ebb::internal

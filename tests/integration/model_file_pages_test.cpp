@@ -81,7 +81,7 @@ TEST(ModelFilePages, TheOptionTakesBooleansOnly) {
     FAIL() << "accepted 'yes'";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "memory.release_file_pages='yes' is not a boolean; use true or false");
+              "memory.release_file_pages='yes' is not a boolean; use true, false, 1 or 0");
   }
 }
 

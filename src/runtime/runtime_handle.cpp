@@ -6,7 +6,7 @@
 
 namespace ebb {
 namespace {
-internal::ShrinkController& C(Model* m) { return *m->impl().shrink; }
+internal::ShrinkController& C(Model* m) { return *internal::ImplOf(*m).shrink; }
 }  // namespace
 
 void RuntimeHandle::ShrinkArena() { C(model_).ShrinkNow(); }

@@ -1,0 +1,30 @@
+// Typed value parsers shared by every option setter, so that one spelling is accepted
+// everywhere. Each throws ebb::Error(InvalidArgument) naming the key, the value and what is
+// accepted.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "ebb/options.h"
+
+namespace ebb::internal {
+
+// true/false (any case), 1/0.
+bool ParseBool(std::string_view key, std::string_view value);
+// A decimal integer in [min, max].
+int64_t ParseInt(std::string_view key, std::string_view value, int64_t min, int64_t max);
+// A finite decimal number in [min, max].
+double ParseFloat(std::string_view key, std::string_view value, double min, double max);
+
+// Checks `value` against the spec's type and range (without applying it).
+void ValidateOptionValue(const OptionSpec& spec, std::string_view value);
+
+// Throws InvalidArgument for a key that is in no scope of the table: "unknown option 'x'
+// (did you mean 'y'?)" listing the keys of `scope`.
+[[noreturn]] void ThrowUnknownKey(std::string_view key, OptionScope scope,
+                                  std::string_view extra_hint = {});
+// A key that is in the table but not in `scope`: names the scope where it belongs.
+[[noreturn]] void ThrowWrongScope(const OptionSpec& spec, OptionScope scope);
+
+}  // namespace ebb::internal

@@ -1,0 +1,279 @@
+// The option table (ebb/options.h) and the typed parsers every setter shares.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/option_parse.h"
+#include "core/strings.h"
+#include "ebb/error.h"
+#include "ebb/options.h"
+
+namespace ebb {
+namespace {
+
+constexpr unsigned kRt = static_cast<unsigned>(OptionScope::kRuntime);
+constexpr unsigned kMo = static_cast<unsigned>(OptionScope::kModel);
+constexpr unsigned kSe = static_cast<unsigned>(OptionScope::kSession);
+constexpr unsigned kRq = static_cast<unsigned>(OptionScope::kRequest);
+constexpr unsigned kRo = static_cast<unsigned>(OptionScope::kRunOption);
+
+using T = OptionType;
+
+// One row per key. Keep docs/options.md's generated tables in step: `ebb options --markdown`
+// prints them, and a test compares.
+constexpr std::array kTable = {
+    // ---- runtime (process-wide) ----
+    OptionSpec{"memory.limit", T::kSize, kRt | kMo, "bytes", "0", "",
+               "KV memory of all the runtime's models together; 0 = no limit. As a model option "
+               "it sets the runtime's limit"},
+    OptionSpec{"arena.max_mem", T::kSize, kRt | kSe, "bytes", "ORT's (none)", "",
+               "hard cap on the process-wide CPU arena; a step that needs more fails with "
+               "resource_exhausted"},
+    OptionSpec{"arena_extend_strategy", T::kEnum, kRt | kSe, "", "kNextPowerOfTwo",
+               "kNextPowerOfTwo|kSameAsRequested", "how the process-wide CPU arena grows"},
+    OptionSpec{"arena.initial_chunk_size_bytes", T::kSize, kRt | kSe, "bytes", "ORT's", "",
+               "first region of the process-wide CPU arena"},
+    OptionSpec{"arena.max_dead_bytes_per_chunk", T::kSize, kRt | kSe, "bytes", "ORT's", "",
+               "split threshold of the process-wide CPU arena"},
+    OptionSpec{"arena.initial_growth_chunk_size_bytes", T::kSize, kRt | kSe, "bytes", "ORT's", "",
+               "first extension of the process-wide CPU arena"},
+    OptionSpec{"arena.max_power_of_two_extend_bytes", T::kSize, kRt | kSe, "bytes", "ORT's", "",
+               "cap on one power-of-two extension of the process-wide CPU arena"},
+    // ---- model load (ebb's keys) ----
+    OptionSpec{"kv_cache.mode", T::kEnum, kMo | kRq, "", "static", "static|dynamic",
+               "KV layout: static reserves max_length at creation; dynamic grows in chunks"},
+    OptionSpec{"kv_cache.max_bytes", T::kSize, kMo, "bytes", "0", "",
+               "per-model KV budget; a generator that would exceed it gets resource_exhausted; "
+               "0 = none"},
+    OptionSpec{"kv_cache.retain_bytes", T::kSize, kMo, "bytes", "0", "",
+               "freed KV memory kept mapped for reuse; beyond it freed KV is unmapped at once"},
+    OptionSpec{"kv_cache.chunk_tokens", T::kInt, kMo, "tokens", "256", "1 to 1048576",
+               "dynamic mode: growth step"},
+    OptionSpec{"prefill_chunk_size", T::kInt, kMo | kRq, "tokens", "256", "0 to 2147483647",
+               "feed long prompts in chunks of this many tokens; 0 = the whole prompt in one Run"},
+    OptionSpec{"memory.shrink_every", T::kInt, kMo, "requests", "0", "0 to 4294967295",
+               "shrink the CPU arena, KV pool and heap after every N-th request; 0 = off"},
+    OptionSpec{"memory.shrink_above", T::kSize, kMo, "bytes", "0", "",
+               "shrink after any request that ends with process RSS above this; 0 = off"},
+    OptionSpec{"memory.release_file_pages", T::kBool, kMo, "", "true", "",
+               "after load, let the kernel reclaim the model files' resident pages"},
+    // ---- ORT session options with typed setters ----
+    OptionSpec{"intra_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 1024",
+               "threads of one operator; 0 = ORT's default (physical cores)"},
+    OptionSpec{"inter_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 1024",
+               "threads across operators (execution_mode=parallel); 0 = ORT's default"},
+    OptionSpec{"enable_cpu_mem_arena", T::kBool, kSe, "", "1", "",
+               "give the session a CPU arena (0: plain malloc/free per tensor)"},
+    OptionSpec{"enable_mem_pattern", T::kBool, kSe, "", "0", "",
+               "ORT's per-shape allocation plans (ebb's default is off: RSS crept with mixed "
+               "prompt lengths)"},
+    OptionSpec{"execution_mode", T::kEnum, kSe, "", "sequential", "sequential|parallel",
+               "run operators one at a time or in parallel"},
+    OptionSpec{"graph_optimization_level", T::kEnum, kSe, "", "all", "disable|basic|extended|all",
+               "ORT's graph optimisations"},
+    OptionSpec{"use_env_allocators", T::kBool, kSe, "", "0", "",
+               "allocate from the process-wide env arena (set up with ORT's defaults when no "
+               "arena.* key is given)"},
+    // ---- per request (GeneratorParams) ----
+    OptionSpec{"max_length", T::kInt, kRq, "tokens", "config search.max_length, else context",
+               "0 to 2147483647", "total tokens per row (prompt + generated); 0 = the default"},
+    OptionSpec{"batch_size", T::kInt, kRq, "rows", "1", "1 to 65536", "rows per generator"},
+    OptionSpec{"do_sample", T::kBool, kRq, "", "config search.do_sample, else false", "",
+               "sample instead of greedy decoding"},
+    OptionSpec{"top_k", T::kInt, kRq, "tokens", "config search.top_k, else 0", "0 to 2147483647",
+               "sample among the k most likely tokens; 0 = off"},
+    OptionSpec{"top_p", T::kFloat, kRq, "", "config search.top_p, else 1", "0 to 1",
+               "nucleus sampling; 1 = off"},
+    OptionSpec{"temperature", T::kFloat, kRq, "", "config search.temperature, else 1", "0 to 100",
+               "sampling temperature; 0 = greedy"},
+    OptionSpec{"repetition_penalty", T::kFloat, kRq, "", "config search.repetition_penalty, else 1",
+               "0.01 to 100", "HF repetition penalty; 1 = off"},
+    OptionSpec{"seed", T::kInt, kRq, "", "0", "0 to 9223372036854775807",
+               "RNG seed for sampling: same seed, same tokens"},
+    // ---- ORT run options ebb knows (others pass through) ----
+    OptionSpec{"memory.enable_memory_arena_shrinkage", T::kString, kRo, "", "(unset)",
+               "cpu:0, gpu:0, cpu:0;gpu:0 or empty",
+               "ORT's key: shrink the named arenas at the end of EVERY Run() (every token); "
+               "empty = off"},
+};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// "0 to 1" -> {0, 1}; false when `values` is not a range.
+bool ParseRange(std::string_view values, double* lo, double* hi) {
+  const auto sep = values.find(" to ");
+  if (sep == std::string_view::npos) return false;
+  const std::string a(values.substr(0, sep)), b(values.substr(sep + 4));
+  char* e1 = nullptr;
+  char* e2 = nullptr;
+  *lo = std::strtod(a.c_str(), &e1);
+  *hi = std::strtod(b.c_str(), &e2);
+  return *e1 == '\0' && *e2 == '\0';
+}
+
+}  // namespace
+
+std::span<const OptionSpec> OptionTable() { return kTable; }
+
+const OptionSpec* FindOption(std::string_view key) {
+  for (const auto& s : kTable) {
+    if (s.key == key) return &s;
+  }
+  return nullptr;
+}
+
+std::string_view OptionScopeName(OptionScope scope) {
+  switch (scope) {
+    case OptionScope::kRuntime:
+      return "runtime";
+    case OptionScope::kModel:
+      return "model";
+    case OptionScope::kSession:
+      return "session";
+    case OptionScope::kRequest:
+      return "request";
+    case OptionScope::kRunOption:
+      return "run";
+  }
+  return "?";
+}
+
+std::string_view OptionTypeName(OptionType type) {
+  switch (type) {
+    case OptionType::kBool:
+      return "bool";
+    case OptionType::kInt:
+      return "int";
+    case OptionType::kFloat:
+      return "float";
+    case OptionType::kSize:
+      return "size";
+    case OptionType::kEnum:
+      return "enum";
+    case OptionType::kString:
+      return "string";
+  }
+  return "?";
+}
+
+namespace internal {
+
+bool ParseBool(std::string_view key, std::string_view value) {
+  const std::string v = Lower(value);
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0") return false;
+  throw Error(ErrorCode::InvalidArgument, std::string(key) + "='" + std::string(value) +
+                                              "' is not a boolean; use true, false, 1 or 0");
+}
+
+int64_t ParseInt(std::string_view key, std::string_view value, int64_t min, int64_t max) {
+  int64_t x = 0;
+  const std::string v = Trim(value);
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || x < min || x > max) {
+    throw Error(ErrorCode::InvalidArgument, std::string(key) + "='" + std::string(value) +
+                                                "' is not an integer from " + std::to_string(min) +
+                                                " to " + std::to_string(max));
+  }
+  return x;
+}
+
+double ParseFloat(std::string_view key, std::string_view value, double min, double max) {
+  const std::string v = Trim(value);
+  char* end = nullptr;
+  const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x) || x < min || x > max) {
+    throw Error(ErrorCode::InvalidArgument, std::string(key) + "='" + std::string(value) +
+                                                "' is not a finite number from " +
+                                                FormatNumber(min) + " to " + FormatNumber(max));
+  }
+  return x;
+}
+
+void ValidateOptionValue(const OptionSpec& spec, std::string_view value) {
+  double lo = 0, hi = 0;
+  const bool ranged = ParseRange(spec.values, &lo, &hi);
+  switch (spec.type) {
+    case OptionType::kBool:
+      ParseBool(spec.key, value);
+      break;
+    case OptionType::kInt: {
+      // Integer bounds are read as integers: a double cannot hold 2^63 - 1.
+      int64_t ilo = INT64_MIN, ihi = INT64_MAX;
+      if (ranged) {
+        const auto sep = spec.values.find(" to ");
+        ilo = std::strtoll(std::string(spec.values.substr(0, sep)).c_str(), nullptr, 10);
+        ihi = std::strtoll(std::string(spec.values.substr(sep + 4)).c_str(), nullptr, 10);
+      }
+      ParseInt(spec.key, value, ilo, ihi);
+      break;
+    }
+    case OptionType::kFloat:
+      ParseFloat(spec.key, value, ranged ? lo : -1e300, ranged ? hi : 1e300);
+      break;
+    case OptionType::kSize:
+      ParseByteSize(value, spec.key);
+      break;
+    case OptionType::kEnum: {
+      for (const auto& choice : Split(spec.values, '|')) {
+        if (choice == value) return;
+      }
+      std::string choices(spec.values);
+      std::replace(choices.begin(), choices.end(), '|', ' ');
+      throw Error(ErrorCode::InvalidArgument, std::string(spec.key) + "='" + std::string(value) +
+                                                  "' is not one of: " + choices);
+    }
+    case OptionType::kString:
+      break;
+  }
+}
+
+void ThrowUnknownKey(std::string_view key, OptionScope scope, std::string_view extra_hint) {
+  std::vector<std::string_view> candidates;
+  for (const auto& s : kTable) candidates.push_back(s.key);
+  std::string hint = DidYouMean(key, candidates);
+  std::string keys;
+  for (const auto& s : kTable) {
+    if (HasScope(s, scope)) keys += (keys.empty() ? "" : ", ") + std::string(s.key);
+  }
+  throw Error(ErrorCode::InvalidArgument,
+              "unknown " + std::string(OptionScopeName(scope)) + " option '" + std::string(key) +
+                  "'" + hint + "; the " + std::string(OptionScopeName(scope)) + " keys are " +
+                  keys + (extra_hint.empty() ? "" : "; ") + std::string(extra_hint) +
+                  " (docs/options.md, `ebb options`)");
+}
+
+void ThrowWrongScope(const OptionSpec& spec, OptionScope scope) {
+  std::string where;
+  for (unsigned bit = 1; bit <= 16; bit <<= 1) {
+    if (spec.scopes & bit) {
+      where += (where.empty() ? "" : " or ") +
+               std::string(OptionScopeName(static_cast<OptionScope>(bit)));
+    }
+  }
+  throw Error(ErrorCode::InvalidArgument,
+              "option '" + std::string(spec.key) + "' is a " + where + " option, not a " +
+                  std::string(OptionScopeName(scope)) + " option; set it " +
+                  (HasScope(spec, OptionScope::kRequest)
+                       ? "per request (GeneratorParams::Set, request options)"
+                   : HasScope(spec, OptionScope::kSession)
+                       ? "as a session option (session_options." + std::string(spec.key) +
+                             ", --session-option)"
+                   : HasScope(spec, OptionScope::kRuntime) ? "on the runtime (RuntimeOptions::Set)"
+                   : HasScope(spec, OptionScope::kRunOption)
+                       ? "as a run option (run_options." + std::string(spec.key) + ", SetRunOption)"
+                       : "at model load (ModelOptions::Set, --option)"));
+}
+
+}  // namespace internal
+}  // namespace ebb

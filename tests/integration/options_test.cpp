@@ -1,0 +1,327 @@
+// The one option vocabulary: the table drives every setter, the CLI help and docs/options.md;
+// misspelled keys; the config's search block as generator defaults; ORT's own
+// memory.enable_memory_arena_shrinkage run option.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ebb/error.h"
+#include "ebb/generator.h"
+#include "ebb/log.h"
+#include "ebb/model.h"
+#include "ebb/runtime.h"
+#include "model/genai_config.h"
+#include "ort/session_options.h"
+#include "test_env.h"
+
+namespace ebb {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::filesystem::path Tiny() { return testing::TestModelsDir() / "llama-tiny-fp32"; }
+
+std::string ReadFile(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A value each key's type accepts: the default where it parses, else a typical one.
+std::string Example(const OptionSpec& s) {
+  switch (s.type) {
+    case OptionType::kBool:
+      return "1";
+    case OptionType::kInt:
+      return s.key == "batch_size" ? "1" : "2";
+    case OptionType::kFloat:
+      return "0.5";
+    case OptionType::kSize:
+      return "64MiB";
+    case OptionType::kEnum:
+      return std::string(s.values.substr(0, s.values.find('|')));
+    case OptionType::kString:
+      return "cpu:0";
+  }
+  return "";
+}
+
+TEST(OptionTable, EveryKeyIsAcceptedByEachOfItsSurfacesAndRefusedElsewhere) {
+  ASSERT_GT(OptionTable().size(), 25u);
+  auto model = Model::Load(Tiny());
+  for (const auto& s : OptionTable()) {
+    SCOPED_TRACE(std::string(s.key));
+    const std::string key(s.key), v = Example(s);
+    EXPECT_FALSE(s.doc.empty());
+    EXPECT_EQ(FindOption(key), &s);
+    // Runtime.
+    RuntimeOptions ro;
+    if (HasScope(s, OptionScope::kRuntime)) {
+      EXPECT_NO_THROW(ro.Set(key, v));
+    } else {
+      EXPECT_THROW(ro.Set(key, v), Error);
+    }
+    // Model load (ebb's keys).
+    ModelOptions mo;
+    if (HasScope(s, OptionScope::kModel)) {
+      EXPECT_NO_THROW(mo.Set(key, v));
+    } else {
+      EXPECT_THROW(mo.Set(key, v), Error);
+    }
+    // Session options, applied to real ORT session options.
+    if (HasScope(s, OptionScope::kSession)) {
+      ModelOptions so;
+      EXPECT_NO_THROW(so.Set("session_options." + key, v));
+      EXPECT_NO_THROW(internal::BuildSessionOptions({}, {}, so));
+      EXPECT_THROW(so.Set("session_options." + key, "not-a-value"), Error)
+          << "typed session keys are checked at Set";
+    }
+    // Per request.
+    GeneratorParams gp;
+    if (HasScope(s, OptionScope::kRequest)) {
+      EXPECT_NO_THROW(gp.Set(key, v));
+      EXPECT_THROW(gp.Set(key, "not-a-value"), Error);
+    } else {
+      EXPECT_THROW(gp.Set(key, v), Error);
+    }
+    // Run options, on a loaded model.
+    if (HasScope(s, OptionScope::kRunOption)) {
+      EXPECT_NO_THROW(model->runtime().SetRunOption(key, v));
+      model->runtime().ClearRunOption(key);
+    }
+  }
+}
+
+TEST(OptionTable, DocsOptionsMdEmbedsTheGeneratedTable) {
+  const std::string doc = ReadFile(std::filesystem::path(EBB_SOURCE_DIR) / "docs/options.md");
+  const std::string begin = "<!-- BEGIN GENERATED: ebb options --markdown -->\n";
+  const std::string end = "<!-- END GENERATED -->";
+  const auto b = doc.find(begin);
+  const auto e = doc.find(end);
+  ASSERT_NE(b, std::string::npos) << "docs/options.md lacks the generated table's markers";
+  ASSERT_NE(e, std::string::npos);
+  const std::string embedded = doc.substr(b + begin.size(), e - b - begin.size());
+  const auto r = testing::RunCli("options --markdown");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(embedded, r.out) << "regenerate the table: ebb options --markdown";
+  for (const auto& s : OptionTable()) {
+    EXPECT_NE(doc.find("`" + std::string(s.key) + "`"), std::string::npos) << s.key;
+  }
+}
+
+TEST(OptionTable, GenerateHelpListsEveryKeyOfItsScopes) {
+  const auto r = testing::RunCli("generate --help");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const auto& s : OptionTable()) {
+    EXPECT_THAT(r.out, HasSubstr(" " + std::string(s.key))) << s.key;
+  }
+  EXPECT_THAT(r.out, HasSubstr("memory.shrink_every"));  // was missing from --help before
+}
+
+TEST(Options, MisspelledEbbKeyFailsWithASuggestion) {
+  ModelOptions o;
+  try {
+    o.Set("kv_cache.mdoe", "dynamic");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("did you mean 'kv_cache.mode'"));
+  }
+  GeneratorParams p;
+  try {
+    p.Set("temprature", "0.7");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("did you mean 'temperature'"));
+  }
+  try {
+    o.Set("temperature", "0.7");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is a request option, not a model option"));
+  }
+  try {
+    p.Set("top_p", "nan");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("finite number from 0 to 1"));
+  }
+  EXPECT_THROW(o.Set("session_options.enable_cpu_mem_arena", "maybe"), Error);
+  EXPECT_NO_THROW(o.Set("session_options.enable_cpu_mem_arena", "False")) << "one bool spelling";
+}
+
+// Captures log lines at warn and above while alive.
+class LogCapture {
+ public:
+  LogCapture() {
+    SetLogCallback([this](LogLevel, std::string_view msg) {
+      std::lock_guard<std::mutex> lock(mu_);
+      text_ += std::string(msg) + "\n";
+    });
+  }
+  ~LogCapture() { SetLogCallback(nullptr); }
+  std::string text() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return text_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string text_;
+};
+
+TEST(Options, MisspelledSessionKeyLoadsWithAWarningNamingTheKnownKey) {
+  LogCapture logs;
+  ModelOptions o;
+  o.Set("session_options.enable_cpu_mem_arna", "0");
+  o.Set("session_options.max_mem", "1GiB");
+  o.Set("session_options.session.disable_prepacking", "0");  // documented by ORT: no warning
+  auto m = Model::Load(Tiny(), o);
+  const std::string text = logs.text();
+  EXPECT_THAT(text, HasSubstr("'enable_cpu_mem_arna'"));
+  EXPECT_THAT(text, HasSubstr("did you mean 'enable_cpu_mem_arena'"));
+  EXPECT_THAT(text, HasSubstr("did you mean 'arena.max_mem'"));
+  EXPECT_EQ(text.find("session.disable_prepacking"), std::string::npos) << text;
+  EXPECT_TRUE(internal::IsKnownOrtSessionKey("session.use_device_allocator_for_initializers"));
+  EXPECT_TRUE(internal::IsKnownOrtRunKey("memory.enable_memory_arena_shrinkage"));
+}
+
+// A copy of the tiny model whose genai_config.json has `search` = `search_json`.
+std::filesystem::path WithSearch(const std::string& name, const std::string& search_json) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ebb-search-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(Tiny(), dir, std::filesystem::copy_options::recursive);
+  auto cfg = nlohmann::json::parse(ReadFile(dir / "genai_config.json"));
+  cfg["search"] = nlohmann::json::parse(search_json);
+  std::ofstream(dir / "genai_config.json") << cfg.dump(2);
+  return dir;
+}
+
+TEST(SearchDefaults, TheConfigSearchBlockIsTheDefaultAndTheCallerWins) {
+  const auto dir = WithSearch("len20", R"({"max_length": 20, "do_sample": false})");
+  auto m = Model::Load(dir);
+  {
+    Generator g(m, GeneratorParams{});
+    g.AppendTokens(std::vector<int32_t>{5, 17, 42});
+    while (!g.IsDone()) g.GenerateNextToken();
+    EXPECT_EQ(g.GetSequence(0).size(), 20u) << "search.max_length with no parameter given";
+  }
+  {
+    Generator g(m, GeneratorParams{.max_length = 9});
+    g.AppendTokens(std::vector<int32_t>{5, 17, 42});
+    while (!g.IsDone()) g.GenerateNextToken();
+    EXPECT_EQ(g.GetSequence(0).size(), 9u) << "the caller's value wins";
+  }
+  // CLI: no flags -> the config's 20 tokens.
+  const auto r = testing::RunCli("generate " + dir.string() + " --input-ids 5,17,42 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j["sequences"][0].size(), 20u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SearchDefaults, SamplingSettingsComeFromTheConfigUnlessGiven) {
+  // A config that samples with a fixed seed: a generator with no parameters samples (its tokens
+  // differ from greedy), and do_sample=false from the caller restores greedy.
+  const auto dir =
+      WithSearch("sample", R"({"max_length": 24, "do_sample": true, "temperature": 5.0})");
+  auto greedy_model = Model::Load(Tiny());
+  auto m = Model::Load(dir);
+  auto run = [](const std::shared_ptr<Model>& model, GeneratorParams p) {
+    Generator g(model, p);
+    g.AppendTokens(std::vector<int32_t>{5, 17, 42});
+    while (!g.IsDone()) g.GenerateNextToken();
+    return std::vector<int32_t>(g.GetSequence(0).begin(), g.GetSequence(0).end());
+  };
+  const auto greedy = run(greedy_model, {.max_length = 24});
+  EXPECT_NE(run(m, {.seed = 7}), greedy) << "the config's do_sample/temperature apply";
+  GeneratorParams p{.max_length = 24};
+  p.Set("do_sample", "false");
+  EXPECT_EQ(run(m, p), greedy) << "the caller's do_sample wins";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RunOptions, OrtShrinkageKeyShrinksAtTheEndOfEveryStepAndEmptyStopsIt) {
+  // ORT counts a shrinkage when it frees a region. A 1024-token prompt in 128-token chunks on
+  // the wide model extends the arena in every chunk's Run(); with the key set, each of those
+  // Runs gives its extension back at its end, so the count moves once per step, not once per
+  // request as ebb's ShrinkAfterNextRun does.
+  auto m = Model::Load(testing::TestModelsDir() / "llama-wide");
+  std::vector<int32_t> prompt(1024);
+  for (int i = 0; i < 1024; ++i) prompt[i] = (i * 37 + 11) % 1024;
+  auto request = [&] {
+    GeneratorParams p{.max_length = 1030};
+    p.Set("prefill_chunk_size", "128");
+    Generator g(m, p);
+    g.AppendTokens(prompt);
+    while (!g.IsDone()) g.GenerateNextToken();
+  };
+  request();  // warm-up: the arena exists
+  auto shrinkages = [&] { return m->memory_stats().cpu_arena.num_shrinkages; };
+  const int64_t s0 = shrinkages();
+  request();
+  const int64_t s1 = shrinkages();
+  EXPECT_EQ(s1, s0) << "without the key nothing shrinks";
+  const uint64_t ebb_shrinks = m->memory_stats().num_shrinks;
+  m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "cpu:0");
+  EXPECT_EQ(m->runtime().Options().at("memory.enable_memory_arena_shrinkage"), "cpu:0");
+  request();
+  const int64_t s2 = shrinkages();
+  EXPECT_GE(s2 - s1, 8) << "one per prefill chunk (8 Runs), each of which extended the arena";
+  EXPECT_EQ(m->memory_stats().num_shrinks, ebb_shrinks) << "ORT's shrink, not ebb's policy";
+  m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "");
+  EXPECT_EQ(m->runtime().Options().count("memory.enable_memory_arena_shrinkage"), 0u);
+  request();
+  EXPECT_EQ(shrinkages(), s2) << "'' turns it off";
+}
+
+TEST(RunOptions, OrtShrinkageKeyNamingADeviceWithoutAnArenaIsAClearError) {
+  ModelOptions off;
+  off.Set("session_options.enable_cpu_mem_arena", "0");
+  auto m = Model::Load(Tiny(), off);
+  try {
+    m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "cpu:0");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("enable_cpu_mem_arena=0"));
+  }
+  auto on = Model::Load(Tiny());
+  try {
+    on->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "gpu:0");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no GPU execution provider"));
+  }
+  EXPECT_THROW(on->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "cpu"), Error);
+  // As a load option the same check fails the load, not a later Run().
+  ModelOptions bad = off;
+  bad.Set("run_options.memory.enable_memory_arena_shrinkage", "cpu:0");
+  EXPECT_THROW(Model::Load(Tiny(), bad), Error);
+}
+
+TEST(ShrinkController, ARunOptionOrtRefusesDoesNotBlockIdleShrinksForever) {
+  // Regression: BeginRun raised in_flight_ before building the run options; one throw left the
+  // controller believing a step was running, so every later idle shrink waited for it forever.
+  auto m = Model::Load(Tiny());
+  Generator(m, GeneratorParams{.max_length = 8}).AppendTokens(std::vector<int32_t>{1, 2});
+  m->runtime().SetRunOption(std::string(5000, 'k'), "1");  // ORT refuses keys this long
+  {
+    Generator g(m, GeneratorParams{.max_length = 8});
+    EXPECT_THROW(g.AppendTokens(std::vector<int32_t>{1, 2}), Error);
+  }
+  m->runtime().ClearRunOption(std::string(5000, 'k'));
+  const auto before = m->memory_stats();
+  m->runtime().ShrinkArena();
+  const auto after = m->memory_stats();
+  EXPECT_EQ(after.num_shrinks, before.num_shrinks + 1)
+      << "the idle shrink ran now instead of waiting for a step that never comes";
+}
+
+}  // namespace
+}  // namespace ebb
