@@ -113,7 +113,10 @@ struct Generator::Impl {
     if (prefill_chunk < 0) {
       throw Error(ErrorCode::InvalidArgument, "prefill_chunk_size must be >= 0 (0 = no chunking)");
     }
-    right_padded = info.past_present_share_buffer;
+    // Padding follows the attention op: GQA reads each row's length from the attention mask
+    // (seqlens_k) and expects the row's tokens at columns [0, length), so GQA graphs are always
+    // right-padded; other graphs are left-padded like GPT-2.
+    right_padded = info.uses_gqa;
 
     internal::KvShape shape;
     shape.num_layers = info.num_layers;
@@ -124,10 +127,10 @@ struct Generator::Impl {
     shape.elem_type = m.io.kv_type;
     shape.elem_bytes = m.io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
     const KvMode mode = p.kv_mode.value_or(m.options.kv_mode);
-    // GQA graphs share past and present in both modes (dynamic grows the shared buffer);
-    // concatenating graphs ping-pong.
-    kv = std::make_unique<KvCache>(*m.kv_pool, shape, right_padded, mode, max_length,
-                                   m.options.kv_chunk_tokens);
+    // GQA graphs with search.past_present_share_buffer share past and present in both modes
+    // (dynamic grows the shared buffer); other graphs ping-pong.
+    kv = std::make_unique<KvCache>(*m.kv_pool, shape, info.past_present_share_buffer, mode,
+                                   max_length, m.options.kv_chunk_tokens);
 
     internal::SamplerConfig sc{p.do_sample,          p.top_k, p.top_p, p.temperature,
                                p.repetition_penalty, p.seed};
@@ -291,7 +294,8 @@ struct Generator::Impl {
             T = std::max(T, new_lens[b] + std::clamp(n_real[b] - static_cast<int32_t>(start), 0,
                                                      static_cast<int32_t>(S)));
           }
-          T = std::max(T, static_cast<int32_t>(S));
+          // A ping-pong present is never narrower than its past (GQA: max(T, P)).
+          T = std::max({T, static_cast<int32_t>(S), P});
         }
         std::vector<int64_t> ids_v(batch * S), pos_v(batch * S), mask_v(batch * T);
         std::vector<int32_t> logit_col(batch, static_cast<int32_t>(S) - 1);
@@ -361,7 +365,9 @@ struct Generator::Impl {
       in_values.push_back(pos.View(mem, {B, S}));
     }
     std::vector<Ort::Value> past, present;
-    kv->BindStep(P, S, mem, past, present);
+    // The present is as wide as the mask: P + S on left-padded graphs; on right-padded (GQA)
+    // graphs the longest row's length, which stays P while that row is done.
+    kv->BindStep(P, T_cols - P, mem, past, present);
     for (size_t i = 0; i < past.size(); ++i) {
       in_names.push_back(io.past_names[i].c_str());
       in_values.push_back(std::move(past[i]));

@@ -2,10 +2,12 @@
 // ORT writes the present tensors straight into ebb's buffers.
 //
 // Layouts (per layer; K then V, or one combined [2, ...] tensor for gpt2-style graphs):
-//   shared     (GQA graphs, static mode or dynamic with growth): past and present are the SAME
-//              buffer of `capacity` tokens, [B, H, capacity, D]; ORT appends in place.
-//   ping-pong  (graphs that concatenate): past is [B, H, P, D] in one buffer, ORT writes present
-//              [B, H, P+S, D] into the other; buffers swap after each step.
+//   shared     (GQA graphs with search.past_present_share_buffer, static mode or dynamic with
+//              growth): past and present are the SAME buffer of `capacity` tokens,
+//              [B, H, capacity, D]; ORT appends in place.
+//   ping-pong  (graphs that concatenate, and GQA graphs without a shared buffer): past is
+//              [B, H, P, D] in one buffer, ORT writes present [B, H, P+S, D] into the other
+//              (GQA: as wide as the attention mask); buffers swap after each step.
 // Static mode reserves max_length at construction (mmap'd lazily: pages become resident as
 // tokens are written). Dynamic mode grows in chunks of `chunk_tokens`, and by at least half the
 // current capacity, so the copies stay linear in the final size: a shared buffer is copied into a

@@ -12,6 +12,7 @@
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
 #include "memory/memory_governor.h"
+#include "model/graph_ops.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
 #include "ort/arena_stats.h"
@@ -137,6 +138,18 @@ DecoderIo ResolveIo(const GenaiConfig& cfg, Ort::Session& session) {
   return io;
 }
 
+// Whether the decoder graph uses GroupQueryAttention. ORT has already loaded the file, so a parse
+// failure here is ebb's own limitation: fall back to the config's flag, which GQA exports set.
+bool GraphUsesGqa(const std::filesystem::path& model_path, bool fallback) {
+  try {
+    return GraphOpTypes(model_path).count("GroupQueryAttention") > 0;
+  } catch (const Error& e) {
+    EBB_LOG_WARN("cannot list the operators of {} ({}); assuming {}GroupQueryAttention",
+                 model_path.string(), e.what(), fallback ? "" : "no ");
+    return fallback;
+  }
+}
+
 // One tiny Run() on an idle model, so that a pending arena shrink happens now (ORT shrinks only
 // at the end of a Run()). It is not a request: the policies do not see it.
 void RunMinimalStep(Model& model) {
@@ -228,7 +241,10 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   info.num_layers = cfg.num_hidden_layers;
   info.num_kv_heads = cfg.num_key_value_heads;
   info.head_size = cfg.head_size;
-  info.past_present_share_buffer = cfg.search.past_present_share_buffer && !impl->io.combined_kv;
+  // Padding and the KV layout follow the graph's attention op, not a config flag.
+  info.uses_gqa = GraphUsesGqa(cfg.model_path, cfg.search.past_present_share_buffer);
+  info.past_present_share_buffer =
+      cfg.search.past_present_share_buffer && info.uses_gqa && !impl->io.combined_kv;
   info.eos_token_ids = cfg.eos_token_ids;
   info.pad_token_id = cfg.pad_token_id >= 0
                           ? cfg.pad_token_id
@@ -237,9 +253,10 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   const size_t elem = impl->io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
   info.kv_bytes_per_token =
       2ull * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_size * elem;
-  EBB_LOG_INFO("loaded {} ({}, {} layers, kv {} B/token, kv_cache.mode={})", cfg.dir.string(),
-               cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
-               KvModeName(options.kv_mode));
+  EBB_LOG_INFO("loaded {} ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV)",
+               cfg.dir.string(), cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
+               KvModeName(options.kv_mode), info.uses_gqa ? "right" : "left",
+               info.past_present_share_buffer ? "shared" : "ping-pong");
   auto model = std::shared_ptr<Model>(new Model(std::move(impl)));
   ModelImpl& mi = *model->impl_;
   Model* raw = model.get();  // the controller lives inside the model: no ownership cycle
