@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "ebb/error.h"
 #include "ebb/model.h"
+#include "generate/generator_testing.h"
 #include "generate/sampler.h"
 #include "kv/kv_cache.h"
 #include "model/model_impl.h"
@@ -20,6 +21,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using internal::KvCache;
 using internal::ModelImpl;
+
+// FailNthRunForTesting's countdown (generator_testing.h); 0 = off.
+thread_local int g_fail_run_countdown = 0;
 
 // An int32 or int64 tensor buffer, as the graph wants.
 struct IndexTensor {
@@ -279,6 +283,8 @@ struct Generator::Impl {
     }
     kv->Reserve(need);  // may throw ResourceExhausted; nothing has changed yet
     std::vector<float> new_logits(static_cast<size_t>(batch) * m.info.vocab_size);
+    // Several chunks on a ping-pong cache overwrite the committed past: keep it for a rollback.
+    kv->BeginSteps(width, static_cast<int>((longest + chunk - 1) / chunk));  // may throw
 
     int commits = 0;
     try {
@@ -333,6 +339,7 @@ struct Generator::Impl {
       kv->UndoSteps(commits);
       throw;
     }
+    kv->EndSteps();
     // Commit.
     lens = std::move(new_lens);
     mask = std::move(new_mask);
@@ -382,6 +389,9 @@ struct Generator::Impl {
     for (size_t i = 0; i < present.size(); ++i) {
       out_names.push_back(io.present_names[i].c_str());
       out_values.push_back(std::move(present[i]));
+    }
+    if (g_fail_run_countdown > 0 && --g_fail_run_countdown == 0) {
+      throw Error(ErrorCode::Internal, "injected Run() failure (FailNthRunForTesting)");
     }
     bool shrink = false;
     Ort::RunOptions ro = m.shrink->BeginRun(&shrink);
@@ -508,6 +518,7 @@ Generator::~Generator() {
 
 namespace internal {
 void SetInternalRequest(Generator& g, bool internal) { g.impl_->internal_request = internal; }
+void FailNthRunForTesting(int n) { g_fail_run_countdown = n > 0 ? n : 0; }
 }  // namespace internal
 
 void Generator::AppendTokens(std::span<const int32_t> tokens) {

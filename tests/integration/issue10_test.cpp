@@ -1,4 +1,5 @@
-// Regression tests for the bugs of issue 10 that need a model: GQA padding.
+// Regression tests for the bugs of issue 10 that need a model: GQA padding and the chunked-prefill
+// rollback on ping-pong buffers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "generate/generator_testing.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -94,6 +96,53 @@ TEST(GqaPaddingIssue10, SynthesizedModelsReportTheirAttentionOp) {
   const auto gpt2 = Model::Load(testing::TestModelsDir() / "gpt2-tiny-fp32");
   EXPECT_FALSE(gpt2->info().uses_gqa);
   EXPECT_FALSE(gpt2->info().past_present_share_buffer);
+}
+
+// Issue 10, bug 3: on a ping-pong (GPT-2 style) cache, a multi-chunk prefill that failed after
+// two chunks had overwritten the committed past, so the generator was not left unchanged.
+TEST(PrefillRollbackIssue10, FailedChunkedAppendOnPingPongLeavesTheGeneratorUnchanged) {
+  const std::vector<int32_t> first = {5, 17, 42, 99, 7};
+  const std::vector<int32_t> second = {8, 9, 10, 11, 12, 13, 14};
+  const std::vector<int32_t> third = {20, 21, 22};
+  for (KvMode mode : {KvMode::kStatic, KvMode::kDynamic}) {
+    ModelOptions mo;
+    mo.kv_mode = mode;
+    mo.kv_chunk_tokens = 4;
+    mo.prefill_chunk_size = 2;  // the failed call feeds 8 tokens: 4 chunks
+    auto model = Model::Load(testing::TestModelsDir() / "gpt2-tiny-fp32", mo);
+    ASSERT_FALSE(model->info().past_present_share_buffer);
+    for (int fail_at : {2, 3, 4}) {
+      const std::string what =
+          std::string(KvModeName(mode)) + ", failing chunk " + std::to_string(fail_at);
+      GeneratorParams p;
+      p.max_length = 40;
+      Generator a(model, p), b(model, p);
+      for (Generator* g : {&a, &b}) {
+        g->AppendTokens(first);
+        g->GenerateNextToken();
+        g->GenerateNextToken();
+      }
+      internal::FailNthRunForTesting(fail_at);
+      EXPECT_THROW(a.AppendTokens(second), Error) << what;
+      internal::FailNthRunForTesting(0);
+      EXPECT_EQ(std::vector<int32_t>(a.GetSequence(0).begin(), a.GetSequence(0).end()),
+                std::vector<int32_t>(b.GetSequence(0).begin(), b.GetSequence(0).end()))
+          << what;
+      // `a` continues exactly as `b`, which never saw the failed call.
+      for (Generator* g : {&a, &b}) g->AppendTokens(third);
+      for (int step = 0; step < 6; ++step) {
+        const auto la = a.GetLogits(), lb = b.GetLogits();
+        ASSERT_EQ(la.size(), lb.size());
+        for (size_t i = 0; i < la.size(); ++i) {
+          ASSERT_NEAR(la[i], lb[i], 1e-5) << what << ", step " << step << ", logit " << i;
+        }
+        a.GenerateNextToken();
+        b.GenerateNextToken();
+        ASSERT_EQ(a.GetNextTokens(), b.GetNextTokens()) << what << ", step " << step;
+      }
+    }
+    EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+  }
 }
 
 }  // namespace
