@@ -53,7 +53,8 @@ void RegisterInfoCommand(CLI::App& app) {
     if (!c.is_encoder) {
       std::cout << "layers:   " << c.num_hidden_layers << ", heads " << c.num_attention_heads
                 << " (kv " << c.num_key_value_heads << "), head_size " << c.head_size << "\n";
-      std::cout << "kv cache: " << summary.kv_bytes_per_token << " bytes/token (fp32), "
+      std::cout << "kv cache: " << summary.kv_bytes_per_token << " bytes/token ("
+                << summary.kv_element_type << "), "
                 << Mib(summary.kv_bytes_per_token * static_cast<uint64_t>(c.context_length))
                 << " at context_length\n";
     }

@@ -1,5 +1,5 @@
-// Regression tests for the bugs of issue 10 that need a model: GQA padding and the chunked-prefill
-// rollback on ping-pong buffers.
+// Regression tests for the bugs of issue 10 that need a model: GQA padding, the chunked-prefill
+// rollback on ping-pong buffers, and `ebb info`'s KV bytes per token.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "generate/generator_testing.h"
+#include "model/model_info.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -143,6 +144,20 @@ TEST(PrefillRollbackIssue10, FailedChunkedAppendOnPingPongLeavesTheGeneratorUnch
     }
     EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
   }
+}
+
+// Issue 10, bug 5: `ebb info` counted 4 bytes per KV element even for a float16 KV cache.
+TEST(InfoKvBytesIssue10, Fp16KvCountsTwoBytesPerElement) {
+  const auto f32 = internal::DescribeModel(testing::TestModelsDir() / "llama-tiny-fp32");
+  const auto f16 = internal::DescribeModel(testing::TestModelsDir() / "llama-tiny-fp16io");
+  const auto& c = f16.config;
+  EXPECT_EQ(f16.kv_bytes_per_token,
+            2ull * c.num_hidden_layers * c.num_key_value_heads * c.head_size * 2);
+  EXPECT_EQ(f32.kv_bytes_per_token, 2 * f16.kv_bytes_per_token);
+  // The same figure as the loaded model's.
+  EXPECT_EQ(f16.kv_bytes_per_token,
+            Model::Load(testing::TestModelsDir() / "llama-tiny-fp16io")->info().kv_bytes_per_token);
+  EXPECT_EQ(internal::ToJson(f16)["kv_element_type"], "float16");
 }
 
 }  // namespace
