@@ -26,7 +26,9 @@ void RegisterInfoCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show the runtime and a model folder's summary");
   auto dir = std::make_shared<std::string>();
   auto as_json = std::make_shared<bool>(false);
-  cmd->add_option("MODEL_DIR", *dir, "onnxruntime-genai model folder")->required();
+  cmd->add_option("MODEL_DIR", *dir, "onnxruntime-genai model folder")
+      ->required()
+      ->check(ModelDir());
   cmd->add_flag("--json", *as_json, "Print one JSON object");
   cmd->callback([dir, as_json] {
     const auto summary = internal::DescribeModel(*dir);
