@@ -168,6 +168,9 @@ void RegisterGenerateCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", a->json, "Print one JSON object");
   AddOptionFlags(*cmd, a->options);
+  cmd->add_option("--ep", a->options.ep,
+                  "Execution provider: cpu, cuda, dml, ... (default: genai_config.json's list); "
+                  "cpu runs on CPU whatever the config names");
   cmd->callback([a] { RunGenerate(*a); });
 }
 

@@ -13,10 +13,11 @@
 namespace ebb {
 namespace {
 
-constexpr std::array<std::string_view, 9> kEbbKeys = {
+constexpr std::array<std::string_view, 10> kEbbKeys = {
     "memory.limit",          "kv_cache.mode",         "kv_cache.max_bytes",
     "kv_cache.retain_bytes", "kv_cache.chunk_tokens", "prefill_chunk_size",
-    "memory.shrink_every",   "memory.shrink_above",   "memory.release_file_pages"};
+    "memory.shrink_every",   "memory.shrink_above",   "memory.release_file_pages",
+    "execution_provider"};
 
 bool ParseBool(std::string_view key, std::string_view v) {
   if (v == "true" || v == "1") return true;
@@ -138,6 +139,8 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     shrink_above_bytes = ParseByteSize(v, k);
   } else if (k == "memory.release_file_pages") {
     release_file_pages = ParseBool(k, v);
+  } else if (k == "execution_provider") {
+    execution_provider = internal::Trim(v);  // checked against ORT when the model loads
   } else {
     std::vector<std::string_view> known(kEbbKeys.begin(), kEbbKeys.end());
     known.insert(known.end(), {"session_options.", "run_options.", "provider_options."});
@@ -146,7 +149,8 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
                 "unknown option '" + k + "'" + hint +
                     "; ebb's keys are kv_cache.mode, kv_cache.max_bytes, kv_cache.retain_bytes, "
                     "kv_cache.chunk_tokens, prefill_chunk_size, memory.limit, memory.shrink_every, "
-                    "memory.shrink_above, memory.release_file_pages; ORT keys go under "
+                    "memory.shrink_above, memory.release_file_pages, execution_provider; ORT keys "
+                    "go under "
                     "session_options., run_options. or provider_options.EP.");
   }
 }

@@ -12,7 +12,9 @@
 namespace ebb::internal {
 
 // Throws ebb::Error(InvalidArgument) naming the key for a value ebb or ORT refuses, and
-// Unavailable for an execution provider this ORT build lacks.
+// Unavailable for an execution provider this ORT build lacks (the message says who named it and
+// how to run on CPU). Providers are matched by canonical name (ort/execution_providers.h);
+// options.execution_provider, when set, replaces the config's provider list ("cpu": none).
 // `has_cpu_arena` receives whether the session will have a CPU arena (enable_cpu_mem_arena).
 // `env_arena` receives the arena options (arena.*, arena_extend_strategy) when any is set; the
 // session then uses the env's allocator (session.use_env_allocators=1), which the caller must
