@@ -40,7 +40,12 @@ struct ModelInfo {
   int32_t num_layers = 0;
   int32_t num_kv_heads = 0;
   int32_t head_size = 0;
-  bool past_present_share_buffer = false;  // GQA graphs: right padding, shared KV buffer
+  // The decoder graph uses GroupQueryAttention: rows are right-padded (GQA reads each row's
+  // length from the attention mask). Other graphs are left-padded, like GPT-2.
+  bool uses_gqa = false;
+  // Past and present share one KV buffer: genai_config.json search.past_present_share_buffer, on a
+  // GQA graph (others always use two buffers, ping-pong).
+  bool past_present_share_buffer = false;
   std::vector<int32_t> eos_token_ids;
   int32_t pad_token_id = 0;
   int32_t bos_token_id = -1;

@@ -88,6 +88,10 @@ struct EBB_API ModelOptions {
                                      // with process RSS above this; 0 = off
   bool release_file_pages = true;    // memory.release_file_pages: after the session is created,
                                      // let the kernel reclaim the model files' resident pages
+  // execution_provider: the one execution provider to run on ("cpu", "cuda", "dml", or ORT's
+  // name such as "CUDAExecutionProvider"), replacing genai_config.json's provider list; "cpu"
+  // runs on CPU whatever the config names. Empty (default) = the config's list.
+  std::string execution_provider;
 
   // Sets one option by its full key: "session_options.<k>", "run_options.<k>",
   // "provider_options.<ep>.<k>", or one of ebb's model keys ("kv_cache.mode", ...). Typed session

@@ -242,7 +242,9 @@ void RegisterBenchCommand(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand(
       "bench", "Benchmark TTFT/TPS and memory per iteration and per pool, with baselines");
-  cmd->add_option("MODEL_DIR", a->dir, "onnxruntime-genai model folder")->required();
+  cmd->add_option("MODEL_DIR", a->dir, "onnxruntime-genai model folder")
+      ->required()
+      ->check(ModelDir());
   cmd->add_option("--scenario", a->scenario,
                   "seed-loop (generator per iteration) | reuse (RewindTo(0)) | rag (prompt "
                   "lengths 64..2048) | load-unload (model per iteration)")

@@ -61,7 +61,8 @@ void RegisterChatTemplateCommand(CLI::App& app) {
   auto args = std::make_shared<ChatTemplateArgs>();
   cmd->add_option("MODEL_DIR", args->model_dir,
                   "Model folder (tokenizer_config.json / chat_template.jinja)")
-      ->required();
+      ->required()
+      ->check(ModelDir());
   cmd->add_option("--messages", args->messages_file,
                   "JSON file: an array of messages, or {\"messages\": [...], \"tools\": ...}")
       ->required();

@@ -146,7 +146,9 @@ void RunGenerate(const GenerateArgs& a) {
 void RegisterGenerateCommand(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate tokens from a prompt");
-  cmd->add_option("MODEL_DIR", a->dir, "onnxruntime-genai model folder")->required();
+  cmd->add_option("MODEL_DIR", a->dir, "onnxruntime-genai model folder")
+      ->required()
+      ->check(ModelDir());
   cmd->add_option("--prompt", a->prompt, "Prompt text (encoded with the model's tokenizer.json)");
   cmd->add_option("--input-ids", a->input_ids,
                   "Token ids, one row per ';'-separated group: 1,2,3;4,5");
@@ -166,6 +168,9 @@ void RegisterGenerateCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", a->json, "Print one JSON object");
   AddOptionFlags(*cmd, a->options);
+  cmd->add_option("--ep", a->options.ep,
+                  "Execution provider: cpu, cuda, dml, ... (default: genai_config.json's list); "
+                  "cpu runs on CPU whatever the config names");
   cmd->callback([a] { RunGenerate(*a); });
 }
 

@@ -26,7 +26,9 @@ void RegisterInfoCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show the runtime and a model folder's summary");
   auto dir = std::make_shared<std::string>();
   auto as_json = std::make_shared<bool>(false);
-  cmd->add_option("MODEL_DIR", *dir, "onnxruntime-genai model folder")->required();
+  cmd->add_option("MODEL_DIR", *dir, "onnxruntime-genai model folder")
+      ->required()
+      ->check(ModelDir());
   cmd->add_flag("--json", *as_json, "Print one JSON object");
   cmd->callback([dir, as_json] {
     const auto summary = internal::DescribeModel(*dir);
@@ -53,7 +55,8 @@ void RegisterInfoCommand(CLI::App& app) {
     if (!c.is_encoder) {
       std::cout << "layers:   " << c.num_hidden_layers << ", heads " << c.num_attention_heads
                 << " (kv " << c.num_key_value_heads << "), head_size " << c.head_size << "\n";
-      std::cout << "kv cache: " << summary.kv_bytes_per_token << " bytes/token (fp32), "
+      std::cout << "kv cache: " << summary.kv_bytes_per_token << " bytes/token ("
+                << summary.kv_element_type << "), "
                 << Mib(summary.kv_bytes_per_token * static_cast<uint64_t>(c.context_length))
                 << " at context_length\n";
     }

@@ -58,7 +58,9 @@ void RegisterTokenizeCommands(CLI::App& app) {
     auto jsonl = std::make_shared<bool>(false);
     auto no_special = std::make_shared<bool>(false);
     auto as_json = std::make_shared<bool>(false);
-    cmd->add_option("PATH", *path, "Model folder or tokenizer.json")->required();
+    cmd->add_option("PATH", *path, "Model folder or tokenizer.json")
+        ->required()
+        ->check(ModelDir(/*or_file=*/true));
     auto* text_opt = cmd->add_option("--text", *text, "Text to encode");
     auto* jsonl_opt =
         cmd->add_flag("--jsonl", *jsonl, "Read {\"text\": …} lines on stdin, write {\"ids\": …}");
@@ -115,7 +117,9 @@ void RegisterTokenizeCommands(CLI::App& app) {
     auto ids_text = std::make_shared<std::string>();
     auto skip_special = std::make_shared<bool>(false);
     auto as_json = std::make_shared<bool>(false);
-    cmd->add_option("PATH", *path, "Model folder or tokenizer.json")->required();
+    cmd->add_option("PATH", *path, "Model folder or tokenizer.json")
+        ->required()
+        ->check(ModelDir(/*or_file=*/true));
     cmd->add_option("--ids", *ids_text, "Token ids, e.g. 1,2,3")->required();
     cmd->add_flag("--skip-special", *skip_special, "Drop special tokens");
     cmd->add_flag("--json", *as_json, "Print {\"text\": …}");

@@ -4,8 +4,34 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <string>
+
+#include "ebb/error.h"
 
 namespace ebb::cli {
+
+// Checks a MODEL_DIR argument before the command runs, so that a wrong path is reported as such
+// rather than as the first file the command misses. `or_file`: a file is accepted too (e.g.
+// tokenizer.json). Throws ebb::Error(NotFound), which main() prints as "error: ...".
+inline CLI::Validator ModelDir(bool or_file = false) {
+  return CLI::Validator(
+      [or_file](std::string& path) -> std::string {
+        std::error_code ec;
+        const auto st = std::filesystem::status(path, ec);
+        if (!std::filesystem::exists(st)) {
+          throw Error(ErrorCode::NotFound,
+                      "no model folder at " + path + " (not found)" +
+                          (or_file ? "; give a model folder or a tokenizer.json" : ""));
+        }
+        if (!or_file && !std::filesystem::is_directory(st)) {
+          throw Error(ErrorCode::NotFound,
+                      path + " is not a folder; give the model folder (with genai_config.json)");
+        }
+        return "";
+      },
+      or_file ? "PATH" : "DIR");
+}
 
 void RegisterInfoCommand(CLI::App& app);
 void RegisterGenerateCommand(CLI::App& app);

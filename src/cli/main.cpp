@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   std::string log_level;
   app.add_flag("--version", version, "Print ebb's version, the loaded ONNX Runtime and its EPs");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off (default: warn)");
+  // Global flags work after the subcommand too: `ebb generate DIR --log-level info`. Subcommands
+  // inherit this when they are added, so it comes before the Register* calls.
+  app.fallthrough();
 
   ebb::cli::RegisterInfoCommand(app);
   ebb::cli::RegisterGenerateCommand(app);

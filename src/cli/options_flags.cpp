@@ -35,6 +35,7 @@ ModelOptions OptionFlags::ToModelOptions() const {
     auto [k, v] = SplitKv(s, "--option");
     o.Set(k, v);
   }
+  if (!ep.empty()) o.Set("execution_provider", ep);
   return o;
 }
 

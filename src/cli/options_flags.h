@@ -16,6 +16,7 @@ struct OptionFlags {
   std::vector<std::string> provider;
   std::vector<std::string> run;
   std::vector<std::string> ebb;
+  std::string ep;  // --ep NAME: the option execution_provider
   // Throws ebb::Error(InvalidArgument) naming the flag for a malformed K=V.
   ModelOptions ToModelOptions() const;
 };

@@ -60,6 +60,10 @@ constexpr std::array kTable = {
                "shrink the CPU arena, KV pool and heap after every N-th request; 0 = off"},
     OptionSpec{"memory.shrink_above", T::kSize, kMo, "bytes", "0", "",
                "shrink after any request that ends with process RSS above this; 0 = off"},
+    OptionSpec{"execution_provider", T::kString, kMo, "", "the config's list",
+               "cpu, cuda, dml, ... or ORT's name",
+               "run on this one execution provider instead of the config's list; cpu runs a "
+               "GPU model's folder on CPU"},
     OptionSpec{"memory.release_file_pages", T::kBool, kMo, "", "true", "",
                "after load, let the kernel reclaim the model files' resident pages"},
     // ---- ORT session options with typed setters ----

@@ -51,12 +51,31 @@ uint64_t ParseByteSize(std::string_view text, std::string_view what) {
   char* end = nullptr;
   const double value = num.empty() ? -1 : std::strtod(num.c_str(), &end);
   if (mult < 0 || num.empty() || end != num.c_str() + num.size() || !std::isfinite(value) ||
-      value < 0 || value * mult > 1.8e19) {
+      value < 0) {
     throw Error(ErrorCode::InvalidArgument,
                 std::string(what) + "='" + std::string(text) +
                     "' is not a size; write bytes (1048576) or a unit: 512MiB, 2GiB, 1.5GB");
   }
-  return static_cast<uint64_t>(std::llround(value * mult));
+  const auto too_large = [&] {
+    return Error(ErrorCode::InvalidArgument,
+                 std::string(what) + "='" + std::string(text) +
+                     "' is too large: the largest size is 18446744073709551615 bytes (16 EiB)");
+  };
+  // Whole numbers are converted exactly (a double has 53 bits); others are rounded, and must be
+  // below 2^64 before rounding, so the conversion cannot overflow.
+  if (num.find('.') == std::string::npos) {
+    uint64_t n = 0;
+    const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (ec == std::errc::result_out_of_range) throw too_large();
+    const uint64_t m = static_cast<uint64_t>(mult);
+    if (ec == std::errc() && p == num.data() + num.size() && static_cast<double>(m) == mult) {
+      if (m != 0 && n > UINT64_MAX / m) throw too_large();
+      return n * m;
+    }
+  }
+  const double bytes = std::round(value * mult);
+  if (bytes >= 18446744073709551616.0) throw too_large();  // 2^64
+  return static_cast<uint64_t>(bytes);
 }
 
 void ModelOptions::Set(std::string_view key, std::string_view value) {
@@ -113,6 +132,8 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     shrink_above_bytes = ParseByteSize(v, k);
   } else if (k == "memory.release_file_pages") {
     release_file_pages = internal::ParseBool(k, v);
+  } else if (k == "execution_provider") {
+    execution_provider = internal::Trim(v);  // checked against ORT when the model loads
   } else {
     throw Error(ErrorCode::Internal, "option table row '" + k + "' has no ModelOptions field");
   }

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "ebb/error.h"
 #include "ebb/model.h"
+#include "generate/generator_testing.h"
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
@@ -37,6 +38,8 @@ struct GeneratorSlot {
   GeneratorSlot& operator=(const GeneratorSlot&) = delete;
   ModelImpl& model;
 };
+// FailNthRunForTesting's countdown (generator_testing.h); 0 = off.
+thread_local int g_fail_run_countdown = 0;
 
 // An int32 or int64 tensor buffer, as the graph wants.
 struct IndexTensor {
@@ -170,7 +173,10 @@ struct Generator::Impl {
     if (prefill_chunk < 0) {
       throw Error(ErrorCode::InvalidArgument, "prefill_chunk_size must be >= 0 (0 = no chunking)");
     }
-    right_padded = info.past_present_share_buffer;
+    // Padding follows the attention op: GQA reads each row's length from the attention mask
+    // (seqlens_k) and expects the row's tokens at columns [0, length), so GQA graphs are always
+    // right-padded; other graphs are left-padded like GPT-2.
+    right_padded = info.uses_gqa;
 
     internal::KvShape shape;
     shape.num_layers = info.num_layers;
@@ -181,10 +187,10 @@ struct Generator::Impl {
     shape.elem_type = m.io.kv_type;
     shape.elem_bytes = m.io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
     const KvMode mode = p.kv_mode.value_or(m.options.kv_mode);
-    // GQA graphs share past and present in both modes (dynamic grows the shared buffer);
-    // concatenating graphs ping-pong.
-    kv = std::make_unique<KvCache>(*m.kv_pool, shape, right_padded, mode, max_length,
-                                   m.options.kv_chunk_tokens);
+    // GQA graphs with search.past_present_share_buffer share past and present in both modes
+    // (dynamic grows the shared buffer); other graphs ping-pong.
+    kv = std::make_unique<KvCache>(*m.kv_pool, shape, info.past_present_share_buffer, mode,
+                                   max_length, m.options.kv_chunk_tokens);
 
     internal::SamplerConfig sc{do_sample, top_k, top_p, temperature, repetition_penalty, p.seed};
     for (int b = 0; b < batch; ++b) {
@@ -332,6 +338,8 @@ struct Generator::Impl {
     }
     kv->Reserve(need);  // may throw ResourceExhausted; nothing has changed yet
     std::vector<float> new_logits(static_cast<size_t>(batch) * m.info.vocab_size);
+    // Several chunks on a ping-pong cache overwrite the committed past: keep it for a rollback.
+    kv->BeginSteps(width, static_cast<int>((longest + chunk - 1) / chunk));  // may throw
 
     int commits = 0;
     try {
@@ -347,7 +355,8 @@ struct Generator::Impl {
             T = std::max(T, new_lens[b] + std::clamp(n_real[b] - static_cast<int32_t>(start), 0,
                                                      static_cast<int32_t>(S)));
           }
-          T = std::max(T, static_cast<int32_t>(S));
+          // A ping-pong present is never narrower than its past (GQA: max(T, P)).
+          T = std::max({T, static_cast<int32_t>(S), P});
         }
         std::vector<int64_t> ids_v(batch * S), pos_v(batch * S), mask_v(batch * T);
         std::vector<int32_t> logit_col(batch, static_cast<int32_t>(S) - 1);
@@ -385,6 +394,7 @@ struct Generator::Impl {
       kv->UndoSteps(commits);
       throw;
     }
+    kv->EndSteps();
     // Commit.
     lens = std::move(new_lens);
     mask = std::move(new_mask);
@@ -417,7 +427,9 @@ struct Generator::Impl {
       in_values.push_back(pos.View(mem, {B, S}));
     }
     std::vector<Ort::Value> past, present;
-    kv->BindStep(P, S, mem, past, present);
+    // The present is as wide as the mask: P + S on left-padded graphs; on right-padded (GQA)
+    // graphs the longest row's length, which stays P while that row is done.
+    kv->BindStep(P, T_cols - P, mem, past, present);
     for (size_t i = 0; i < past.size(); ++i) {
       in_names.push_back(io.past_names[i].c_str());
       in_values.push_back(std::move(past[i]));
@@ -432,6 +444,9 @@ struct Generator::Impl {
     for (size_t i = 0; i < present.size(); ++i) {
       out_names.push_back(io.present_names[i].c_str());
       out_values.push_back(std::move(present[i]));
+    }
+    if (g_fail_run_countdown > 0 && --g_fail_run_countdown == 0) {
+      throw Error(ErrorCode::Internal, "injected Run() failure (FailNthRunForTesting)");
     }
     bool shrink = false;
     Ort::RunOptions ro = m.shrink->BeginRun(&shrink);
@@ -571,6 +586,7 @@ void RunShrinkStep(Model& model) {
     throw;
   }
 }
+void FailNthRunForTesting(int n) { g_fail_run_countdown = n > 0 ? n : 0; }
 }  // namespace internal
 
 // A call that throws marks the request as failed (its outcome, when it ends, is kError).

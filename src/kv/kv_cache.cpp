@@ -63,15 +63,8 @@ void KvCache::Reserve(int total_tokens) {
   if (total_tokens > cap_a_) new_a = pool_.Allocate(BytesFor(cap), "KV cache");
   if (new_a) {
     if (a_) {
-      // Tensors are compact inside their slot, but slots are `capacity`-strided: copy per tensor.
-      // A combined [2, B, H, S, D] tensor is compact across its layer's two slots.
-      const int units = shape_.combined ? shape_.num_layers : 2 * shape_.num_layers;
-      const uint64_t slot_old = BytesFor(cap_a_) / units;
-      const uint64_t slot_new = BytesFor(cap) / units;
-      for (int i = 0; i < units; ++i) {
-        std::memcpy(static_cast<char*>(new_a.data()) + i * slot_new,
-                    static_cast<const char*>(a_.data()) + i * slot_old, slot_old);
-      }
+      CopyPast(static_cast<const char*>(a_.data()), cap_a_, static_cast<char*>(new_a.data()), cap,
+               cap_a_);
     }
     a_ = std::move(new_a);
     cap_a_ = cap;
@@ -131,11 +124,37 @@ void KvCache::CommitStep() {
   // it when needed.
 }
 
+void KvCache::CopyPast(const char* src, int src_cap, char* dst, int dst_cap, int width) const {
+  // Tensors are compact inside their slot, but slots are `capacity`-strided: copy per tensor.
+  // A combined [2, B, H, S, D] tensor is compact across its layer's two slots.
+  const int units = shape_.combined ? shape_.num_layers : 2 * shape_.num_layers;
+  const uint64_t src_slot = BytesFor(src_cap) / units;
+  const uint64_t dst_slot = BytesFor(dst_cap) / units;
+  const uint64_t used = BytesFor(width) / units;
+  for (int i = 0; i < units; ++i) std::memcpy(dst + i * dst_slot, src + i * src_slot, used);
+}
+
+void KvCache::BeginSteps(int width, int steps) {
+  saved_.Reset();
+  if (shared_ || width <= 0 || steps < 2 || !a_) return;
+  KvBlock copy = pool_.Allocate(BytesFor(width), "KV cache (prefill rollback copy)");  // may throw
+  CopyPast(static_cast<const char*>(a_.data()), cap_a_, static_cast<char*>(copy.data()), width,
+           width);
+  saved_ = std::move(copy);
+  saved_width_ = width;
+}
+
 void KvCache::UndoSteps(int steps) {
   if (!shared_ && steps % 2 == 1) {
     std::swap(a_, b_);
     std::swap(cap_a_, cap_b_);
   }
+  // A second step (even one that failed part way) may have written over the committed past.
+  if (saved_ && steps >= 1) {
+    CopyPast(static_cast<const char*>(saved_.data()), saved_width_, static_cast<char*>(a_.data()),
+             cap_a_, saved_width_);
+  }
+  saved_.Reset();
 }
 
 void KvCache::Rewind(int width, int new_width) {

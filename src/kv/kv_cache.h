@@ -2,10 +2,12 @@
 // ORT writes the present tensors straight into ebb's buffers.
 //
 // Layouts (per layer; K then V, or one combined [2, ...] tensor for gpt2-style graphs):
-//   shared     (GQA graphs, static mode or dynamic with growth): past and present are the SAME
-//              buffer of `capacity` tokens, [B, H, capacity, D]; ORT appends in place.
-//   ping-pong  (graphs that concatenate): past is [B, H, P, D] in one buffer, ORT writes present
-//              [B, H, P+S, D] into the other; buffers swap after each step.
+//   shared     (GQA graphs with search.past_present_share_buffer, static mode or dynamic with
+//              growth): past and present are the SAME buffer of `capacity` tokens,
+//              [B, H, capacity, D]; ORT appends in place.
+//   ping-pong  (graphs that concatenate, and GQA graphs without a shared buffer): past is
+//              [B, H, P, D] in one buffer, ORT writes present [B, H, P+S, D] into the other
+//              (GQA: as wide as the attention mask); buffers swap after each step.
 // Static mode reserves max_length at construction (mmap'd lazily: pages become resident as
 // tokens are written). Dynamic mode grows in chunks of `chunk_tokens`, and by at least half the
 // current capacity, so the copies stay linear in the final size: a shared buffer is copied into a
@@ -57,19 +59,29 @@ class KvCache {
                 std::vector<Ort::Value>& past_values, std::vector<Ort::Value>& present_values);
   // After a successful Run: the present becomes the past.
   void CommitStep();
-  // Rolls back the last `steps` CommitStep()s after a later step of the same request failed.
-  // Valid because a ping-pong step never overwrites its past, and a shared buffer is only
-  // written beyond the rows' committed lengths.
+  // Before the `steps` Run()s of one request (the chunks of a prefill), from a committed past of
+  // `width` tokens. A ping-pong step writes into the buffer that held the past two steps earlier,
+  // so when several steps follow a non-empty past this keeps a copy of that past (from the pool,
+  // counted in its budget; may throw ResourceExhausted, changing nothing). Otherwise it does
+  // nothing: a shared buffer is only written beyond the rows' committed lengths.
+  void BeginSteps(int width, int steps);
+  // Rolls back the `steps` CommitStep()s since BeginSteps after a later step failed, restoring
+  // the committed past; the cache is then as before BeginSteps (its buffers may be larger).
   void UndoSteps(int steps);
+  // The request's steps all succeeded: drops the copy.
+  void EndSteps() { saved_.Reset(); }
 
   // Keeps the first `new_width` tokens of every row (requires new_width <= width). Buffers stay.
   void Rewind(int width, int new_width);
 
-  uint64_t bytes() const { return a_.bytes() + b_.bytes(); }
+  uint64_t bytes() const { return a_.bytes() + b_.bytes() + saved_.bytes(); }
 
  private:
   uint64_t BytesFor(int tokens) const { return shape_.BytesPerToken() * shape_.batch * tokens; }
   int RoundUp(int tokens) const;
+  // Ping-pong: copies the first `width` tokens of each tensor between a buffer of `cap` tokens
+  // (tensors at `cap`-strided slots) and a compact one.
+  void CopyPast(const char* src, int src_cap, char* dst, int dst_cap, int width) const;
   // Per layer, per K/V (or combined), the tensors for a buffer of `cap` tokens with `seq` used.
   void AppendViews(void* base, int cap, int seq, const Ort::MemoryInfo& mem,
                    std::vector<Ort::Value>& out) const;
@@ -83,6 +95,9 @@ class KvCache {
   // shared: a_ only. ping-pong: a_ holds the past, b_ receives the present.
   KvBlock a_, b_;
   int cap_a_ = 0, cap_b_ = 0;
+  // BeginSteps' copy of the committed past, compact ([.., saved_width_, ..] per tensor).
+  KvBlock saved_;
+  int saved_width_ = 0;
 };
 
 }  // namespace ebb::internal

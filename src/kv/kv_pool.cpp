@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -57,8 +59,10 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
   AdmitFn admit;
   ReleaseFn release;
   {
+    // Check and charge under one lock, so that concurrent allocations cannot all pass the check
+    // and together go over the budget. Every failure below uncharges.
     std::lock_guard<std::mutex> lock(mu_);
-    if (max_bytes_ > 0 && stats_.in_use_bytes + size > max_bytes_) {
+    if (max_bytes_ > 0 && (size > max_bytes_ || stats_.in_use_bytes > max_bytes_ - size)) {
       ++stats_.num_refusals;
       throw Error(ErrorCode::ResourceExhausted,
                   std::string(what) + " needs " + FormatBytes(size) + " (" + std::to_string(size) +
@@ -68,12 +72,26 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
                       " bytes in use; lower max_length or the batch size, use "
                       "kv_cache.mode=dynamic, or raise kv_cache.max_bytes");
     }
+    stats_.in_use_bytes += size;
     admit = admit_;
     release = release_;
   }
-  if (admit) admit(size);  // may throw; nothing has changed yet
+  auto uncharge = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.in_use_bytes -= size;
+    stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
+  };
+  if (admit) {
+    try {
+      admit(size);  // may throw: then only our charge is undone
+    } catch (...) {
+      uncharge();
+      throw;
+    }
+  }
 
   void* data = nullptr;
+  bool os_map = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Best fit among retained regions of at least `size`, but not more than twice as big.
@@ -86,24 +104,22 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
       // A bigger region is split: the tail is unmapped so accounting stays exact.
       if (got > size) munmap(static_cast<char*>(data) + size, got - size);
     }
-    if (data != nullptr) {
-      stats_.in_use_bytes += size;
-    }
   }
   if (data == nullptr) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
+      const int err = errno;  // before the callbacks, which may change errno
+      uncharge();
       if (release) release(size);
-      throw Error(ErrorCode::ResourceExhausted,
-                  std::string(what) + ": the OS refused " + FormatBytes(size) + " (" +
-                      std::strerror(errno) + "); lower max_length or the batch size");
+      throw Error(ErrorCode::ResourceExhausted, std::string(what) + ": the OS refused " +
+                                                    FormatBytes(size) + " (" + std::strerror(err) +
+                                                    "); lower max_length or the batch size");
     }
     data = p;
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.in_use_bytes += size;
-    ++stats_.num_os_maps;
+    os_map = true;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (os_map) ++stats_.num_os_maps;
   ++stats_.num_allocations;
   stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
   stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
@@ -114,8 +130,8 @@ void KvPool::Release(void* data, uint64_t bytes) noexcept {
   bool keep = false;
   ReleaseFn release;
   {
-    release = release_;
     std::lock_guard<std::mutex> lock(mu_);
+    release = release_;
     stats_.in_use_bytes -= bytes;
     if (stats_.retained_bytes + bytes <= retain_bytes_) {
       retained_.emplace(bytes, data);

@@ -13,6 +13,7 @@
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
 #include "memory/memory_governor.h"
+#include "model/graph_ops.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
 #include "ort/arena_stats.h"
@@ -157,6 +158,18 @@ uint64_t WeightsBytes(const std::filesystem::path& model_path) {
   return total;
 }
 
+// Whether the decoder graph uses GroupQueryAttention. ORT has already loaded the file, so a parse
+// failure here is ebb's own limitation: fall back to the config's flag, which GQA exports set.
+bool GraphUsesGqa(const std::filesystem::path& model_path, bool fallback) {
+  try {
+    return GraphOpTypes(model_path).count("GroupQueryAttention") > 0;
+  } catch (const Error& e) {
+    EBB_LOG_WARN("cannot list the operators of {} ({}); assuming {}GroupQueryAttention",
+                 model_path.string(), e.what(), fallback ? "" : "no ");
+    return fallback;
+  }
+}
+
 }  // namespace
 
 ModelImpl::~ModelImpl() {
@@ -277,7 +290,10 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   info.num_layers = cfg.num_hidden_layers;
   info.num_kv_heads = cfg.num_key_value_heads;
   info.head_size = cfg.head_size;
-  info.past_present_share_buffer = cfg.search.past_present_share_buffer && !impl->io.combined_kv;
+  // Padding and the KV layout follow the graph's attention op, not a config flag.
+  info.uses_gqa = GraphUsesGqa(cfg.model_path, cfg.search.past_present_share_buffer);
+  info.past_present_share_buffer =
+      cfg.search.past_present_share_buffer && info.uses_gqa && !impl->io.combined_kv;
   info.eos_token_ids = cfg.eos_token_ids;
   info.pad_token_id = cfg.pad_token_id >= 0
                           ? cfg.pad_token_id
@@ -286,9 +302,11 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   const size_t elem = impl->io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
   info.kv_bytes_per_token =
       2ull * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_size * elem;
-  EBB_LOG_INFO("loaded {} as '{}' ({}, {} layers, kv {} B/token, kv_cache.mode={})",
-               cfg.dir.string(), impl->id, cfg.model_type, cfg.num_hidden_layers,
-               info.kv_bytes_per_token, KvModeName(options.kv_mode));
+  EBB_LOG_INFO(
+      "loaded {} as '{}' ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV)",
+      cfg.dir.string(), impl->id, cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
+      KvModeName(options.kv_mode), info.uses_gqa ? "right" : "left",
+      info.past_present_share_buffer ? "shared" : "ping-pong");
   ModelImpl& mi = *impl;
   Model* raw = impl.get();  // the controller lives inside the model: no ownership cycle
   bool has_gpu = false;

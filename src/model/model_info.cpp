@@ -78,9 +78,6 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
       s.model_file_bytes += entry.file_size();
   }
   const GenaiConfig& c = s.config;
-  s.kv_bytes_per_token = c.is_encoder ? 0
-                                      : 2ull * c.num_hidden_layers * c.num_key_value_heads *
-                                            c.head_size * sizeof(float);
   EnsureOrtApi();
   Ort::SessionOptions so;
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_DISABLE_ALL);
@@ -93,6 +90,17 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
     throw Error(ErrorCode::InvalidArgument,
                 c.model_path.string() + ": ONNX Runtime cannot load the model: " + e.what() +
                     "; the file may be corrupt or truncated");
+  }
+  if (!c.is_encoder) {
+    // The KV element size is the graph's (the first layer's past input), as Model::Load uses.
+    const std::string past =
+        LayerName(c.io.past_combined.empty() ? c.io.past_key : c.io.past_combined, 0);
+    s.kv_element_type = ElementTypeName(ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT);
+    for (const auto& t : s.inputs) {
+      if (t.name == past) s.kv_element_type = t.type;
+    }
+    const uint64_t elem = s.kv_element_type == "float16" ? 2 : 4;
+    s.kv_bytes_per_token = 2ull * c.num_hidden_layers * c.num_key_value_heads * c.head_size * elem;
   }
   return s;
 }
@@ -113,6 +121,7 @@ nlohmann::json ToJson(const ModelSummary& s) {
   j["model_file"] = c.model_path.filename().string();
   j["model_file_bytes"] = s.model_file_bytes;
   j["kv_bytes_per_token"] = s.kv_bytes_per_token;
+  j["kv_element_type"] = s.kv_element_type;
   for (const auto* list : {&s.inputs, &s.outputs}) {
     auto& arr = j[list == &s.inputs ? "inputs" : "outputs"];
     arr = nlohmann::json::array();

@@ -22,8 +22,10 @@ struct ModelSummary {
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
   uint64_t model_file_bytes = 0;  // the .onnx file plus its external data files
-  // KV bytes per token of context (all layers, K and V, batch 1), from the config.
+  // KV bytes per token of context (all layers, K and V, batch 1): the config's shape times the
+  // element size of the graph's past KV inputs.
   uint64_t kv_bytes_per_token = 0;
+  std::string kv_element_type;  // "float32" or "float16"; empty for an encoder
 };
 
 // Loads the config and opens the graph in ORT (CPU, no optimization) to read its interface.

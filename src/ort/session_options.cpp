@@ -10,6 +10,7 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/version.h"
+#include "ort/execution_providers.h"
 #include "ort/ort_env.h"
 
 namespace ebb::internal {
@@ -32,26 +33,19 @@ GraphOptimizationLevel ParseOptLevel(const std::string& key, const std::string& 
   Bad(key, v, "expected disable, basic, extended or all");
 }
 
-void AppendProvider(Ort::SessionOptions& so, const std::string& ep,
+// `ep` is a canonical name (CanonicalProviderName); `where` says who asked for it.
+void AppendProvider(Ort::SessionOptions& so, const std::string& ep, const std::string& where,
                     const std::map<std::string, std::string>& opts) {
-  std::string name = ep;
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-  if (name == "cpu") return;  // always present; its options are session options
+  if (ep == "cpu") return;  // always present; its options are session options
   const auto available = AvailableProviders();
-  auto has = [&](const char* n) {
-    return std::find(available.begin(), available.end(), n) != available.end();
-  };
   std::string list;
   for (const auto& a : available) list += (list.empty() ? "" : ", ") + a;
-  if (name == "cuda") {
-    if (!has("CUDAExecutionProvider")) {
-      throw Error(ErrorCode::Unavailable,
-                  "provider_options.cuda: this ONNX Runtime has no CUDAExecutionProvider "
-                  "(available: " +
-                      list +
-                      "); install the GPU build (scripts/bootstrap with "
-                      "EBB_ORT_GPU=1) or drop the cuda options");
-    }
+  const std::string ort_name = OrtProviderName(ep);
+  if (ep == "dml" || (!ort_name.empty() &&
+                      std::find(available.begin(), available.end(), ort_name) == available.end())) {
+    throw Error(ErrorCode::Unavailable, MissingProviderMessage(ep, where, list));
+  }
+  if (ep == "cuda") {
     const OrtApi& api = Ort::GetApi();
     OrtCUDAProviderOptionsV2* cuda = nullptr;
     Ort::ThrowOnError(api.CreateCUDAProviderOptions(&cuda));
@@ -72,12 +66,13 @@ void AppendProvider(Ort::SessionOptions& so, const std::string& ep,
     }
   } else {
     try {
-      so.AppendExecutionProvider(
-          ep, std::unordered_map<std::string, std::string>(opts.begin(), opts.end()));
+      so.AppendExecutionProvider(OrtAppendName(ep), std::unordered_map<std::string, std::string>(
+                                                        opts.begin(), opts.end()));
     } catch (const Ort::Exception& e) {
       throw Error(ErrorCode::Unavailable,
-                  "provider_options." + ep + ": ONNX Runtime cannot add this execution provider (" +
-                      e.what() + "); available: " + list);
+                  where + ": ONNX Runtime cannot add the execution provider " +
+                      DescribeProvider(ep) + " (" + e.what() + "); available: " + list +
+                      "; to run on CPU instead, pass --ep cpu (execution_provider=cpu)");
     }
   }
   for (const auto& [k, v] : opts) {
@@ -268,18 +263,37 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
     *use_env_allocators = true;
     if (env_arena != nullptr) *env_arena = arena_cfg;
   }
-  // Provider options: the config's list, then the user's (a user entry replaces the config's).
+  // Provider options: the config's list, then the user's (a user entry replaces the config's),
+  // under canonical names so that "cuda" and "CUDAExecutionProvider" are one provider.
   std::map<std::string, std::map<std::string, std::string>> providers;
+  std::map<std::string, std::string> named_by;
   std::vector<std::string> order;
+  const std::string config_file = "genai_config.json";
   for (const auto& po : config_providers) {
-    if (!providers.count(po.name)) order.push_back(po.name);
-    for (const auto& [k, v] : po.options) providers[po.name][k] = v;
-  }
-  for (const auto& [ep, opts] : options.provider_options) {
+    const std::string ep = CanonicalProviderName(po.name);
     if (!providers.count(ep)) order.push_back(ep);
+    named_by.emplace(ep, config_file);
+    for (const auto& [k, v] : po.options) providers[ep][k] = v;
+  }
+  for (const auto& [name, opts] : options.provider_options) {
+    const std::string ep = CanonicalProviderName(name);
+    if (!providers.count(ep)) order.push_back(ep);
+    named_by.emplace(ep, "provider_options." + name);
     for (const auto& [k, v] : opts) providers[ep][k] = v;
   }
-  for (const auto& ep : order) AppendProvider(so, ep, providers[ep]);
+  // execution_provider replaces the list: "cpu" runs on CPU whatever the config names.
+  if (!options.execution_provider.empty()) {
+    const std::string ep = CanonicalProviderName(options.execution_provider);
+    for (const auto& other : order) {
+      if (other != ep) {
+        EBB_LOG_INFO("execution_provider={}: not using {} (named by {})", ep, other,
+                     named_by[other]);
+      }
+    }
+    order.assign(1, ep);
+    named_by[ep] = "execution_provider=" + options.execution_provider;
+  }
+  for (const auto& ep : order) AppendProvider(so, ep, named_by[ep], providers[ep]);
   return so;
 }
 

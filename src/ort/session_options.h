@@ -25,7 +25,9 @@ using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
 // `config_session` / `config_providers`: the model config's entries (lower precedence than
 // `options`). Throws ebb::Error(InvalidArgument) naming the key for a value ebb or ORT refuses,
-// and Unavailable for an execution provider this ORT build lacks.
+// and Unavailable for an execution provider this ORT build lacks (the message says who named it
+// and how to run on CPU). Providers are matched by canonical name (ort/execution_providers.h);
+// options.execution_provider, when set, replaces the config's provider list ("cpu": none).
 // `has_cpu_arena` receives whether the session will have a CPU arena (enable_cpu_mem_arena).
 // `env_arena` receives the arena options (arena.*, arena_extend_strategy) when any is set, and
 // `use_env_allocators` whether the session allocates from the env's arena (any arena option, or

@@ -381,7 +381,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(BenchBadModel, MissingModelFolderNamesIt) {
   const auto r = RunCli("bench /nonexistent/model");
   EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("error: /nonexistent/model/genai_config.json: not found"));
+  EXPECT_THAT(r.out, HasSubstr("error: no model folder at /nonexistent/model"));
 }
 
 }  // namespace

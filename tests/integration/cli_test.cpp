@@ -27,7 +27,7 @@ TEST(Cli, VersionShowsOrtAndCpuProvider) {
 TEST(Cli, InfoOnMissingFolderIsAClearError) {
   const RunResult r = RunEbb("info /nonexistent/model");
   EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("error: /nonexistent/model/genai_config.json: not found"));
+  EXPECT_THAT(r.out, HasSubstr("error: no model folder at /nonexistent/model"));
 }
 
 TEST(Cli, UnknownSubcommandFails) {
