@@ -19,6 +19,9 @@
 
 namespace ebb {
 
+class Tokenizer;
+class ChatTemplate;
+
 namespace internal {
 struct ModelImpl;
 }
@@ -68,6 +71,14 @@ class Model : public std::enable_shared_from_this<Model> {
   MemoryStats memory_stats() const;
   // Tier 2 controls: shrink now / after the next request / every N, run options, stats.
   RuntimeHandle& runtime() { return handle_; }
+
+  // The folder's tokenizer.json, loaded with the model (a tokenizer.json that does not load
+  // fails Load). nullptr when the folder has none. Owned by the model; immutable.
+  const Tokenizer* tokenizer() const;
+  // The folder's chat template (ChatTemplate::FromModelDir), loaded on first use and then kept.
+  // Throws ebb::Error: NotFound when the folder has none, InvalidArgument when it does not
+  // parse (a later call tries again). Owned by the model; immutable; thread-safe.
+  const ChatTemplate& chat_template() const;
 
   // Internal state, for ebb's own components (generator, runtime handle).
   internal::ModelImpl& impl() const { return *impl_; }

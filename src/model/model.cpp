@@ -164,6 +164,14 @@ Model::~Model() {
 const ModelInfo& Model::info() const { return impl_->info; }
 const ModelOptions& Model::options() const { return impl_->options; }
 
+const Tokenizer* Model::tokenizer() const { return impl_->tokenizer.get(); }
+
+const ChatTemplate& Model::chat_template() const {
+  std::lock_guard<std::mutex> lock(impl_->chat_template_mu);
+  if (!impl_->chat_template) impl_->chat_template = ChatTemplate::FromModelDir(impl_->config.dir);
+  return *impl_->chat_template;
+}
+
 KvStats Model::kv_stats() const {
   const auto s = impl_->kv_pool->Stats();
   KvStats k;
@@ -211,6 +219,9 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
                     "; the model file may be corrupt, truncated or not ONNX");
   }
   impl->io = ResolveIo(cfg, *impl->session);
+  if (const auto tok = cfg.dir / "tokenizer.json"; std::filesystem::exists(tok)) {
+    impl->tokenizer = Tokenizer::FromFile(tok);
+  }
   impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
   // The runtime-wide budget (memory.limit) sees every KV allocation of every model.

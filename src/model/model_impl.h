@@ -4,10 +4,13 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "ebb/chat_template.h"
 #include "ebb/model.h"
+#include "ebb/tokenizer.h"
 #include "kv/kv_pool.h"
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
@@ -47,6 +50,9 @@ struct ModelImpl {
   std::unique_ptr<KvPool> kv_pool;
   // Run options (config, then user, then RuntimeHandle) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;
+  std::unique_ptr<Tokenizer> tokenizer;  // null: the folder has no tokenizer.json
+  std::mutex chat_template_mu;
+  std::unique_ptr<ChatTemplate> chat_template;  // guarded by chat_template_mu; loaded on use
 };
 
 }  // namespace ebb::internal
