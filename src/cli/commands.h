@@ -7,6 +7,12 @@
 
 namespace ebb::cli {
 
+// Thrown by a command that has printed what it has and wants the process to exit with `code`
+// (e.g. 130 after SIGINT); main() returns it.
+struct ExitStatus {
+  int code = 1;
+};
+
 void RegisterInfoCommand(CLI::App& app);
 void RegisterGenerateCommand(CLI::App& app);
 #ifdef EBB_HAVE_TOKENIZE_CLI
