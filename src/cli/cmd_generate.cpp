@@ -18,6 +18,7 @@
 #include <csignal>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 
 #include "cli/commands.h"
@@ -191,9 +192,13 @@ void RunGenerate(const GenerateArgs& a) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
   const Tokenizer* tok = model->tokenizer();
 
+  GenerateResult res;
+  // From here on SIGINT/SIGTERM cancel the request instead of killing the process.
+  std::optional<StopSignals> signals(std::in_place, req.cancel);
   const size_t n_rows = req.input_ids.empty() ? 1 : req.input_ids.size();
   const bool stream = !a.json && n_rows == 1 && tok != nullptr;
-  if (stream && req.messages.empty()) {
+  const bool echo_prompt = stream && req.messages.empty();  // chat prints the reply alone
+  if (echo_prompt) {
     // The prompt as the model will see it (Generate encodes it the same way).
     const std::vector<int32_t> ids =
         req.input_ids.empty() ? tok->Encode(req.prompt, true) : req.input_ids[0];
@@ -202,16 +207,13 @@ void RunGenerate(const GenerateArgs& a) {
   TextCallback on_text;
   if (stream) on_text = [](size_t, std::string_view piece) { std::cout << piece << std::flush; };
 
-  GenerateResult res;
-  {
-    StopSignals signals(req.cancel);
-    try {
-      res = Generate(model, req, on_text);
-    } catch (...) {
-      if (stream) std::cout << std::endl;  // end the echoed prompt before main prints the error
-      throw;
-    }
+  try {
+    res = Generate(model, req, on_text);
+  } catch (...) {
+    if (echo_prompt) std::cout << std::endl;  // end the echoed prompt before the error
+    throw;
   }
+  signals.reset();
   const int sig = g_signal;
   const GeneratorStats& st = res.stats;
   const KvStats kv = model->kv_stats();

@@ -147,6 +147,41 @@ TEST(Stories260kBatch, EachRowGetsItsOwnText) {
   }
 }
 
+TEST(Stories260kFlags, StopStringsAndMaxNewTokens) {
+  EBB_SKIP_UNLESS_EXISTS(kStories);
+  const std::string base =
+      "generate " + kStories.string() + " --prompt 'Once upon a time, a dog' --max-length 30 ";
+  // " was" spans tokens; the stop string and what follows are not printed.
+  const Split stop = RunSplit(base + "--stop xyz --stop ' was'");
+  ASSERT_EQ(stop.status, 0) << stop.err;
+  EXPECT_EQ(stop.out, "Once upon a time, a dog named Max\n");
+  const auto j = ParseJson(RunSplit(base + "--stop ' was' --json").out);
+  EXPECT_EQ(j["finish_reason"][0], "stop");
+  EXPECT_EQ(j["completion"][0], " named Max");
+  const auto n = ParseJson(RunSplit(base + "--max-new-tokens 3 --json").out);
+  EXPECT_EQ(n["finish_reason"][0], "length");
+  EXPECT_EQ(n["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(n["sequences"][0].size(), 12u);
+}
+
+TEST(CliChat, MessagesGoThroughTheChatTemplate) {
+  const fs::path chat = TempPath("chat.json");
+  std::ofstream(chat) << R"([{"role": "user", "content": "Hello"}])";
+  const Split r = RunSplit("generate " + kLlama.string() + " --messages " + chat.string() +
+                           " --max-new-tokens 5 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = ParseJson(r.out);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 5);
+  EXPECT_THAT(j["text"][0].get<std::string>(), HasSubstr("Hello"));
+  // A folder without a chat template: a clear NotFound.
+  EBB_SKIP_UNLESS_EXISTS(kStories);
+  const Split none = RunSplit("generate " + kStories.string() + " --messages " + chat.string());
+  EXPECT_EQ(none.status, 1);
+  EXPECT_THAT(none.err, HasSubstr("no chat template"));
+  EXPECT_EQ(none.out, "");
+  fs::remove(chat);
+}
+
 // --- Long inputs never go through argv
 // ------------------------------------------------------------
 
