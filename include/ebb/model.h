@@ -20,6 +20,9 @@
 
 namespace ebb {
 
+class Tokenizer;
+class ChatTemplate;
+
 // KV memory of one model (bytes). See docs/memory.md.
 struct KvStats {
   uint64_t in_use_bytes = 0;    // held by live generators
@@ -82,8 +85,16 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   // Tier 2 controls: shrink now / after the next request / every N, run options, stats.
   RuntimeHandle& runtime() { return handle_; }
 
+  // The folder's tokenizer.json, loaded with the model (a tokenizer.json that does not load
+  // fails Load). nullptr when the folder has none. Owned by the model; immutable.
+  const Tokenizer* tokenizer() const;
+  // The folder's chat template (ChatTemplate::FromModelDir), loaded on first use and then kept.
+  // Throws ebb::Error: NotFound when the folder has none, InvalidArgument when it does not
+  // parse (a later call tries again). Owned by the model; immutable; thread-safe.
+  const ChatTemplate& chat_template() const;
+
  protected:
-  Model() = default;  // only internal::ModelImpl derives from Model
+  Model() = default;  // only the library's concrete model derives from Model
 
  private:
   RuntimeHandle handle_{this};

@@ -108,6 +108,13 @@ class EBB_API StreamDecoder {
 
   std::string Put(int32_t id);
   std::string Flush();
+  // Starts a new sequence that follows `context` (e.g. the prompt), whose text is not emitted:
+  // the first Put then decodes in context, so a SentencePiece "▁named" after "… a dog" keeps
+  // its space (without a context, decoders such as Strip or Metaspace drop it). Afterwards
+  // concat(Put(ids)...) + Flush() == Decode(context + ids) minus its prefix Decode(context).
+  // Throws ebb::Error(InvalidArgument) for an id of `context` with no token; the decoder is
+  // then reset (no context).
+  void Prime(std::span<const int32_t> context);
   // Forgets all state, to decode a new sequence.
   void Reset();
 

@@ -1,12 +1,33 @@
-// `ebb generate MODEL_DIR (--prompt TEXT | --input-ids 1,2,3[;4,5,6]) [...] [--json]`
+// `ebb generate MODEL_DIR (--prompt TEXT | --prompt-file PATH|- | --input-ids 1,2,3[;4,5,6] |
+//  --input-ids-file PATH|- | --messages FILE.json) [...] [--json]`: a thin surface over
+// ebb::Generate (ebb/generation.h).
+//
+// Output: a batch of one with a tokenizer streams the prompt, then the generated text as it
+// becomes final, then a newline (stats on stderr). A batch, or a model folder without a
+// tokenizer, prints one "[row] ids" line per row. --json prints one JSON object.
+// What it keeps when a request ends early: the text generated so far is printed, then
+//   - a decoding error (e.g. the KV budget): a newline and "error: …" on stderr, exit 1
+//     (--json: the object, with an "error" member);
+//   - SIGINT / SIGTERM: the generation stops at the next step, exit 130 / 143;
+//   - tokens the tokenizer cannot decode show as U+FFFD, with a warning on stderr.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <map>
+#include <csignal>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 
 #include "cli/commands.h"
+#include "cli/input_files.h"
 #include "cli/options_flags.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "ebb/generation.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
@@ -17,96 +38,202 @@ namespace {
 struct GenerateArgs {
   std::string dir;
   std::string prompt;
+  std::string prompt_file;
   std::string input_ids;
+  std::string input_ids_file;
+  std::string messages_file;
   int32_t max_length = 0;
-  bool do_sample = false;
-  int32_t top_k = 0;
-  float top_p = 1.0f;
-  float temperature = 1.0f;
-  float repetition_penalty = 1.0f;
-  uint64_t seed = 0;
-  std::string kv_cache;
-  int32_t prefill_chunk_size = -1;
+  int32_t max_new_tokens = 0;
+  std::vector<std::string> stop;
+  // Request keys of the option table, as typed; only those given are set, so that the model's
+  // genai_config.json `search` block stays the default (GeneratorParams::Set checks them).
+  std::map<std::string, std::string> request;
+  std::vector<std::string> params;  // --param KEY=V
   bool json = false;
   OptionFlags options;
+  CLI::Option* prompt_opt = nullptr;  // to tell `--prompt ""` from no --prompt
 };
 
+// The signal handler's view of the running request: only lock-free atomics.
+std::atomic<bool>* volatile g_cancel_flag = nullptr;
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void OnStopSignal(int sig) {
+  g_signal = sig;
+  if (std::atomic<bool>* f = g_cancel_flag) f->store(true, std::memory_order_relaxed);
+}
+
+// Routes SIGINT and SIGTERM to `token` while alive. A second signal of the same kind gets the
+// default action (SA_RESETHAND), so a stuck process can still be interrupted.
+class StopSignals {
+ public:
+  explicit StopSignals(const CancelToken& token) {
+    g_signal = 0;
+    g_cancel_flag = token.flag();
+    struct sigaction sa {};
+    sa.sa_handler = OnStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    g_cancel_flag = nullptr;
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
+
+// Decode that does not give up on ids the tokenizer lacks: each shows as U+FFFD.
+std::string DecodeLenient(const Tokenizer& tok, std::span<const int32_t> ids, int* n_unknown) {
+  std::string out;
+  size_t start = 0;
+  for (size_t i = 0; i <= ids.size(); ++i) {
+    if (i < ids.size() && !tok.IdToToken(ids[i]).empty()) continue;
+    out += tok.Decode(ids.subspan(start, i - start), /*skip_special_tokens=*/true);
+    if (i < ids.size()) {
+      out += kReplacementChar;
+      if (n_unknown != nullptr) ++*n_unknown;
+    }
+    start = i + 1;
+  }
+  return out;
+}
+
+std::vector<ChatMessage> ReadMessages(const std::string& path) {
+  const std::string text = ReadInputFile(path, "--messages");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::InvalidArgument, path + " is not valid JSON: " + e.what());
+  }
+  if (j.is_object() && j.contains("messages")) j = j["messages"];
+  if (!j.is_array() || j.empty()) {
+    throw Error(ErrorCode::InvalidArgument,
+                path +
+                    ": expected a non-empty JSON array of {\"role\", \"content\"} messages "
+                    "(or {\"messages\": [...]})");
+  }
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& m = j[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  path + ": message " + std::to_string(i) +
+                      " needs a string \"role\" and a string \"content\"");
+    }
+    out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  return out;
+}
+
+int ExitCodeForSignal(int sig) { return 128 + sig; }
+
 void RunGenerate(const GenerateArgs& a) {
-  if (a.prompt.empty() == a.input_ids.empty()) {
-    throw Error(ErrorCode::InvalidArgument, "give exactly one of --prompt or --input-ids");
+  const bool has_prompt = a.prompt_opt->count() > 0;
+  const int n_inputs = int{has_prompt} + int{!a.prompt_file.empty()} + int{!a.input_ids.empty()} +
+                       int{!a.input_ids_file.empty()} + int{!a.messages_file.empty()};
+  if (n_inputs != 1) {
+    throw Error(ErrorCode::InvalidArgument,
+                "give exactly one of --prompt or --input-ids (or --prompt-file, "
+                "--input-ids-file, --messages)");
   }
-  std::vector<std::vector<int32_t>> rows;
-  // The tokenizer is optional for --input-ids (text is shown when there is one) and required
-  // for --prompt.
-  std::unique_ptr<Tokenizer> tokenizer;
-  const std::filesystem::path tok_path = std::filesystem::path(a.dir) / "tokenizer.json";
-  if (!a.prompt.empty() || std::filesystem::exists(tok_path)) {
-    if (!std::filesystem::exists(tok_path)) {
-      throw Error(ErrorCode::NotFound, tok_path.string() +
-                                           " not found: --prompt needs the model's tokenizer; "
-                                           "pass token ids with --input-ids 1,2,3 instead");
+  GenerateRequest req;
+  if (has_prompt) {
+    req.prompt = a.prompt;
+    if (req.prompt.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "--prompt is empty; give some text, or start from BOS alone with "
+                  "--input-ids <bos id>");
     }
-    tokenizer = Tokenizer::FromFile(tok_path);
-  }
-  if (!a.prompt.empty()) {
-    rows.push_back(tokenizer->Encode(a.prompt, /*add_special_tokens=*/true));
-    if (rows.back().empty()) {
-      throw Error(ErrorCode::InvalidArgument, "--prompt encodes to no tokens; give some text");
+  } else if (!a.prompt_file.empty()) {
+    req.prompt = ReadInputFile(a.prompt_file, "--prompt-file");
+    if (req.prompt.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--prompt-file " + a.prompt_file + " is empty");
     }
+  } else if (!a.input_ids.empty()) {
+    req.input_ids = ParseIdRows(a.input_ids, "--input-ids");
+  } else if (!a.input_ids_file.empty()) {
+    req.input_ids =
+        ParseIdRows(ReadInputFile(a.input_ids_file, "--input-ids-file"), "--input-ids-file");
   } else {
-    for (const auto& group : internal::Split(a.input_ids, ';')) {
-      rows.push_back(internal::ParseIntList(group, "--input-ids"));
-    }
+    req.messages = ReadMessages(a.messages_file);
   }
+  req.max_new_tokens = a.max_new_tokens;
+  req.stop = a.stop;
+  GeneratorParams& gp = req.params;
+  gp.max_length = a.max_length;
+  for (const auto& [k, v] : a.request) gp.Set(k, v);
+  for (const auto& kv : a.params) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw Error(ErrorCode::InvalidArgument, "--param '" + kv + "' must be written KEY=VALUE");
+    }
+    gp.Set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+
   ModelOptions mo = a.options.ToModelOptions();
   const auto t_load = std::chrono::steady_clock::now();
   auto model = Model::Load(a.dir, mo);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
+  const Tokenizer* tok = model->tokenizer();
 
-  GeneratorParams gp;
-  gp.max_length = a.max_length;
-  gp.batch_size = static_cast<int32_t>(rows.size());
-  gp.do_sample = a.do_sample;
-  gp.top_k = a.top_k;
-  gp.top_p = a.top_p;
-  gp.temperature = a.temperature;
-  gp.repetition_penalty = a.repetition_penalty;
-  gp.seed = a.seed;
-  if (!a.kv_cache.empty()) gp.kv_mode = ParseKvMode(a.kv_cache);
-  if (a.prefill_chunk_size >= 0) gp.prefill_chunk_size = a.prefill_chunk_size;
+  GenerateResult res;
+  // From here on SIGINT/SIGTERM cancel the request instead of killing the process.
+  std::optional<StopSignals> signals(std::in_place, req.cancel);
+  const size_t n_rows = req.input_ids.empty() ? 1 : req.input_ids.size();
+  const bool stream = !a.json && n_rows == 1 && tok != nullptr;
+  const bool echo_prompt = stream && req.messages.empty();  // chat prints the reply alone
+  if (echo_prompt) {
+    // The prompt as the model will see it (Generate encodes it the same way).
+    const std::vector<int32_t> ids =
+        req.input_ids.empty() ? tok->Encode(req.prompt, true) : req.input_ids[0];
+    std::cout << DecodeLenient(*tok, ids, nullptr) << std::flush;
+  }
+  TextCallback on_text;
+  if (stream) on_text = [](size_t, std::string_view piece) { std::cout << piece << std::flush; };
 
-  Generator gen(model, gp);
-  gen.AppendTokens(rows);
-  const bool stream = !a.json && rows.size() == 1;
-  // Streaming: text as it becomes complete UTF-8 when there is a tokenizer, else token ids.
-  std::unique_ptr<StreamDecoder> stream_text;
-  if (stream && tokenizer) {
-    stream_text = std::make_unique<StreamDecoder>(*tokenizer, /*skip_special_tokens=*/true);
-    std::cout << tokenizer->Decode(gen.GetSequence(0), /*skip_special_tokens=*/true) << std::flush;
-  } else if (stream) {
-    for (int32_t t : gen.GetSequence(0)) std::cout << t << " ";
-    std::cout << "|" << std::flush;
+  try {
+    res = Generate(model, req, on_text);
+  } catch (...) {
+    if (echo_prompt) std::cout << std::endl;  // end the echoed prompt before the error
+    throw;
   }
-  while (!gen.IsDone()) {
-    gen.GenerateNextToken();
-    if (stream_text) {
-      std::cout << stream_text->Put(gen.GetNextTokens()[0]) << std::flush;
-    } else if (stream) {
-      std::cout << " " << gen.GetNextTokens()[0] << std::flush;
-    }
-  }
-  if (stream_text) std::cout << stream_text->Flush();
-  const GeneratorStats st = gen.Stats();
+  signals.reset();
+  const int sig = g_signal;
+  const GeneratorStats& st = res.stats;
   const KvStats kv = model->kv_stats();
+  int undecodable = 0;
+  for (const auto& row : res.rows) undecodable += row.undecodable_tokens;
+
   if (a.json) {
     nlohmann::json j;
     j["sequences"] = nlohmann::json::array();
-    for (size_t r = 0; r < rows.size(); ++r) {
-      auto s = gen.GetSequence(r);
-      j["sequences"].push_back(std::vector<int32_t>(s.begin(), s.end()));
-      if (tokenizer) j["text"].push_back(tokenizer->Decode(s, /*skip_special_tokens=*/true));
+    j["finish_reason"] = nlohmann::json::array();
+    for (const GenerateRow& row : res.rows) {
+      std::vector<int32_t> seq = row.prompt_ids;
+      seq.insert(seq.end(), row.generated_ids.begin(), row.generated_ids.end());
+      j["sequences"].push_back(seq);
+      j["finish_reason"].push_back(std::string(FinishReasonName(row.finish_reason)));
+      if (tok != nullptr) {
+        // The prompt as text (for chat: the rendered template) + what was generated.
+        j["text"].push_back(DecodeLenient(*tok, row.prompt_ids, &undecodable) + row.text);
+        j["completion"].push_back(row.text);
+      }
     }
+    j["usage"] = {{"prompt_tokens", res.usage.prompt_tokens},
+                  {"completion_tokens", res.usage.completion_tokens}};
     j["memory"] = nlohmann::json::parse(ToJson(model->memory_stats()));
     j["stats"] = {{"load_ms", load_ms},
                   {"ttft_ms", st.ttft_ms},
@@ -114,58 +241,108 @@ void RunGenerate(const GenerateArgs& a) {
                   {"prompt_tokens", st.prompt_tokens},
                   {"generated_tokens", st.generated_tokens},
                   {"model_runs", st.model_runs},
-                  {"max_length", gen.max_length()},
+                  {"max_length", res.max_length},
                   {"kv_bytes", st.kv_bytes},
                   {"kv",
                    {{"in_use_bytes", kv.in_use_bytes},
                     {"reserved_bytes", kv.reserved_bytes},
                     {"peak_in_use_bytes", kv.peak_in_use_bytes}}}};
-    std::cout << j.dump() << "\n";
-    return;
-  }
-  if (!stream) {
-    for (size_t r = 0; r < rows.size(); ++r) {
+    if (res.error) {
+      j["error"] = {{"code", std::string(ErrorCodeName(res.error->code()))},
+                    {"message", res.error->what()}};
+    }
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else if (!stream) {
+    for (size_t r = 0; r < res.rows.size(); ++r) {
       std::cout << "[" << r << "]";
-      for (int32_t t : gen.GetSequence(r)) std::cout << " " << t;
+      for (int32_t t : res.rows[r].prompt_ids) std::cout << " " << t;
+      for (int32_t t : res.rows[r].generated_ids) std::cout << " " << t;
       std::cout << "\n";
     }
   } else {
-    std::cout << std::endl;  // flush before the stats line on stderr
+    std::cout << std::endl;  // flush before the lines on stderr
   }
-  std::fprintf(stderr,
-               "prompt %llu tokens, generated %llu; ttft %.1f ms, decode %.1f tok/s; kv %s "
-               "(peak %s)\n",
-               static_cast<unsigned long long>(st.prompt_tokens),
-               static_cast<unsigned long long>(st.generated_tokens), st.ttft_ms,
-               st.decode_tokens_per_s, internal::FormatBytes(st.kv_bytes).c_str(),
-               internal::FormatBytes(kv.peak_in_use_bytes).c_str());
+  std::cout.flush();
+  if (undecodable > 0) {
+    std::fprintf(stderr,
+                 "warning: %d token(s) are not in the tokenizer's vocabulary (%s); shown as "
+                 "U+FFFD\n",
+                 undecodable, tok->SourceName().c_str());
+  }
+  if (!a.json) {
+    std::fprintf(stderr,
+                 "prompt %llu tokens, generated %llu; ttft %.1f ms, decode %.1f tok/s; kv %s "
+                 "(peak %s)\n",
+                 static_cast<unsigned long long>(st.prompt_tokens),
+                 static_cast<unsigned long long>(st.generated_tokens), st.ttft_ms,
+                 st.decode_tokens_per_s, internal::FormatBytes(st.kv_bytes).c_str(),
+                 internal::FormatBytes(kv.peak_in_use_bytes).c_str());
+  }
+  if (res.error) throw *res.error;  // main prints "error: …", exit 1
+  const bool cancelled = std::any_of(res.rows.begin(), res.rows.end(), [](const auto& row) {
+    return row.finish_reason == FinishReason::kCancelled;
+  });
+  if (cancelled) {
+    const int s = sig != 0 ? sig : SIGINT;
+    std::fprintf(stderr, "cancelled by %s\n", s == SIGTERM ? "SIGTERM" : "SIGINT");
+    throw ExitStatus{ExitCodeForSignal(s)};
+  }
 }
 
 }  // namespace
 
 void RegisterGenerateCommand(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  auto* cmd = app.add_subcommand("generate", "Generate tokens from a prompt");
+  auto* cmd = app.add_subcommand(
+      "generate",
+      "Generate text from a prompt, chat messages or token ids.\n"
+      "A batch of one with a tokenizer streams the prompt and the text; otherwise one\n"
+      "'[row] ids' line per row (--json: one object with sequences, text, completion,\n"
+      "finish_reason per row (stop|length|cancelled|error), usage, stats, memory).\n"
+      "A decoding error (e.g. kv_cache.max_bytes) prints the text so far, then the error\n"
+      "(exit 1); SIGINT/SIGTERM stop at the next step and print the text so far (exit\n"
+      "130/143). Docs: docs/generation.md");
   cmd->add_option("MODEL_DIR", a->dir, "onnxruntime-genai model folder")
       ->required()
       ->check(ModelDir());
-  cmd->add_option("--prompt", a->prompt, "Prompt text (encoded with the model's tokenizer.json)");
+  a->prompt_opt = cmd->add_option("--prompt", a->prompt,
+                                  "Prompt text (encoded with the model's tokenizer.json)");
+  cmd->add_option("--prompt-file", a->prompt_file,
+                  "Read the prompt text from a file ('-': stdin), for prompts of any size");
   cmd->add_option("--input-ids", a->input_ids,
                   "Token ids, one row per ';'-separated group: 1,2,3;4,5");
+  cmd->add_option("--input-ids-file", a->input_ids_file,
+                  "Read token ids from a file ('-': stdin): rows separated by ';' or newlines");
+  cmd->add_option("--messages", a->messages_file,
+                  "Chat: a JSON file ('-': stdin) of [{\"role\", \"content\"}, …], rendered with "
+                  "the model's chat template");
   cmd->add_option("--max-length", a->max_length, "Total tokens per row (0: model default)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--do-sample", a->do_sample, "Sample instead of greedy decoding");
-  cmd->add_option("--top-k", a->top_k, "Top-k sampling (0: off)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", a->top_p, "Nucleus sampling (1: off)")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--temperature", a->temperature, "Sampling temperature")
+  cmd->add_option("--max-new-tokens", a->max_new_tokens,
+                  "Generated tokens per row (0: until --max-length)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--repetition-penalty", a->repetition_penalty, "1: off");
-  cmd->add_option("--seed", a->seed, "RNG seed for sampling");
-  cmd->add_option("--kv-cache", a->kv_cache, "KV mode: static|dynamic")
-      ->check(CLI::IsMember({"static", "dynamic"}));
-  cmd->add_option("--prefill-chunk-size", a->prefill_chunk_size,
-                  "Tokens per prefill Run; 0 = the whole prompt (default: the model's, 256)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--stop", a->stop,
+                  "Stop a row when its text contains S (not printed); repeatable")
+      ->allow_extra_args(false);
+  // Each flag sets one request key (ebb options; the same names as GeneratorParams::Set, the
+  // SDKs and HTTP). Unset flags leave the model's genai_config.json `search` defaults.
+  auto request_flag = [&](const char* flag, const char* key, const char* help) {
+    cmd->add_option_function<std::string>(
+        flag, [a, key](const std::string& v) { a->request[key] = v; }, help);
+  };
+  cmd->add_flag_function(
+      "--do-sample", [a](int64_t) { a->request["do_sample"] = "true"; },
+      "Sample instead of greedy decoding (default: the config's search.do_sample, else greedy)");
+  request_flag("--top-k", "top_k", "Top-k sampling (0: off)");
+  request_flag("--top-p", "top_p", "Nucleus sampling, 0 to 1 (1: off)");
+  request_flag("--temperature", "temperature", "Sampling temperature, 0 to 100");
+  request_flag("--repetition-penalty", "repetition_penalty", "1: off");
+  request_flag("--seed", "seed", "RNG seed for sampling");
+  request_flag("--kv-cache", "kv_cache.mode", "KV mode: static|dynamic");
+  request_flag("--prefill-chunk-size", "prefill_chunk_size",
+               "Tokens per prefill Run; 0 = the whole prompt (default: the model's, 256)");
+  cmd->add_option("--param", a->params,
+                  "Any request key of `ebb options`, KEY=V (repeatable), e.g. temperature=0.7");
   cmd->add_flag("--json", a->json, "Print one JSON object");
   AddOptionFlags(*cmd, a->options);
   cmd->add_option("--ep", a->options.ep,

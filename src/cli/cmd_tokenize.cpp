@@ -1,8 +1,9 @@
-// `ebb tokenize PATH (--text T | --jsonl) [--no-special] [--json]` and
-// `ebb detokenize PATH --ids 1,2,3 [--skip-special] [--json]`.
+// `ebb tokenize PATH (--text T | --text-file PATH|- | --jsonl) [--no-special] [--json]` and
+// `ebb detokenize PATH (--ids 1,2,3 | --ids-file PATH|-) [--skip-special] [--json]`.
 //
 // PATH is a model folder (with tokenizer.json) or a tokenizer.json file.
 //   tokenize --text T     prints the ids separated by spaces (--json: {"ids": […], "tokens": […]})
+//   tokenize --text-file  the same for the whole content of a file ('-': stdin), of any size
 //   tokenize --jsonl      reads {"text": …} lines on stdin, writes {"ids": […]} lines
 //   detokenize --ids …    prints the decoded text (--json: {"text": …})
 // Errors are thrown as ebb::Error; main() prints "error: <message>" and exits non-zero.
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/input_files.h"
 #include "ebb/error.h"
 #include "ebb/tokenizer.h"
 
@@ -55,6 +57,7 @@ void RegisterTokenizeCommands(CLI::App& app) {
     auto* cmd = app.add_subcommand("tokenize", "Encode text to token ids with a model's tokenizer");
     auto path = std::make_shared<std::string>();
     auto text = std::make_shared<std::string>();
+    auto text_file = std::make_shared<std::string>();
     auto jsonl = std::make_shared<bool>(false);
     auto no_special = std::make_shared<bool>(false);
     auto as_json = std::make_shared<bool>(false);
@@ -64,13 +67,19 @@ void RegisterTokenizeCommands(CLI::App& app) {
     auto* text_opt = cmd->add_option("--text", *text, "Text to encode");
     auto* jsonl_opt =
         cmd->add_flag("--jsonl", *jsonl, "Read {\"text\": …} lines on stdin, write {\"ids\": …}");
+    auto* text_file_opt = cmd->add_option("--text-file", *text_file,
+                                          "Encode the whole content of a file ('-': stdin)");
     text_opt->excludes(jsonl_opt);
+    text_file_opt->excludes(jsonl_opt);
+    text_file_opt->excludes(text_opt);
     cmd->add_flag("--no-special", *no_special, "Do not add the post-processor's special tokens");
     cmd->add_flag("--json", *as_json, "Print {\"ids\": […], \"tokens\": […]}");
     cmd->callback([=] {
-      if (text_opt->count() == 0 && !*jsonl) {
-        throw Error(ErrorCode::InvalidArgument, "tokenize: give --text TEXT or --jsonl");
+      if (text_opt->count() == 0 && text_file_opt->count() == 0 && !*jsonl) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "tokenize: give --text TEXT, --text-file PATH|- or --jsonl");
       }
+      if (text_file_opt->count() > 0) *text = ReadInputFile(*text_file, "--text-file");
       const auto tokenizer = Tokenizer::FromFile(*path);
       const bool add_special = !*no_special;
       if (*jsonl) {
@@ -120,10 +129,19 @@ void RegisterTokenizeCommands(CLI::App& app) {
     cmd->add_option("PATH", *path, "Model folder or tokenizer.json")
         ->required()
         ->check(ModelDir(/*or_file=*/true));
-    cmd->add_option("--ids", *ids_text, "Token ids, e.g. 1,2,3")->required();
+    auto ids_file = std::make_shared<std::string>();
+    auto* ids_opt = cmd->add_option("--ids", *ids_text, "Token ids, e.g. 1,2,3");
+    auto* ids_file_opt =
+        cmd->add_option("--ids-file", *ids_file, "Read the token ids from a file ('-': stdin)");
+    ids_opt->excludes(ids_file_opt);
     cmd->add_flag("--skip-special", *skip_special, "Drop special tokens");
     cmd->add_flag("--json", *as_json, "Print {\"text\": …}");
     cmd->callback([=] {
+      if (ids_opt->count() == 0 && ids_file_opt->count() == 0) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "detokenize: give --ids 1,2,3 or --ids-file PATH|-");
+      }
+      if (ids_file_opt->count() > 0) *ids_text = ReadInputFile(*ids_file, "--ids-file");
       const auto ids = ParseIds(*ids_text);
       const auto tokenizer = Tokenizer::FromFile(*path);
       const std::string text = tokenizer->Decode(ids, *skip_special);

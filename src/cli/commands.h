@@ -32,6 +32,11 @@ inline CLI::Validator ModelDir(bool or_file = false) {
       },
       or_file ? "PATH" : "DIR");
 }
+// Thrown by a command that has printed what it has and wants the process to exit with `code`
+// (e.g. 130 after SIGINT); main() returns it.
+struct ExitStatus {
+  int code = 1;
+};
 
 void RegisterInfoCommand(CLI::App& app);
 void RegisterGenerateCommand(CLI::App& app);

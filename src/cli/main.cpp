@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
     }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const ebb::cli::ExitStatus& e) {
+    return e.code;
   } catch (const ebb::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -271,6 +271,9 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   }
   impl->io = ResolveIo(cfg, *impl->session);
   impl->weights_bytes = WeightsBytes(cfg.model_path);
+  if (const auto tok = cfg.dir / "tokenizer.json"; std::filesystem::exists(tok)) {
+    impl->tokenizer_owned = Tokenizer::FromFile(tok);
+  }
   impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
   // The runtime-wide budget (memory.limit) sees every KV allocation of every model. The pool
@@ -357,6 +360,18 @@ const ModelInfo& Model::info() const { return internal::ImplOf(*this).info; }
 const ModelOptions& Model::options() const { return internal::ImplOf(*this).options; }
 int Model::num_live_generators() const { return internal::ImplOf(*this).live_generators(); }
 uint64_t Model::weights_bytes() const { return internal::ImplOf(*this).weights_bytes; }
+
+const Tokenizer* Model::tokenizer() const {
+  return internal::ImplOf(*this).tokenizer_owned.get();
+}
+
+const ChatTemplate& Model::chat_template() const {
+  // const_cast: the template is loaded lazily, once, under its mutex; it is immutable after.
+  auto& m = const_cast<internal::ModelImpl&>(internal::ImplOf(*this));
+  std::lock_guard<std::mutex> lock(m.chat_template_mu);
+  if (!m.chat_template_owned) m.chat_template_owned = ChatTemplate::FromModelDir(m.config.dir);
+  return *m.chat_template_owned;
+}
 
 KvStats Model::kv_stats() const {
   const auto s = internal::ImplOf(*this).kv_pool->Stats();

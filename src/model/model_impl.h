@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "ebb/chat_template.h"
 #include "ebb/model.h"
+#include "ebb/tokenizer.h"
 #include "kv/kv_pool.h"
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
@@ -66,6 +68,9 @@ class ModelImpl final : public Model {
   std::unique_ptr<KvPool> kv_pool;
   // Run options (config, then user, then RuntimeHandle) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;
+  std::unique_ptr<Tokenizer> tokenizer_owned;  // null: the folder has no tokenizer.json
+  std::mutex chat_template_mu;
+  std::unique_ptr<ChatTemplate> chat_template_owned;  // guarded by chat_template_mu; loaded on use
 
   // Throws FailedPrecondition when the model was unloaded.
   void AcquireGeneratorSlot();

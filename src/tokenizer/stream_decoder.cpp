@@ -21,6 +21,14 @@ void StreamDecoder::Reset() {
   prefix_text_.clear();
 }
 
+void StreamDecoder::Prime(std::span<const int32_t> context) {
+  Reset();
+  std::string text = tokenizer_->Decode(context, skip_special_tokens_);  // throws: still reset
+  window_.assign(context.begin(), context.end());
+  prefix_count_ = window_.size();
+  prefix_text_ = std::move(text);
+}
+
 std::string StreamDecoder::Put(int32_t id) {
   const Tokenizer::Impl& im = *tokenizer_->impl_;
   if (!im.TokenText(id)) {

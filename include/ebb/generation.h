@@ -1,0 +1,119 @@
+// ebb/generation.h — the generation loop: a request in, text (streamed) and a result out.
+//
+// Generate() is what every surface (CLI, service, SDKs) calls to turn a prompt, chat messages
+// or token ids into text: it tokenizes, runs a Generator step by step, detokenizes as it goes,
+// applies stop sequences and max_new_tokens, watches a CancelToken, and reports why each row
+// ended. docs/generation.md describes the contract in prose.
+//
+// Ownership: Generate borrows the Model (a shared reference is kept while it runs). The
+// Generator it creates, and with it the request's KV cache, is destroyed before Generate
+// returns or throws, whatever ended the request.
+// Thread-safety: Generate may run concurrently on many threads with the same Model (each call
+// has its own Generator). A CancelToken may be cancelled from any thread, and from a signal
+// handler (Cancel() only stores to a lock-free atomic).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ebb/chat_template.h"
+#include "ebb/error.h"
+#include "ebb/generator.h"
+
+namespace ebb {
+
+class Model;
+
+// A cancellation flag shared by its copies. Cheap to copy (one shared_ptr). Cancel() is
+// thread-safe and async-signal-safe; cancellation cannot be undone.
+class CancelToken {
+ public:
+  CancelToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+  void Cancel() const noexcept { flag_->store(true, std::memory_order_relaxed); }
+  bool cancelled() const noexcept { return flag_->load(std::memory_order_relaxed); }
+  // The flag itself, e.g. for a signal handler to store to (it stays valid while any copy of
+  // this token lives).
+  std::atomic<bool>* flag() const noexcept { return flag_.get(); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> flag_;
+};
+
+struct GenerateRequest {
+  // The input: exactly one of these.
+  std::string prompt;                           // text, encoded with special tokens (BOS)
+  std::vector<ChatMessage> messages;            // rendered with the model's chat template
+  std::vector<std::vector<int32_t>> input_ids;  // a batch: one row per sequence
+  bool add_generation_prompt = true;            // for messages
+  // Sampling and KV settings. params.batch_size is ignored: the batch is the number of rows
+  // (prompt and messages are a batch of one). params.max_length bounds prompt + generated.
+  GeneratorParams params;
+  int32_t max_new_tokens = 0;  // generated tokens per row; 0: until max_length
+  // A row ends when its text contains one of these (non-empty) strings; the string and what
+  // follows it are not part of the text.
+  std::vector<std::string> stop;
+  CancelToken cancel;  // checked before each decode step
+};
+
+enum class FinishReason {
+  kStop,       // EOS token or a stop string
+  kLength,     // max_length or max_new_tokens
+  kCancelled,  // request.cancel
+  kError,      // an error while decoding (GenerateResult::error)
+};
+// "stop", "length", "cancelled", "error" (OpenAI's names, plus the last two).
+std::string_view FinishReasonName(FinishReason reason);
+
+struct GenerateRow {
+  std::string text;                    // generated text (not the prompt), stop string excluded
+  std::vector<int32_t> prompt_ids;     // what the model was fed
+  std::vector<int32_t> generated_ids;  // every token sampled for this row, EOS included
+  FinishReason finish_reason = FinishReason::kLength;
+  // Generated tokens the tokenizer could not decode (a model vocabulary larger than the
+  // tokenizer's); each shows as U+FFFD in `text`.
+  int32_t undecodable_tokens = 0;
+};
+
+struct GenerateUsage {
+  uint64_t prompt_tokens = 0;      // all rows
+  uint64_t completion_tokens = 0;  // all rows: sum of generated_ids sizes
+};
+
+struct GenerateResult {
+  std::vector<GenerateRow> rows;
+  GenerateUsage usage;
+  GeneratorStats stats;    // of the generator, taken before it was destroyed
+  int32_t max_length = 0;  // the max_length the generator resolved
+  // What ended a kError request (every unfinished row then has finish_reason kError). The text
+  // generated before it is kept in rows[].text.
+  std::optional<Error> error;
+};
+
+// Called with each new piece of a row's text, in order: complete UTF-8, never a stop string or
+// anything after one. Text that could be the start of a stop string is held back until it is
+// decided. For each row, concat(pieces) == rows[row].text. Called on Generate's thread; an
+// exception it throws propagates out of Generate (the generator is destroyed first).
+using TextCallback = std::function<void(size_t row, std::string_view piece)>;
+
+// Runs `request` on `model` to the end (EOS, a stop string, max_new_tokens, max_length, cancel
+// or a decoding error) and returns what was generated.
+//
+// Throws ebb::Error, before anything is generated and with nothing held afterwards, for a bad
+// request: InvalidArgument for none or several inputs, an empty prompt or row, a prompt longer
+// than max_length, bad params, a negative max_new_tokens or an empty stop string; NotFound when
+// a prompt or messages need a tokenizer or chat template the model folder lacks; and whatever
+// creating the generator or running the prompt (prefill) throws (e.g. ResourceExhausted from
+// the KV budget). After the first token, errors do not throw: the request ends with
+// FinishReason::kError, `error` set and the text so far kept. Without a tokenizer (input_ids
+// on a folder with no tokenizer.json) rows have ids but no text and on_text is not called.
+GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& request,
+                        const TextCallback& on_text = {});
+
+}  // namespace ebb
