@@ -1,5 +1,6 @@
 #include "ort/ort_env.h"
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -27,12 +28,19 @@ void ORT_API_CALL ForwardOrtLog(void* /*param*/, OrtLoggingLevel severity, const
 
 }  // namespace
 
+void DisableOrtTelemetry() {
+  static std::once_flag once;
+  std::call_once(once, [] { setenv("ORT_DISABLE_TELEMETRY", "1", 1); });
+}
+
 Ort::Env& OrtEnvironment() {
   static std::once_flag once;
   static std::unique_ptr<Ort::Env> env;
   EnsureOrtApi();
   std::call_once(once, [] {
+    DisableOrtTelemetry();
     env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "ebb", ForwardOrtLog, nullptr);
+    env->DisableTelemetryEvents();
   });
   return *env;
 }
