@@ -25,16 +25,21 @@ bool ParseBool(std::string_view key, std::string_view v) {
               std::string(key) + "='" + std::string(v) + "' is not a boolean; use true or false");
 }
 
-int32_t ParsePositiveInt(std::string_view key, std::string_view v, bool allow_zero) {
+int32_t ParsePositiveInt(std::string_view key, std::string_view v, bool allow_zero,
+                         int64_t max = INT32_MAX) {
   int64_t x = 0;
   const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || p != v.data() + v.size() || x < (allow_zero ? 0 : 1) || x > INT32_MAX) {
+  if (ec != std::errc() || p != v.data() + v.size() || x < (allow_zero ? 0 : 1) || x > max) {
     throw Error(ErrorCode::InvalidArgument,
                 std::string(key) + "='" + std::string(v) + "' is not a " +
-                    (allow_zero ? "non-negative" : "positive") + " integer");
+                    (allow_zero ? "non-negative" : "positive") + " integer" +
+                    (max < INT32_MAX ? " up to " + std::to_string(max) : std::string()));
   }
   return static_cast<int32_t>(x);
 }
+
+// kv_cache.chunk_tokens: larger steps only round every growth up to the whole context.
+constexpr int64_t kMaxKvChunkTokens = 1 << 20;
 
 }  // namespace
 
@@ -76,12 +81,13 @@ uint64_t ParseByteSize(std::string_view text, std::string_view what) {
   char* end = nullptr;
   const double value = num.empty() ? -1 : std::strtod(num.c_str(), &end);
   if (mult < 0 || num.empty() || end != num.c_str() + num.size() || !std::isfinite(value) ||
-      value < 0 || value * mult > 1.8e19) {
+      value < 0 || value * mult >= 18446744073709551616.0) {  // 2^64
     throw Error(ErrorCode::InvalidArgument,
                 std::string(what) + "='" + std::string(text) +
                     "' is not a size; write bytes (1048576) or a unit: 512MiB, 2GiB, 1.5GB");
   }
-  return static_cast<uint64_t>(std::llround(value * mult));
+  // Not llround: it returns a long long, which overflows above 2^63.
+  return static_cast<uint64_t>(std::round(value * mult));
 }
 
 void ModelOptions::Set(std::string_view key, std::string_view value) {
@@ -108,7 +114,7 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
   } else if (k == "kv_cache.retain_bytes") {
     kv_retain_bytes = ParseByteSize(v, k);
   } else if (k == "kv_cache.chunk_tokens") {
-    kv_chunk_tokens = ParsePositiveInt(k, v, false);
+    kv_chunk_tokens = ParsePositiveInt(k, v, false, kMaxKvChunkTokens);
   } else if (k == "prefill_chunk_size") {
     prefill_chunk_size = ParsePositiveInt(k, v, true);
   } else if (k == "memory.limit") {

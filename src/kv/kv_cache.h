@@ -68,7 +68,8 @@ class KvCache {
   uint64_t bytes() const { return a_.bytes() + b_.bytes(); }
 
  private:
-  uint64_t BytesFor(int tokens) const { return shape_.BytesPerToken() * shape_.batch * tokens; }
+  // Bytes of a buffer of `tokens` tokens; throws ResourceExhausted on a 64-bit overflow.
+  uint64_t BytesFor(int tokens) const;
   int RoundUp(int tokens) const;
   // Per layer, per K/V (or combined), the tensors for a buffer of `cap` tokens with `seq` used.
   void AppendViews(void* base, int cap, int seq, const Ort::MemoryInfo& mem,
