@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ebb/options.h"
@@ -21,5 +22,9 @@ struct OptionFlags {
 };
 
 void AddOptionFlags(CLI::App& cmd, OptionFlags& flags);
+
+// "K=V" -> {K, V} (V may contain '='); throws ebb::Error(InvalidArgument) naming `flag` when
+// there is no '=' or K is empty.
+std::pair<std::string, std::string> SplitKeyValue(const std::string& s, const char* flag);
 
 }  // namespace ebb::cli
