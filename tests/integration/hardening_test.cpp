@@ -97,26 +97,28 @@ TEST(Issue16Telemetry, CommandsWriteNothingUnderHomeOrTmpdir) {
 }
 
 TEST(Issue16Telemetry, FortyKilobyteArgumentDoesNotCrash) {
-  // ORT's telemetry read /proc/self/cmdline into a fixed buffer: a segfault over ~32 KiB.
-  std::string text;
-  while (text.size() < 40 * 1024) text += "ab ";
-  const auto r = RunEbb("tokenize " + Tiny().string() + " --text '" + text + "'");
-  EXPECT_EQ(r.status, 0) << r.out.substr(0, 500);
-  EXPECT_GT(r.out.size(), 1000u);
+  // ORT's telemetry read /proc/self/cmdline when the env was created: a segfault over ~32 KiB.
+  // A 40 KB argument that still means something: token id 1 with 40,000 leading zeros.
+  const std::string id = std::string(40000, '0') + "1";
+  const auto r =
+      RunEbb("generate " + Tiny().string() + " --input-ids " + id + ",2,3 --max-length 8");
+  EXPECT_EQ(r.status, 0) << r.out.substr(0, 500);  // was 139 (SIGSEGV)
 }
 
 TEST(Issue16Telemetry, UlimitVRunExitsWithItsFullOutput) {
-  // Under ulimit -v the telemetry thread could not start; ORT's exit handler then waited for it
-  // forever, and stdout (a pipe, fully buffered) was never flushed past 8 KiB.
-  std::string text;
-  while (text.size() < 20 * 1024) text += "ab ";
-  const auto full = RunEbb("tokenize " + Tiny().string() + " --text '" + text + "'");
-  ASSERT_EQ(full.status, 0);
+  // Reported: under ulimit -v a run finished its generation, then hung in ORT's exit handler
+  // (the telemetry thread), with stdout cut at 8 KiB. Here: the run must exit, under timeout,
+  // with all of its output (~17 KiB of JSON through a pipe).
+  const std::string args =
+      "generate " + Tiny().string() + " --input-ids 1,2,3 --max-length 2048 --json";
+  const auto full = RunEbb(args);
+  ASSERT_EQ(full.status, 0) << full.out.substr(0, 500);
   ASSERT_GT(full.out.size(), 8192u);
-  const auto r =
-      RunEbb("tokenize " + Tiny().string() + " --text '" + text + "'", 60, "ulimit -v 1500000;");
+  const auto r = RunEbb(args, 60, "ulimit -v 1500000;");
   EXPECT_EQ(r.status, 0) << r.out.substr(0, 500);
-  EXPECT_EQ(r.out, full.out);
+  // Timings in the JSON vary in length by a few bytes.
+  EXPECT_NEAR(static_cast<double>(r.out.size()), static_cast<double>(full.out.size()), 64);
+  EXPECT_EQ(r.out.substr(r.out.size() - 3), full.out.substr(full.out.size() - 3));
 }
 
 // ---- item 2: bounds on session options ---------------------------------------------------------
