@@ -243,6 +243,22 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   }
   impl->io = ResolveIo(cfg, *impl->session);
   impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+  if (impl->arena_max_mem > 0) {
+    // ORT reserves the weights in the arena without checking the cap; once the arena holds more
+    // than max_mem, ORT computes the room left as limit - allocated in unsigned arithmetic and
+    // enforces no cap at all (measured: max_mem=8MiB let a step take 76 MiB). Refuse that.
+    const ArenaStats a = ReadCpuArenaStats(*impl->session, impl->cpu_memory);
+    if (a.available && a.total_allocated_bytes > static_cast<int64_t>(impl->arena_max_mem)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "arena.max_mem=" + std::to_string(impl->arena_max_mem) + " (" +
+                      FormatBytes(impl->arena_max_mem) + ") is below the " +
+                      FormatBytes(static_cast<uint64_t>(a.total_allocated_bytes)) +
+                      " the model's weights already take in the arena, and ONNX Runtime then "
+                      "enforces no cap at all: raise arena.max_mem above that, or keep the "
+                      "weights out of the arena with "
+                      "session.use_device_allocator_for_initializers=1");
+    }
+  }
   impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
   // The runtime-wide budget (memory.limit) sees every KV allocation of every model.
   impl->kv_pool->set_admit_fn([](uint64_t b) { MemoryGovernor::Get().Admit(b); },

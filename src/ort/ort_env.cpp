@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "core/log.h"
 #include "ort/ort_api.h"
@@ -12,6 +13,12 @@ namespace {
 
 void ORT_API_CALL ForwardOrtLog(void* /*param*/, OrtLoggingLevel severity, const char* category,
                                 const char* logid, const char* code_location, const char* message) {
+  // A failed Run() is also returned to ebb, which reports it (once, with what to change): ORT's
+  // own error line would print the same failure a second time, over several lines.
+  if (severity == ORT_LOGGING_LEVEL_ERROR &&
+      std::string_view(message).starts_with("Non-zero status code returned while running")) {
+    severity = ORT_LOGGING_LEVEL_INFO;
+  }
   switch (severity) {
     case ORT_LOGGING_LEVEL_VERBOSE:
     case ORT_LOGGING_LEVEL_INFO:

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -293,6 +294,35 @@ TEST(Issue16Caps, ArenaMaxMemBelowOrtsMinimumChunkIsRefused) {
   EXPECT_EQ(r.status, 1) << r.out;  // was: a "1-byte" cap, 1 MiB allocated, success
   EXPECT_THAT(r.out, HasSubstr("arena.max_mem='1' is invalid"));
   EXPECT_THAT(r.out, HasSubstr("1 MiB"));
+}
+
+std::string LongPrompt(int n) {
+  std::string ids;
+  for (int i = 0; i < n; ++i) ids += (i ? "," : "") + std::to_string(i % 1000 + 1);
+  return ids;
+}
+
+TEST(Issue16Caps, ArenaMaxMemBelowTheWeightsInTheArenaIsRefused) {
+  // ORT reserved the weights (9 MiB here) past the cap and then enforced no cap at all:
+  // max_mem=8MiB let a 2040-token step take 76 MiB and succeed.
+  const auto r = RunEbb("generate " + (testing::TestModelsDir() / "llama-wide").string() +
+                        " --input-ids " + LongPrompt(2040) +
+                        " --max-length 2045 --prefill-chunk-size 0 "
+                        "--session-option arena.max_mem=8MiB");
+  EXPECT_EQ(r.status, 1) << r.out.substr(0, 500);
+  EXPECT_THAT(r.out, HasSubstr("arena.max_mem=8388608 (8.0 MiB) is below the"));
+}
+
+TEST(Issue16Messages, ArenaCapErrorIsPrintedOnceOnOneLine) {
+  const auto r = RunEbb("generate " + (testing::TestModelsDir() / "llama-wide").string() +
+                        " --input-ids " + LongPrompt(2040) +
+                        " --max-length 2045 --prefill-chunk-size 0 "
+                        "--session-option arena.max_mem=16MiB");
+  EXPECT_EQ(r.status, 1) << r.out.substr(0, 500);
+  EXPECT_THAT(r.out, HasSubstr("error: this step needs more ORT arena memory than the cap"));
+  // One line: ORT's own error log of the same failure is not printed, nor its newlines.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_EQ(r.out.find("Non-zero status"), r.out.rfind("Non-zero status")) << r.out;
 }
 
 TEST(Issue16Messages, DynamicModeKvRefusalDoesNotSuggestDynamicMode) {
