@@ -62,6 +62,11 @@ Error SessionCreateError(const GenaiConfig& cfg, const ModelOptions& options,
                      "); raise the process's limits (ulimit -u, ulimit -v) or lower "
                      "intra_op_num_threads");
   }
+  if (ort_message.find("bad_alloc") != std::string::npos) {
+    return Error(ErrorCode::ResourceExhausted,
+                 where + "out of memory while ONNX Runtime loaded the model (" + msg +
+                     "); free memory or raise the process's limit (ulimit -v)");
+  }
   if (ort_message.find("xternal data") != std::string::npos ||
       ort_message.find("external_data") != std::string::npos ||
       ort_message.find("Failed to open file") != std::string::npos ||
