@@ -70,8 +70,9 @@ FUZZ_SECONDS ?= 60
 fuzz: bootstrap
 	CC=clang CXX=clang++ cmake -S . -B build/fuzz $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug \
 	  -DEBB_BUILD_FUZZ=ON -DEBB_BUILD_TESTS=OFF
-	cmake --build build/fuzz -j $(JOBS) --target template_fuzz tokenizer_fuzz
-	@set -e; for t in template tokenizer; do \
+	cmake --build build/fuzz -j $(JOBS) --target template_fuzz tokenizer_fuzz genai_config_fuzz \
+	  options_fuzz
+	@set -e; for t in template tokenizer genai_config options; do \
 	  mkdir -p fuzz-out/$$t; \
 	  echo "=== fuzz $$t for $(FUZZ_SECONDS) s ==="; \
 	  EBB_SHARED_DIR=$(CURDIR)/../shared build/fuzz/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) \

@@ -91,6 +91,8 @@ void BM_EbbPrefill(benchmark::State& state) {
 
 // Graph interface of a builder-style GQA model (the synthesized llama/phi3/qwen2 folders).
 struct OrtLoop {
+  // As ebb does (src/ort/ort_env.h): ORT's telemetry off before the first env.
+  int telemetry_off = setenv("ORT_DISABLE_TELEMETRY", "1", 1);
   Ort::Env env{ORT_LOGGING_LEVEL_WARNING, "bench"};
   std::unique_ptr<Ort::Session> session;
   Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);

@@ -1,11 +1,8 @@
 #include "bench/prompts.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "core/files.h"
 #include "ebb/error.h"
 #ifdef EBB_HAVE_TOKENIZER
 #include "ebb/tokenizer.h"
@@ -63,15 +60,8 @@ std::vector<std::vector<int32_t>> PromptSet::Rows(int32_t index, int32_t batch, 
 
 std::vector<int32_t> TokenizePromptFile(const std::filesystem::path& path,
                                         const std::filesystem::path& model_dir) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorCode::InvalidArgument, "cannot read --prompt-file '" + path.string() +
-                                                "': " + std::strerror(errno) +
-                                                "; give a readable text file");
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  // A regular file of at most 256 MiB (a FIFO or /dev/zero is refused, not read forever).
+  const std::string text = internal::ReadRegularFile(path, 256ull << 20, "--prompt-file");
 #ifdef EBB_HAVE_TOKENIZER
   const auto tokenizer = Tokenizer::FromFile(model_dir);
   auto ids = tokenizer->Encode(text, /*add_special_tokens=*/true);

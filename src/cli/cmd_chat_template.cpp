@@ -3,13 +3,13 @@
 //
 // FILE.json is either a JSON array of messages, or an object {"messages": [...], ...} whose
 // other members (tools, documents, date_string, ...) become template variables.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.h"
+#include "core/files.h"
+#include "core/json_util.h"
 #include "ebb/chat_template.h"
 #include "ebb/error.h"
 
@@ -24,16 +24,10 @@ struct ChatTemplateArgs {
 };
 
 void RunChatTemplate(const ChatTemplateArgs& args) {
-  std::ifstream in(args.messages_file, std::ios::binary);
-  if (!in) throw Error(ErrorCode::NotFound, "cannot open messages file " + args.messages_file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  nlohmann::ordered_json input;
-  try {
-    input = nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::InvalidArgument, args.messages_file + " is not valid JSON: " + e.what());
-  }
+  // Bounded, regular files only, depth-checked before parsing: dump() below recurses.
+  nlohmann::ordered_json input = internal::ParseJsonDocument<nlohmann::ordered_json>(
+      internal::ReadRegularFile(args.messages_file, internal::kMaxConfigFileBytes, "messages file"),
+      args.messages_file);
   nlohmann::ordered_json messages;
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   if (input.is_array()) {

@@ -17,9 +17,18 @@ void PrintVersion() {
   std::cout << "\n";
 }
 
-}  // namespace
+// Flushes stdout and reports a failed flush (a full disk, a closed pipe) as an error: output is
+// complete when ebb exits 0.
+int Finish(int rc) {
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || !std::cout) {
+    std::cerr << "error: could not write the output (stdout)\n";
+    return rc == 0 ? 1 : rc;
+  }
+  return rc;
+}
 
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"ebb — a local LLM runtime whose memory ebbs back", "ebb"};
   app.require_subcommand(0, 1);
   bool version = false;
@@ -58,11 +67,17 @@ int main(int argc, char** argv) {
   } catch (const ebb::cli::ExitStatus& e) {
     return e.code;
   } catch (const ebb::Error& e) {
+    std::cout.flush();  // what was generated before the error comes first
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
+    std::cout.flush();
     std::cerr << "error: internal: " << e.what() << "\n";
     return 70;
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return Finish(Main(argc, argv)); }

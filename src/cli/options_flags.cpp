@@ -1,38 +1,37 @@
 #include "cli/options_flags.h"
 
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/options.h"
 
 namespace ebb::cli {
-namespace {
 
-std::pair<std::string, std::string> SplitKv(const std::string& s, const char* flag) {
+std::pair<std::string, std::string> SplitKeyValue(const std::string& s, const char* flag) {
   const auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw Error(ErrorCode::InvalidArgument,
-                std::string(flag) + " '" + s + "' must be written KEY=VALUE");
+    throw Error(
+        ErrorCode::InvalidArgument,
+        std::string(flag) + " '" + internal::EscapeForMessage(s) + "' must be written KEY=VALUE");
   }
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
-}  // namespace
-
 ModelOptions OptionFlags::ToModelOptions() const {
   ModelOptions o;
   for (const auto& s : session) {
-    auto [k, v] = SplitKv(s, "--session-option");
+    auto [k, v] = SplitKeyValue(s, "--session-option");
     o.Set("session_options." + k, v);
   }
   for (const auto& s : provider) {
-    auto [k, v] = SplitKv(s, "--provider-option");
+    auto [k, v] = SplitKeyValue(s, "--provider-option");
     o.Set("provider_options." + k, v);
   }
   for (const auto& s : run) {
-    auto [k, v] = SplitKv(s, "--run-option");
+    auto [k, v] = SplitKeyValue(s, "--run-option");
     o.Set("run_options." + k, v);
   }
   for (const auto& s : ebb) {
-    auto [k, v] = SplitKv(s, "--option");
+    auto [k, v] = SplitKeyValue(s, "--option");
     o.Set(k, v);
   }
   if (!ep.empty()) o.Set("execution_provider", ep);

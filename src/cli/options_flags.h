@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ebb/options.h"
@@ -26,5 +27,8 @@ void AddOptionFlags(CLI::App& cmd, OptionFlags& flags);
 
 // The keys of the option table grouped by scope, for help texts.
 std::string OptionKeysHelp();
+// "K=V" -> {K, V} (V may contain '='); throws ebb::Error(InvalidArgument) naming `flag` when
+// there is no '=' or K is empty.
+std::pair<std::string, std::string> SplitKeyValue(const std::string& s, const char* flag);
 
 }  // namespace ebb::cli

@@ -67,9 +67,9 @@ constexpr std::array kTable = {
     OptionSpec{"memory.release_file_pages", T::kBool, kMo, "", "true", "",
                "after load, let the kernel reclaim the model files' resident pages"},
     // ---- ORT session options with typed setters ----
-    OptionSpec{"intra_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 1024",
+    OptionSpec{"intra_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 4 x cores",
                "threads of one operator; 0 = ORT's default (physical cores)"},
-    OptionSpec{"inter_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 1024",
+    OptionSpec{"inter_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 4 x cores",
                "threads across operators (execution_mode=parallel); 0 = ORT's default"},
     OptionSpec{"enable_cpu_mem_arena", T::kBool, kSe, "", "1", "",
                "give the session a CPU arena (0: plain malloc/free per tensor)"},

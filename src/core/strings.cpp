@@ -85,10 +85,59 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
+}  // namespace ebb::internal
+
+namespace ebb::internal {
+
 std::string FormatNumber(double value) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", value);
+  std::snprintf(buf, sizeof(buf), "%g", value);
   return buf;
+}
+
+std::string EscapeForMessage(std::string_view s, size_t max_bytes) {
+  std::string out;
+  size_t i = 0;
+  for (; i < s.size() && out.size() < max_bytes; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    // Keep valid multi-byte UTF-8 sequences whole.
+    size_t len = c < 0x80             ? 1
+                 : (c & 0xE0) == 0xC0 ? 2
+                 : (c & 0xF0) == 0xE0 ? 3
+                 : (c & 0xF8) == 0xF0 ? 4
+                                      : 0;
+    bool valid = len > 1 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) {
+      valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    }
+    if (valid && c >= 0xC2) {
+      out.append(s.substr(i, len));
+      i += len - 1;
+    } else if (c < 0x20 || c == 0x7F || c >= 0x80 || c == '\\') {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (i < s.size()) out += "...";
+  return out;
+}
+
+std::string OneLine(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (const char c : s) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
 }
 
 }  // namespace ebb::internal

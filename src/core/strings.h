@@ -24,7 +24,14 @@ std::vector<int32_t> ParseIntList(std::string_view s, std::string_view what);
 // Human-readable bytes: "1.5 MiB".
 std::string FormatBytes(uint64_t bytes);
 
-// A number as a person reads it in a message: "1", "0.5", "1e+300" (%g).
+// A number in at most 6 significant digits ("0.5", "1.8e+308", "nan", "inf"), for messages.
 std::string FormatNumber(double value);
+
+// `s` with control bytes, backslashes and bytes that are not valid UTF-8 written
+// as \xNN escapes, cut to `max_bytes` (then "..."): safe to put raw file bytes into a message.
+std::string EscapeForMessage(std::string_view s, size_t max_bytes = 200);
+
+// `s` on one line: runs of newlines/tabs (and surrounding spaces) become one space, trimmed.
+std::string OneLine(std::string_view s);
 
 }  // namespace ebb::internal

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/model.h"
 #include "generate/generator_testing.h"
@@ -151,13 +152,26 @@ struct Generator::Impl {
     const float temperature = p.temperature.value_or(sd.temperature.value_or(1.0f));
     const float repetition_penalty =
         p.repetition_penalty.value_or(sd.repetition_penalty.value_or(1.0f));
-    if (do_sample && (!(temperature >= 0) || !(top_p >= 0 && top_p <= 1) || top_k < 0)) {
+    // Written as !(in range) so that NaN, which compares false with everything, is refused.
+    // Checked whether or not do_sample is set: a bad value is a bad value.
+    if (!std::isfinite(temperature) || !(temperature >= 0)) {
       throw Error(ErrorCode::InvalidArgument,
-                  "sampling settings out of range: need temperature >= 0, 0 <= top_p <= 1, "
-                  "top_k >= 0");
+                  "temperature=" + internal::FormatNumber(temperature) +
+                      " is out of range: need a finite value >= 0 (0 = greedy)");
     }
-    if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty)) {
-      throw Error(ErrorCode::InvalidArgument, "repetition_penalty must be > 0 (1 = off)");
+    if (!(top_p >= 0 && top_p <= 1)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "top_p=" + internal::FormatNumber(top_p) +
+                      " is out of range: need 0 to 1 (1 = off, 0 = greedy)");
+    }
+    if (top_k < 0) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "top_k=" + std::to_string(top_k) + " is out of range: need >= 0 (0 = off)");
+    }
+    if (!std::isfinite(repetition_penalty) || !(repetition_penalty > 0)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "repetition_penalty=" + internal::FormatNumber(repetition_penalty) +
+                      " is out of range: need a finite value > 0 (1 = off)");
     }
     batch = p.batch_size;
     int32_t want = p.max_length > 0 ? p.max_length
@@ -457,7 +471,7 @@ struct Generator::Impl {
       m.shrink->EndRun(shrink, true);
     } catch (const Ort::Exception& e) {
       m.shrink->EndRun(shrink, false);
-      const std::string msg = e.what();
+      const std::string msg = internal::OneLine(e.what());
       const bool oom = msg.find("Failed to allocate") != std::string::npos ||
                        msg.find("Available memory") != std::string::npos ||
                        msg.find("bad_alloc") != std::string::npos ||
@@ -513,6 +527,16 @@ struct Generator::Impl {
         continue;
       }
       std::vector<float> row(logits.begin() + b * V, logits.begin() + (b + 1) * V);
+      // A NaN (or +inf) logit would make greedy pick token 0 and sampling the last id, silently.
+      const auto bad = std::find_if(row.begin(), row.end(),
+                                    [](float x) { return std::isnan(x) || x == INFINITY; });
+      if (bad != row.end()) {
+        throw Error(ErrorCode::Internal,
+                    "the model produced " + std::string(std::isnan(*bad) ? "NaN" : "infinite") +
+                        " logits at step " + std::to_string(sequences[b].size()) + " (sequence " +
+                        std::to_string(b) + ", token id " + std::to_string(bad - row.begin()) +
+                        "): its weights or inputs are broken; no token was generated");
+      }
       const int32_t t = samplers[b].Sample(row, sequences[b]);
       next_tokens[b] = t;
       sequences[b].push_back(t);

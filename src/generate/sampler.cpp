@@ -28,7 +28,9 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
       if (t >= 0 && static_cast<size_t>(t) < vocab) seen_[t] = 0;
     }
   }
-  if (!config_.do_sample || config_.temperature <= 0.0f || config_.top_k == 1) {
+  // top_p 0 keeps only the most likely token: greedy, as temperature 0 and top_k 1 are.
+  if (!config_.do_sample || config_.temperature <= 0.0f || config_.top_k == 1 ||
+      config_.top_p <= 0.0f) {
     return ArgMax(logits);
   }
 

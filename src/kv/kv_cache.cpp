@@ -29,10 +29,24 @@ int KvCache::RoundUp(int tokens) const {
   // Grow by at least half the current capacity: fixed 256-token steps made a 4096-token
   // Phi-3.5-sized cache copy ~24 GiB in total (O(n^2)); geometric steps copy < 3x the final size
   // (bench/micro_bench.cpp BM_KvDynamicGrowth).
-  const int current = std::max(cap_a_, cap_b_);
-  const int wanted = std::max(tokens, current + current / 2);
-  const int rounded = (wanted + chunk_tokens_ - 1) / chunk_tokens_ * chunk_tokens_;
-  return std::min(rounded, std::max(max_length_, tokens));
+  // In 64 bits: chunk_tokens may be large (kv_cache.chunk_tokens is bounded, but the
+  // constructor takes any int), and rounding up must not wrap.
+  const int64_t current = std::max(cap_a_, cap_b_);
+  const int64_t wanted = std::max<int64_t>(tokens, current + current / 2);
+  const int64_t rounded = (wanted + chunk_tokens_ - 1) / chunk_tokens_ * chunk_tokens_;
+  return static_cast<int>(std::min<int64_t>(rounded, std::max(max_length_, tokens)));
+}
+
+uint64_t KvCache::BytesFor(int tokens) const {
+  uint64_t bytes = 0;
+  const uint64_t rows = static_cast<uint64_t>(std::max(shape_.batch, 0)) *
+                        static_cast<uint64_t>(std::max(tokens, 0));  // < 2^62
+  if (__builtin_mul_overflow(shape_.BytesPerToken(), rows, &bytes)) {
+    throw Error(ErrorCode::ResourceExhausted,
+                "a KV cache of " + std::to_string(tokens) + " tokens x batch " +
+                    std::to_string(shape_.batch) + " does not fit in 64 bits of bytes");
+  }
+  return bytes;
 }
 
 void KvCache::Reserve(int total_tokens) {

@@ -77,7 +77,8 @@ class KvCache {
   uint64_t bytes() const { return a_.bytes() + b_.bytes() + saved_.bytes(); }
 
  private:
-  uint64_t BytesFor(int tokens) const { return shape_.BytesPerToken() * shape_.batch * tokens; }
+  // Bytes of a buffer of `tokens` tokens; throws ResourceExhausted on a 64-bit overflow.
+  uint64_t BytesFor(int tokens) const;
   int RoundUp(int tokens) const;
   // Ping-pong: copies the first `width` tokens of each tensor between a buffer of `cap` tokens
   // (tensors at `cap`-strided slots) and a compact one.

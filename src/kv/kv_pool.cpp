@@ -69,8 +69,9 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
                       " bytes) but the model's KV budget " +
                       "kv_cache.max_bytes=" + std::to_string(max_bytes_) + " (" +
                       FormatBytes(max_bytes_) + ") has " + std::to_string(stats_.in_use_bytes) +
-                      " bytes in use; lower max_length or the batch size, use "
-                      "kv_cache.mode=dynamic, or raise kv_cache.max_bytes");
+                      " bytes in use; lower max_length or the batch size, or raise "
+                      "kv_cache.max_bytes (kv_cache.mode=static reserves max_length up front; "
+                      "dynamic grows as needed)");
     }
     stats_.in_use_bytes += size;
     admit = admit_;

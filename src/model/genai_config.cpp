@@ -1,15 +1,22 @@
 #include "model/genai_config.h"
 
-#include <fstream>
+#include <cmath>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/files.h"
+#include "core/json_util.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 
 namespace ebb::internal {
 namespace {
 
 using nlohmann::json;
+
+// A JSON value for a message: invalid UTF-8 replaced (dump() would throw), cut to 200 bytes.
+std::string Show(const json& v) {
+  return EscapeForMessage(v.dump(-1, ' ', false, json::error_handler_t::replace), 200);
+}
 
 // Model types that are decoders with a KV cache, as the ORT model builder emits them.
 constexpr const char* kDecoderTypes[] = {
@@ -23,7 +30,8 @@ class Reader {
   explicit Reader(std::filesystem::path file) : file_(std::move(file)) {}
 
   [[noreturn]] void Fail(const std::string& path, const std::string& what) const {
-    throw Error(ErrorCode::InvalidArgument, file_.string() + ": " + path + ": " + what);
+    throw Error(ErrorCode::InvalidArgument, EscapeForMessage(file_.string(), 1024) + ": " +
+                                                EscapeForMessage(path) + ": " + what);
   }
 
   const json* Find(const json& obj, const std::string& key) const {
@@ -35,7 +43,7 @@ class Reader {
   const json& Object(const json& obj, const std::string& key, const std::string& path) const {
     const json* v = Find(obj, key);
     if (v == nullptr) Fail(path + "/" + key, "missing; this field is required");
-    if (!v->is_object()) Fail(path + "/" + key, "expected an object, got " + v->dump());
+    if (!v->is_object()) Fail(path + "/" + key, "expected an object, got " + Show(*v));
     return *v;
   }
 
@@ -46,9 +54,11 @@ class Reader {
       if (!fallback) Fail(path + "/" + key, "missing; this field is required");
       return *fallback;
     }
-    if (!v->is_number_integer()) Fail(path + "/" + key, "expected an integer, got " + v->dump());
+    if (!v->is_number_integer()) Fail(path + "/" + key, "expected an integer, got " + Show(*v));
     const int64_t x = v->get<int64_t>();
-    if (x < INT32_MIN || x > INT32_MAX) Fail(path + "/" + key, "out of range: " + v->dump());
+    if (x < INT32_MIN || x > INT32_MAX) {
+      Fail(path + "/" + key, "out of range: " + Show(*v) + " (need -2147483648 to 2147483647)");
+    }
     return static_cast<int32_t>(x);
   }
 
@@ -56,14 +66,18 @@ class Reader {
               float fallback) const {
     const json* v = Find(obj, key);
     if (v == nullptr) return fallback;
-    if (!v->is_number()) Fail(path + "/" + key, "expected a number, got " + v->dump());
-    return v->get<float>();
+    if (!v->is_number()) Fail(path + "/" + key, "expected a number, got " + Show(*v));
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || std::fabs(x) > 3.4e38) {
+      Fail(path + "/" + key, "expected a finite number, got " + Show(*v));
+    }
+    return static_cast<float>(x);
   }
 
   bool Bool(const json& obj, const std::string& key, const std::string& path, bool fallback) const {
     const json* v = Find(obj, key);
     if (v == nullptr) return fallback;
-    if (!v->is_boolean()) Fail(path + "/" + key, "expected true or false, got " + v->dump());
+    if (!v->is_boolean()) Fail(path + "/" + key, "expected true or false, got " + Show(*v));
     return v->get<bool>();
   }
 
@@ -74,7 +88,7 @@ class Reader {
       if (!fallback) Fail(path + "/" + key, "missing; this field is required");
       return *fallback;
     }
-    if (!v->is_string()) Fail(path + "/" + key, "expected a string, got " + v->dump());
+    if (!v->is_string()) Fail(path + "/" + key, "expected a string, got " + Show(*v));
     return v->get<std::string>();
   }
 
@@ -83,7 +97,7 @@ class Reader {
     if (v.is_string()) return v.get<std::string>();
     if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
     if (v.is_number()) return v.dump();
-    Fail(path, "expected a string, number or boolean, got " + v.dump());
+    Fail(path, "expected a string, number or boolean, got " + Show(v));
   }
 
  private:
@@ -99,7 +113,7 @@ bool Contains(const auto& list, const std::string& s) {
 
 void ReadSessionOptions(const Reader& r, const json& so, const std::string& path,
                         GenaiConfig& cfg) {
-  if (!so.is_object()) r.Fail(path, "expected an object, got " + so.dump());
+  if (!so.is_object()) r.Fail(path, "expected an object, got " + Show(so));
   for (const auto& [key, value] : so.items()) {
     if (key == "provider_options") {
       // A list of {"<ep>": {k: v, ...}} objects, in priority order.
@@ -126,6 +140,33 @@ void ReadSessionOptions(const Reader& r, const json& so, const std::string& path
   }
 }
 
+// nlohmann reports "number overflow parsing '1e400'" with no location: find the literal in the
+// text and the key before it, as "field \"context_length\"" (or "a number" when not found).
+std::string NumberOverflowField(const std::string& text, const std::string& message) {
+  const auto q1 = message.find('\'');
+  const auto q2 = q1 == std::string::npos ? q1 : message.find('\'', q1 + 1);
+  if (q2 == std::string::npos || q2 == q1 + 1) return "a number";
+  const std::string literal = message.substr(q1 + 1, q2 - q1 - 1);
+  const auto at = text.find(literal);
+  if (at == std::string::npos) return "a number";
+  const auto colon = text.rfind(':', at);
+  const auto close = colon == std::string::npos ? colon : text.rfind('"', colon);
+  const auto open =
+      close == std::string::npos || close == 0 ? std::string::npos : text.rfind('"', close - 1);
+  if (open == std::string::npos) return "number " + EscapeForMessage(literal, 40);
+  return "field \"" + EscapeForMessage(text.substr(open + 1, close - open - 1), 80) + "\" (" +
+         EscapeForMessage(literal, 40) + ")";
+}
+
+// A token id field: -1 (absent) or an id below vocab_size.
+void CheckTokenId(const Reader& r, const std::string& path, int32_t id, int32_t vocab_size) {
+  if (id < -1 || id >= vocab_size) {
+    r.Fail(path, "token id " + std::to_string(id) + " is outside the vocabulary (0 to " +
+                     std::to_string(vocab_size - 1) +
+                     ", model.vocab_size=" + std::to_string(vocab_size) + ")");
+  }
+}
+
 }  // namespace
 
 std::string LayerName(const std::string& pattern, int layer) {
@@ -138,10 +179,17 @@ std::string LayerName(const std::string& pattern, int layer) {
 GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::path& config_path) {
   Reader r(config_path);
   json doc;
+  CheckJsonDepth(text, config_path.string());
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(ErrorCode::InvalidArgument, config_path.string() + ": not valid JSON (" + e.what() +
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double (1e400): name the field it belongs to.
+    throw Error(ErrorCode::InvalidArgument, EscapeForMessage(config_path.string(), 1024) + ": " +
+                                                NumberOverflowField(text, e.what()) +
+                                                ": number out of range (larger than 1.8e308)");
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::InvalidArgument, EscapeForMessage(config_path.string(), 1024) +
+                                                ": not valid JSON (" + EscapeForMessage(e.what()) +
                                                 "); fix or regenerate the file");
   }
   GenaiConfig cfg;
@@ -156,7 +204,8 @@ GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::pat
     std::string known;
     for (const char* t : kDecoderTypes) known += std::string(known.empty() ? "" : ", ") + t;
     for (const char* t : kEncoderTypes) known += std::string(", ") + t;
-    r.Fail("/model/type", "unknown model type \"" + cfg.model_type + "\"; supported: " + known);
+    r.Fail("/model/type",
+           "unknown model type \"" + EscapeForMessage(cfg.model_type) + "\"; supported: " + known);
   }
   cfg.vocab_size = r.Int(model, "vocab_size", "/model", std::nullopt);
   if (cfg.vocab_size <= 0) r.Fail("/model/vocab_size", "must be positive");
@@ -170,12 +219,21 @@ GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::pat
         if (!(*eos)[i].is_number_integer()) {
           r.Fail("/model/eos_token_id/" + std::to_string(i), "expected an integer");
         }
-        cfg.eos_token_ids.push_back((*eos)[i].get<int32_t>());
+        const int64_t id = (*eos)[i].get<int64_t>();
+        if (id < 0 || id >= cfg.vocab_size) {
+          r.Fail("/model/eos_token_id/" + std::to_string(i),
+                 "token id " + std::to_string(id) + " is outside the vocabulary (0 to " +
+                     std::to_string(cfg.vocab_size - 1) + ")");
+        }
+        cfg.eos_token_ids.push_back(static_cast<int32_t>(id));
       }
     } else {
       cfg.eos_token_ids.push_back(r.Int(model, "eos_token_id", "/model", -1));
+      CheckTokenId(r, "/model/eos_token_id", cfg.eos_token_ids.back(), cfg.vocab_size);
     }
   }
+  CheckTokenId(r, "/model/bos_token_id", cfg.bos_token_id, cfg.vocab_size);
+  CheckTokenId(r, "/model/pad_token_id", cfg.pad_token_id, cfg.vocab_size);
 
   const std::string section = cfg.is_encoder && r.Find(model, "encoder") ? "encoder" : "decoder";
   const std::string sp = "/model/" + section;
@@ -255,6 +313,16 @@ GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::pat
         r.Bool(*s, "past_present_share_buffer", "/search", d.past_present_share_buffer);
     d.num_beams = r.Int(*s, "num_beams", "/search", d.num_beams);
     if (d.max_length < 0) r.Fail("/search/max_length", "must not be negative");
+    if (d.num_beams > 1) {
+      r.Fail("/search/num_beams", "beam search (num_beams=" + std::to_string(d.num_beams) +
+                                      ") is not supported by ebb yet; set num_beams to 1");
+    }
+    const int32_t num_return = r.Int(*s, "num_return_sequences", "/search", 1);
+    if (num_return > 1) {
+      r.Fail("/search/num_return_sequences",
+             "returning several sequences (num_return_sequences=" + std::to_string(num_return) +
+                 ") is not supported by ebb yet; set it to 1");
+    }
   }
   return cfg;
 }
@@ -266,18 +334,15 @@ GenaiConfig LoadGenaiConfig(const std::filesystem::path& dir) {
   if (std::filesystem::is_directory(dir, ec) || dir.extension() != ".json") {
     path = dir / "genai_config.json";
   }
-  if (!std::filesystem::exists(path, ec)) {
+  if (!FileExists(path, "genai_config.json")) {
     throw Error(ErrorCode::NotFound,
                 path.string() +
                     ": not found; a model folder needs genai_config.json (as written "
                     "by the ONNX Runtime model builder or tools/synth_model.py)");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::NotFound, path.string() + ": cannot be read (permissions?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  GenaiConfig cfg = ParseGenaiConfig(ss.str(), path);
-  if (!std::filesystem::exists(cfg.model_path, ec)) {
+  GenaiConfig cfg =
+      ParseGenaiConfig(ReadRegularFile(path, kMaxConfigFileBytes, "genai_config.json"), path);
+  if (!FileExists(cfg.model_path, "the model's ONNX file")) {
     throw Error(ErrorCode::NotFound,
                 path.string() + ": " + (cfg.is_encoder ? "/model/encoder" : "/model/decoder") +
                     "/filename: " + cfg.model_path.string() + " does not exist");

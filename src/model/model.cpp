@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/files.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/error.h"
@@ -50,6 +51,47 @@ bool IsFloatType(ONNXTensorElementDataType t) {
 }
 
 // Resolves the config's names against the graph; every problem names the file and the tensor.
+// Maps ORT's session-creation failure to what is wrong: a refused option, threads that could
+// not start, a missing external-data file, or (only when ORT says so) a file that is not ONNX.
+Error SessionCreateError(const GenaiConfig& cfg, const ModelOptions& options,
+                         const std::string& ort_message) {
+  const std::string where = EscapeForMessage(cfg.model_path.string(), 1024) + ": ";
+  const std::string msg = EscapeForMessage(ort_message, 600);
+  if (ort_message.find("pthread_create") != std::string::npos ||
+      ort_message.find("Resource temporarily unavailable") != std::string::npos) {
+    return Error(ErrorCode::ResourceExhausted,
+                 where + "ONNX Runtime could not start its threads (" + msg +
+                     "); raise the process's limits (ulimit -u, ulimit -v) or lower "
+                     "intra_op_num_threads");
+  }
+  if (ort_message.find("bad_alloc") != std::string::npos) {
+    return Error(ErrorCode::ResourceExhausted,
+                 where + "out of memory while ONNX Runtime loaded the model (" + msg +
+                     "); free memory or raise the process's limit (ulimit -v)");
+  }
+  if (ort_message.find("xternal data") != std::string::npos ||
+      ort_message.find("external_data") != std::string::npos ||
+      ort_message.find("Failed to open file") != std::string::npos ||
+      ort_message.find("GetFileLength") != std::string::npos) {
+    return Error(ErrorCode::NotFound, where +
+                                          "a weight file the model refers to (external data) is "
+                                          "missing or unreadable: " +
+                                          msg + "; put it next to the model file");
+  }
+  // ORT's message often does not name the option it refused; find it.
+  const std::string refused = FindRefusedSessionOption(cfg.session_options, options);
+  if (!refused.empty()) {
+    return Error(ErrorCode::InvalidArgument, where + refused + "; fix or remove that option");
+  }
+  if (ort_message.find("Protobuf parsing failed") != std::string::npos ||
+      ort_message.find("INVALID_PROTOBUF") != std::string::npos) {
+    return Error(ErrorCode::InvalidArgument,
+                 where + "not a valid ONNX file (" + msg + "); it may be corrupt or truncated");
+  }
+  return Error(ErrorCode::InvalidArgument,
+               where + "ONNX Runtime could not create a session: " + msg);
+}
+
 DecoderIo ResolveIo(const GenaiConfig& cfg, Ort::Session& session) {
   const auto inputs = GraphNames(session, true);
   const auto outputs = GraphNames(session, false);
@@ -256,18 +298,12 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
       impl->arena_max_mem = it->second;
     }
   }
+  // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
+  CheckRegularFile(cfg.model_path, "the model's ONNX file");
   try {
     impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
   } catch (const Ort::Exception& e) {
-    // ORT's message often does not name the option it refused; find it.
-    const std::string refused = FindRefusedSessionOption(cfg.session_options, options);
-    if (!refused.empty()) {
-      throw Error(ErrorCode::InvalidArgument,
-                  cfg.model_path.string() + ": " + refused + "; fix or remove that option");
-    }
-    throw Error(ErrorCode::InvalidArgument,
-                cfg.model_path.string() + ": ONNX Runtime could not create a session: " + e.what() +
-                    "; the model file may be corrupt, truncated or not ONNX");
+    throw SessionCreateError(cfg, options, e.what());
   }
   impl->io = ResolveIo(cfg, *impl->session);
   impl->weights_bytes = WeightsBytes(cfg.model_path);
@@ -275,6 +311,22 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     impl->tokenizer_owned = Tokenizer::FromFile(tok);
   }
   impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+  if (impl->arena_max_mem > 0) {
+    // ORT reserves the weights in the arena without checking the cap; once the arena holds more
+    // than max_mem, ORT computes the room left as limit - allocated in unsigned arithmetic and
+    // enforces no cap at all (measured: max_mem=8MiB let a step take 76 MiB). Refuse that.
+    const ArenaStats a = ReadCpuArenaStats(*impl->session, impl->cpu_memory);
+    if (a.available && a.total_allocated_bytes > static_cast<int64_t>(impl->arena_max_mem)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "arena.max_mem=" + std::to_string(impl->arena_max_mem) + " (" +
+                      FormatBytes(impl->arena_max_mem) + ") is below the " +
+                      FormatBytes(static_cast<uint64_t>(a.total_allocated_bytes)) +
+                      " the model's weights already take in the arena, and ONNX Runtime then "
+                      "enforces no cap at all: raise arena.max_mem above that, or keep the "
+                      "weights out of the arena with "
+                      "session.use_device_allocator_for_initializers=1");
+    }
+  }
   impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
   // The runtime-wide budget (memory.limit) sees every KV allocation of every model. The pool
   // holds the governor by reference: the model holds the host, which owns the governor.

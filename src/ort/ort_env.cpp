@@ -1,7 +1,9 @@
 #include "ort/ort_env.h"
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "core/log.h"
 #include "ort/ort_api.h"
@@ -11,6 +13,12 @@ namespace {
 
 void ORT_API_CALL ForwardOrtLog(void* /*param*/, OrtLoggingLevel severity, const char* category,
                                 const char* logid, const char* code_location, const char* message) {
+  // A failed Run() is also returned to ebb, which reports it (once, with what to change): ORT's
+  // own error line would print the same failure a second time, over several lines.
+  if (severity == ORT_LOGGING_LEVEL_ERROR &&
+      std::string_view(message).starts_with("Non-zero status code returned while running")) {
+    severity = ORT_LOGGING_LEVEL_INFO;
+  }
   switch (severity) {
     case ORT_LOGGING_LEVEL_VERBOSE:
     case ORT_LOGGING_LEVEL_INFO:
@@ -27,12 +35,19 @@ void ORT_API_CALL ForwardOrtLog(void* /*param*/, OrtLoggingLevel severity, const
 
 }  // namespace
 
+void DisableOrtTelemetry() {
+  static std::once_flag once;
+  std::call_once(once, [] { setenv("ORT_DISABLE_TELEMETRY", "1", 1); });
+}
+
 Ort::Env& OrtEnvironment() {
   static std::once_flag once;
   static std::unique_ptr<Ort::Env> env;
   EnsureOrtApi();
   std::call_once(once, [] {
+    DisableOrtTelemetry();
     env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "ebb", ForwardOrtLog, nullptr);
+    env->DisableTelemetryEvents();
   });
   return *env;
 }

@@ -5,15 +5,18 @@
 #include "ebb/error.h"
 #include "ebb/version.h"
 #include "ort/ort_api.h"
+#include "ort/ort_env.h"
 
 namespace ebb {
 namespace internal {
 
 namespace {
 
-// Runs when libebb is loaded, before any ebb code can create an Ort:: object. A null API (a
+// Runs when libebb is loaded, before any ebb code can create an Ort:: object; turns ORT's
+// telemetry off (ort_env.h). A null API (a
 // library older than the headers) is reported by EnsureOrtApi() instead of crashing later.
 const OrtApi* InitOrtApiAtLoad() {
+  DisableOrtTelemetry();  // at load, before any thread of the host could race on the environment
   const OrtApi* api = OrtGetApiBase()->GetApi(ORT_API_VERSION);
   if (api != nullptr) Ort::InitApi(api);
   return api;

@@ -1,9 +1,12 @@
 #include "ort/session_options.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "core/log.h"
 #include "core/option_parse.h"
@@ -21,9 +24,57 @@ namespace {
               "session option " + key + "='" + value + "' is invalid: " + want);
 }
 
-int ParseInt(const std::string& key, const std::string& v, int min) {
-  return static_cast<int>(internal::ParseInt(key, v, min, 1024));
+int ParseInt(const std::string& key, const std::string& v, int min, int max) {
+  int x = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size() || x < min || x > max) {
+    Bad(key, v, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  }
+  return x;
 }
+
+// Thread counts above this only oversubscribe the cores; 100000 threads stall the machine.
+int MaxThreads() {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::min(4u * cores, 4096u));
+}
+
+uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return UINT64_MAX;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+// ORT's smallest arena chunk: its default initial_chunk_size_bytes. A max_mem below it is not
+// enforced (ORT still allocates a 1 MiB chunk), so ebb refuses it.
+constexpr uint64_t kMinArenaMaxMem = 1 << 20;
+
+// Bounds an arena.* size: ORT stores all but max_mem and max_power_of_two_extend_bytes in an
+// int (a larger value wraps, e.g. 16GiB to 0, and ORT then spins), aborts the process on a
+// zero initial/growth chunk or dead-bytes limit, and a size beyond physical memory can never
+// be honoured.
+void CheckArenaSize(const std::string& key, const std::string& value, const std::string& name,
+                    uint64_t bytes) {
+  const uint64_t phys = PhysicalMemoryBytes();
+  const bool int_field = name == "initial_chunk_size_bytes" || name == "max_dead_bytes_per_chunk" ||
+                         name == "initial_growth_chunk_size_bytes";
+  const uint64_t max = int_field ? std::min<uint64_t>(phys, INT32_MAX) : phys;
+  const uint64_t min = name == "max_mem" ? kMinArenaMaxMem : 1;
+  if (bytes < min) {
+    Bad(key, value,
+        name == "max_mem"
+            ? "ORT's smallest arena chunk is 1 MiB and it does not enforce a smaller cap; use at "
+              "least 1MiB"
+            : "must be at least 1 byte (ORT aborts on 0); omit the key for ORT's default");
+  }
+  if (bytes > max) {
+    Bad(key, value,
+        "must be at most " + FormatBytes(max) +
+            (max == phys ? " (this machine's physical memory)" : " (ORT stores it in an int)"));
+  }
+}
+
 
 GraphOptimizationLevel ParseOptLevel(const std::string& key, const std::string& v) {
   if (v == "disable" || v == "ORT_DISABLE_ALL" || v == "0") return ORT_DISABLE_ALL;
@@ -189,9 +240,9 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
   for (const auto& [key, value] : merged) {
     try {
       if (key == "intra_op_num_threads") {
-        so.SetIntraOpNumThreads(ParseInt(key, value, 0));
+        so.SetIntraOpNumThreads(ParseInt(key, value, 0, MaxThreads()));
       } else if (key == "inter_op_num_threads") {
-        so.SetInterOpNumThreads(ParseInt(key, value, 0));
+        so.SetInterOpNumThreads(ParseInt(key, value, 0, MaxThreads()));
       } else if (key == "enable_cpu_mem_arena") {
         *has_cpu_arena = ParseBool(key, value);
         *has_cpu_arena ? so.EnableCpuMemArena() : so.DisableCpuMemArena();
@@ -235,6 +286,7 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
                   "arena.max_power_of_two_extend_bytes, arena_extend_strategy");
         }
         arena_cfg[name] = ParseByteSize(value, key);
+        CheckArenaSize(key, value, name, arena_cfg[name]);
       } else {
         // Open passthrough, as users asked; but a key the pinned ORT does not document is most
         // likely a typo that ORT would ignore without a word.

@@ -1062,15 +1062,20 @@ std::vector<std::pair<std::string, Value>> MakeGlobals(Interpreter& in) {
           if (p.size() == 3) step = AsInt64(p[2]);
         }
         if (step == 0) throw ValueError("range() arg 3 must not be zero");
-        long double count = step > 0 ? (static_cast<long double>(stop) - start + step - 1) / step
-                                     : (static_cast<long double>(start) - stop - step - 1) / -step;
+        // Exact count in 128 bits, then start + k * step: stepping `i += step` near INT64_MAX
+        // wrapped around and looped until bad_alloc.
+        __extension__ typedef __int128 I128;
+        const I128 span = step > 0 ? I128{stop} - start : I128{start} - stop;
+        const I128 abs_step = step > 0 ? I128{step} : -I128{step};
+        const I128 count = span <= 0 ? 0 : (span + abs_step - 1) / abs_step;
         if (count > kMaxRange) {
           throw ValueError(
               "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
         }
         Value::ArrayData out;
-        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-          out.push_back(Value::Int(i));
+        for (I128 k = 0; k < count; ++k) {
+          out.push_back(Value::Int(static_cast<int64_t>(I128{start} + k * step)));
+        }
         ip->CheckItems(out.size());
         return Value::Array(std::move(out));
       }));

@@ -1,11 +1,11 @@
 // Public ChatTemplate API on top of the lexer, parser and interpreter in src/template/.
 #include "ebb/chat_template.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
 
+#include "core/files.h"
+#include "core/json_util.h"
 #include "ebb/error.h"
 #include "template/interpreter.h"
 #include "template/lexer.h"
@@ -27,19 +27,11 @@ struct ChatTemplate::Impl {
 namespace {
 
 std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::NotFound, "cannot open " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return internal::ReadRegularFile(path, internal::kMaxConfigFileBytes, "chat template file");
 }
 
 ordered_json ParseJson(std::string_view text, std::string_view what) {
-  try {
-    return ordered_json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::InvalidArgument, std::string(what) + " is not valid JSON: " + e.what());
-  }
+  return internal::ParseJsonDocument<ordered_json>(text, what);
 }
 
 // A special token in tokenizer_config.json: a string or an AddedToken {"content": "..."}.
@@ -90,18 +82,18 @@ std::unique_ptr<ChatTemplate> ChatTemplate::FromModelDir(const std::filesystem::
   namespace fs = std::filesystem;
   ordered_json config;
   const fs::path config_path = dir / "tokenizer_config.json";
-  if (fs::exists(config_path)) {
+  if (internal::FileExists(config_path, "tokenizer_config.json")) {
     config = ParseJson(ReadFile(config_path), config_path.string());
   }
   std::string source;
   std::string source_name;
   if (!override_file.empty()) {
-    if (!fs::exists(override_file)) {
+    if (!internal::FileExists(override_file, "template file")) {
       throw Error(ErrorCode::NotFound, "chat template file not found: " + override_file.string());
     }
     source = ReadFile(override_file);
     source_name = override_file.filename().string();
-  } else if (fs::exists(dir / "chat_template.jinja")) {
+  } else if (internal::FileExists(dir / "chat_template.jinja", "chat_template.jinja")) {
     source = ReadFile(dir / "chat_template.jinja");
     source_name = "chat_template.jinja";
   } else if (config.is_object() && config.contains("chat_template") &&
@@ -128,7 +120,7 @@ std::unique_ptr<ChatTemplate> ChatTemplate::FromModelDir(const std::filesystem::
       throw Error(ErrorCode::InvalidArgument,
                   config_path.string() + ": chat_template must be a string or a list");
     }
-  } else if (fs::exists(dir / "chat_template.json")) {
+  } else if (internal::FileExists(dir / "chat_template.json", "chat_template.json")) {
     ordered_json j = ParseJson(ReadFile(dir / "chat_template.json"), "chat_template.json");
     if (!j.is_object() || !j.contains("chat_template") || !j["chat_template"].is_string()) {
       throw Error(ErrorCode::InvalidArgument, "chat_template.json has no chat_template string");

@@ -13,9 +13,12 @@ Vocab Vocab::FromJson(const JsonRef& j) {
   size_t total = 0;
   int64_t max_id = -1;
   for (const auto& [key, value] : j.node().items()) {
-    if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
-        value.get<int64_t>() > INT32_MAX) {
+    if (!value.is_number_integer() || value.get<int64_t>() < 0) {
       j.At(key).Fail("expected a non-negative integer id");
+    }
+    if (value.get<int64_t>() > kMaxTokenId) {
+      j.At(key).Fail("id " + std::to_string(value.get<int64_t>()) + " is above ebb's limit of " +
+                     std::to_string(kMaxTokenId) + " (16M - 1)");
     }
     max_id = std::max<int64_t>(max_id, value.get<int64_t>());
     total += key.size();

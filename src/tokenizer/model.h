@@ -16,9 +16,15 @@
 
 namespace ebb::tok {
 
+// The largest token id ebb accepts in a tokenizer.json (16M - 1). Real vocabularies stay under
+// 1M; the id table has one entry per id up to the largest, so an id of 2^31 - 1 would allocate
+// 16 GiB.
+constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+
 class Vocab {
  public:
-  // Reads a {"token": id, …} object. Fails (naming the path) on negative or non-integer ids.
+  // Reads a {"token": id, …} object. Fails (naming the path) on negative or non-integer ids and
+  // on ids above kMaxTokenId.
   static Vocab FromJson(const JsonRef& j);
 
   int32_t Find(std::string_view token) const { return map_.Find(token); }

@@ -2,13 +2,17 @@
 
 #include <string>
 
+#include "tokenizer/model.h"
+
 namespace ebb::tok {
 namespace {
 
 int32_t TokenId(const JsonRef& pair) {  // ["[SEP]", 102]
   if (!pair.IsArray() || pair.Size() != 2) pair.Fail("expected [token, id]");
   const int64_t id = pair.Index(1).Int();
-  if (id < 0 || id > INT32_MAX) pair.Index(1).Fail("expected a non-negative id");
+  if (id < 0 || id > kMaxTokenId) {
+    pair.Index(1).Fail("expected an id from 0 to " + std::to_string(kMaxTokenId));
+  }
   return static_cast<int32_t>(id);
 }
 
@@ -66,7 +70,9 @@ void Add(PostProcessor& acc, const JsonRef& j) {
         JsonRef ids = st->At("ids");
         for (size_t k = 0; k < ids.Size(); ++k) {
           const int64_t v = ids.Index(k).Int();
-          if (v < 0 || v > INT32_MAX) ids.Index(k).Fail("expected a non-negative id");
+          if (v < 0 || v > kMaxTokenId) {
+            ids.Index(k).Fail("expected an id from 0 to " + std::to_string(kMaxTokenId));
+          }
           (seen_a ? suffix : prefix).push_back(static_cast<int32_t>(v));
         }
         continue;

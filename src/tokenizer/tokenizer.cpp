@@ -6,9 +6,10 @@
 #include "ebb/tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
+#include "core/files.h"
+#include "core/json_util.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "tokenizer/json_ref.h"
 #include "tokenizer/piece_list.h"
@@ -28,22 +29,19 @@ struct EncodeScratch {
   std::string normalized;
 };
 
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::NotFound, "cannot open " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::Internal, "error reading " + path.string());
-  return ss.str();
-}
-
 nlohmann::json ParseJson(std::string_view text, const std::string& source) {
+  internal::CheckJsonDepth(text, source);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::InvalidArgument, source + ": invalid JSON: " + e.what());
+    throw Error(ErrorCode::InvalidArgument,
+                internal::EscapeForMessage(source, 1024) +
+                    ": invalid JSON: " + internal::EscapeForMessage(e.what()));
   }
 }
+
+// padding.Fixed and pad_to_multiple_of bound: padding allocates that many ids per encoding.
+constexpr int64_t kMaxPadTokens = int64_t{1} << 20;
 
 // tokenizer_config.json token fields are a string or an AddedToken-like {"content": …}.
 std::optional<std::string> ConfigToken(const nlohmann::json& config, const char* key) {
@@ -112,13 +110,18 @@ std::unique_ptr<Tokenizer> Tokenizer::FromFile(const std::filesystem::path& path
   std::filesystem::path file = path;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) file = path / "tokenizer.json";
-  if (!std::filesystem::exists(file, ec)) {
-    throw Error(ErrorCode::NotFound, "tokenizer file not found: " + file.string());
+  if (!internal::FileExists(file, "tokenizer file")) {
+    throw Error(ErrorCode::NotFound,
+                "tokenizer file not found: " + internal::EscapeForMessage(file.string(), 1024));
   }
-  const std::string json = ReadFile(file);
+  const std::string json =
+      internal::ReadRegularFile(file, internal::kMaxTokenizerFileBytes, "tokenizer.json");
   std::string config;
   const auto config_path = file.parent_path() / "tokenizer_config.json";
-  if (std::filesystem::exists(config_path, ec)) config = ReadFile(config_path);
+  if (internal::FileExists(config_path, "tokenizer_config.json")) {
+    config = internal::ReadRegularFile(config_path, internal::kMaxConfigFileBytes,
+                                       "tokenizer_config.json");
+  }
   return FromJson(json, file.string(), config);
 }
 
@@ -157,12 +160,19 @@ std::unique_ptr<Tokenizer> Tokenizer::FromJson(std::string_view json, std::strin
       if (strategy.String() != "BatchLongest") strategy.Fail("unsupported padding strategy");
     } else {
       const int64_t n = strategy.At("Fixed").Int();
-      if (n < 0) strategy.At("Fixed").Fail("expected a non-negative integer");
+      if (n < 0 || n > kMaxPadTokens) {
+        strategy.At("Fixed").Fail("expected a length from 0 to " + std::to_string(kMaxPadTokens) +
+                                  " tokens");
+      }
       impl->pad_fixed = true;
       impl->pad_length = static_cast<size_t>(n);
     }
-    impl->pad_multiple =
-        static_cast<size_t>(std::max<int64_t>(0, p->GetInt("pad_to_multiple_of", 0)));
+    const int64_t multiple = p->GetInt("pad_to_multiple_of", 0);
+    if (multiple > kMaxPadTokens) {
+      p->At("pad_to_multiple_of")
+          .Fail("expected at most " + std::to_string(kMaxPadTokens) + " tokens");
+    }
+    impl->pad_multiple = static_cast<size_t>(std::max<int64_t>(0, multiple));
     impl->pad_id = static_cast<int32_t>(p->GetInt("pad_id", 0));
     const std::string dir = p->GetString("direction", "Right");
     if (dir != "Right" && dir != "Left") p->At("direction").Fail("expected Right or Left");

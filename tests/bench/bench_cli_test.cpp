@@ -339,7 +339,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"NegativeWarmup", "--warmup -1", "--warmup must be at least 0 (got -1)"},
         BadFlag{"ZeroGenTokens", "--gen-tokens 0", "--gen-tokens must be at least 1 (got 0)"},
         BadFlag{"UnreadablePromptFile", "--prompt-file /nonexistent/prompt.txt",
-                "cannot read --prompt-file '/nonexistent/prompt.txt': No such file or directory"},
+                "--prompt-file (/nonexistent/prompt.txt): no such file"},
         BadFlag{"PromptTokensAndFile", "--prompt-tokens 5 --prompt-file x.txt",
                 "give one of --prompt-tokens or --prompt-file, not both"},
         BadFlag{"UnknownBaseline", "--compare naive",

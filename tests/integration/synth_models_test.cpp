@@ -36,7 +36,10 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 Ort::Env& Env() {
+  // As ebb does (src/ort/ort_env.h): ORT's telemetry off before the first env.
+  static const int telemetry_off = setenv("ORT_DISABLE_TELEMETRY", "1", 1);
   static Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "synth_models_test");
+  (void)telemetry_off;
   return env;
 }
 
