@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <csignal>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>

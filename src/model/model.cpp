@@ -413,9 +413,7 @@ const ModelOptions& Model::options() const { return internal::ImplOf(*this).opti
 int Model::num_live_generators() const { return internal::ImplOf(*this).live_generators(); }
 uint64_t Model::weights_bytes() const { return internal::ImplOf(*this).weights_bytes; }
 
-const Tokenizer* Model::tokenizer() const {
-  return internal::ImplOf(*this).tokenizer_owned.get();
-}
+const Tokenizer* Model::tokenizer() const { return internal::ImplOf(*this).tokenizer_owned.get(); }
 
 const ChatTemplate& Model::chat_template() const {
   // const_cast: the template is loaded lazily, once, under its mutex; it is immutable after.

@@ -75,7 +75,6 @@ void CheckArenaSize(const std::string& key, const std::string& value, const std:
   }
 }
 
-
 GraphOptimizationLevel ParseOptLevel(const std::string& key, const std::string& v) {
   if (v == "disable" || v == "ORT_DISABLE_ALL" || v == "0") return ORT_DISABLE_ALL;
   if (v == "basic" || v == "ORT_ENABLE_BASIC" || v == "1") return ORT_ENABLE_BASIC;

@@ -350,9 +350,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"UnknownBaseWithOverride", "--compare ragg,shrink-every=2",
                 "--compare 'ragg,shrink-every=2': 'ragg' is not a baseline (did you mean "
                 "'rag'?)"},
-        BadFlag{"UnknownOverrideKey", "--compare rag,kv_cache.mod=dynamic",
-                "--compare 'rag,kv_cache.mod=dynamic': unknown option 'kv_cache.mod' (did you "
-                "mean 'kv_cache.mode'?)"},
+        BadFlag{
+            "UnknownOverrideKey", "--compare rag,kv_cache.mod=dynamic",
+            "--compare 'rag,kv_cache.mod=dynamic': unknown model option 'kv_cache.mod' (did you "
+            "mean 'kv_cache.mode'?)"},
         BadFlag{"BadOverrideValue", "--compare rag,memory.shrink_every=often",
                 "--compare 'rag,memory.shrink_every=often': memory.shrink_every='often' is not"},
         BadFlag{"OverrideWithoutValue", "--compare rag,shrink-every",

@@ -129,9 +129,6 @@ INSTANTIATE_TEST_SUITE_P(KvModes, Stories260k, ::testing::Values("static", "dyna
 
 TEST(Stories260kBatch, EachRowGetsItsOwnText) {
   EBB_SKIP_UNLESS_EXISTS(kStories);
-  // needs the GQA right-padding fix from branch bugs
-  GTEST_SKIP() << "a batched GQA model gets the wrong padding side (fixed on branch bugs): "
-                  "row 0 gives '…She loved to play with' instead of '…play outside in the par'";
   for (const char* mode : {"static", "dynamic"}) {
     const std::string base = "generate " + kStories.string() + " --max-length 30 --json " +
                              "--kv-cache " + mode + " --input-ids ";

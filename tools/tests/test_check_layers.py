@@ -1,0 +1,55 @@
+"""tools/check_layers.py: it passes on ebb's tree and catches each kind of violation."""
+import pathlib
+import subprocess
+import sys
+
+TOOLS = pathlib.Path(__file__).resolve().parents[1]
+REPO = TOOLS.parent
+
+
+def run(root):
+    return subprocess.run([sys.executable, str(TOOLS / "check_layers.py"), str(root)],
+                          capture_output=True, text=True)
+
+
+def tree(tmp_path, files):
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    (tmp_path / "include" / "ebb").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "src").mkdir(exist_ok=True)
+    return tmp_path
+
+
+def test_the_repository_is_clean():
+    r = run(REPO)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_lower_folder_including_a_higher_one_fails(tmp_path):
+    root = tree(tmp_path, {"src/model/model.cpp": '#include "runtime/runtime_state.h"\n',
+                           "src/runtime/runtime_state.h": "\n"})
+    r = run(root)
+    assert r.returncode == 1
+    assert "src/runtime/ (band 4) is above src/model/ (band 2)" in r.stdout
+
+
+def test_parts_of_one_band_may_not_include_each_other(tmp_path):
+    root = tree(tmp_path, {"src/kv/kv_pool.cpp": '#include "memory/heap_trim.h"\n',
+                           "src/memory/heap_trim.h": "\n"})
+    assert run(root).returncode == 1
+
+
+def test_public_headers_expose_no_internals(tmp_path):
+    root = tree(tmp_path, {"include/ebb/model.h": "namespace internal { struct X; }\n",
+                           "include/ebb/gen.h": '#include "model/model_impl.h"\n'})
+    r = run(root)
+    assert r.returncode == 1
+    assert "exposes ebb's internals" in r.stdout
+    assert "may include only ebb/ headers" in r.stdout
+
+
+def test_an_unknown_folder_is_an_error(tmp_path):
+    root = tree(tmp_path, {"src/newthing/a.cpp": "\n"})
+    assert run(root).returncode == 2
