@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -316,11 +317,12 @@ void RegisterGenerateCommand(CLI::App& app) {
   cmd->add_option("--messages", a->messages_file,
                   "Chat: a JSON file ('-': stdin) of [{\"role\", \"content\"}, …], rendered with "
                   "the model's chat template");
+  // Bounded by int32 (CLI11's NonNegativeNumber prints its range as a 309-digit number).
   cmd->add_option("--max-length", a->max_length, "Total tokens per row (0: model default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, INT32_MAX));
   cmd->add_option("--max-new-tokens", a->max_new_tokens,
                   "Generated tokens per row (0: until --max-length)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, INT32_MAX));
   cmd->add_option("--stop", a->stop,
                   "Stop a row when its text contains S (not printed); repeatable")
       ->allow_extra_args(false);

@@ -123,6 +123,20 @@ TEST(OptionTable, GenerateHelpListsEveryKeyOfItsScopes) {
   EXPECT_THAT(r.out, HasSubstr("memory.shrink_every"));  // was missing from --help before
 }
 
+TEST(Options, CliRangeErrorsReadWellNever309Digits) {
+  // Regression (issue 16): CLI11's NonNegativeNumber printed its bound as 309 digits.
+  const std::string base = "generate " + Tiny().string() + " --input-ids 1,2 ";
+  for (const char* bad :
+       {"--max-length -1", "--max-new-tokens -5", "--top-p 2", "--temperature nan", "--top-k -1"}) {
+    const auto r = testing::RunCli(base + bad);
+    EXPECT_NE(r.status, 0) << bad;
+    EXPECT_EQ(r.out.find("17976931348623157"), std::string::npos) << bad << ": " << r.out;
+    EXPECT_LT(r.out.size(), 400u) << bad << ": " << r.out;
+  }
+  EXPECT_THAT(testing::RunCli(base + "--max-length -1").out, HasSubstr("0 to 2147483647"));
+  EXPECT_THAT(testing::RunCli(base + "--top-p 2").out, HasSubstr("from 0 to 1"));
+}
+
 TEST(Options, MisspelledEbbKeyFailsWithASuggestion) {
   ModelOptions o;
   try {
