@@ -26,6 +26,7 @@
 #include "cli/commands.h"
 #include "cli/input_files.h"
 #include "cli/options_flags.h"
+#include "core/json_util.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/generation.h"
@@ -111,12 +112,8 @@ std::string DecodeLenient(const Tokenizer& tok, std::span<const int32_t> ids, in
 
 std::vector<ChatMessage> ReadMessages(const std::string& path) {
   const std::string text = ReadInputFile(path, "--messages");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::InvalidArgument, path + " is not valid JSON: " + e.what());
-  }
+  // One depth limit for every JSON document ebb reads (core/json_util.h).
+  nlohmann::json j = internal::ParseJsonDocument(text, path);
   if (j.is_object() && j.contains("messages")) j = j["messages"];
   if (!j.is_array() || j.empty()) {
     throw Error(ErrorCode::InvalidArgument,

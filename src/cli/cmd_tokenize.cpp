@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/input_files.h"
+#include "core/json_util.h"
 #include "ebb/error.h"
 #include "ebb/tokenizer.h"
 
@@ -88,13 +89,8 @@ void RegisterTokenizeCommands(CLI::App& app) {
         while (std::getline(std::cin, line)) {
           ++line_no;
           if (line.empty()) continue;
-          nlohmann::json in;
-          try {
-            in = nlohmann::json::parse(line);
-          } catch (const nlohmann::json::exception& e) {
-            throw Error(ErrorCode::InvalidArgument,
-                        "stdin line " + std::to_string(line_no) + ": invalid JSON: " + e.what());
-          }
+          const nlohmann::json in =
+              internal::ParseJsonDocument(line, "stdin line " + std::to_string(line_no));
           if (!in.is_object() || !in.contains("text") || !in["text"].is_string()) {
             throw Error(ErrorCode::InvalidArgument,
                         "stdin line " + std::to_string(line_no) + ": expected {\"text\": \"…\"}");

@@ -137,6 +137,19 @@ TEST(Options, CliRangeErrorsReadWellNever309Digits) {
   EXPECT_THAT(testing::RunCli(base + "--top-p 2").out, HasSubstr("from 0 to 1"));
 }
 
+TEST(Options, DeepJsonInGenerateMessagesAndTokenizeJsonlIsRefusedNotACrash) {
+  // Regression (issue 16): the CLI's own JSON inputs went around the one depth limit.
+  const auto path = std::filesystem::temp_directory_path() / "ebb-deep-messages.json";
+  std::ofstream(path) << std::string(100000, '[') << std::string(100000, ']');
+  const auto r = testing::RunCli("generate " + Tiny().string() + " --messages " + path.string());
+  EXPECT_EQ(r.status, 1) << r.out.substr(0, 300);
+  EXPECT_THAT(r.out, HasSubstr("nested deeper than"));
+  const auto t = testing::RunCli("tokenize " + Tiny().string() + " --jsonl < " + path.string());
+  EXPECT_EQ(t.status, 1) << t.out.substr(0, 300);
+  EXPECT_THAT(t.out, HasSubstr("nested deeper than"));
+  std::filesystem::remove(path);
+}
+
 TEST(Options, MisspelledEbbKeyFailsWithASuggestion) {
   ModelOptions o;
   try {
