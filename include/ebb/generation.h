@@ -25,6 +25,7 @@
 
 #include "ebb/chat_template.h"
 #include "ebb/error.h"
+#include "ebb/export.h"
 #include "ebb/generator.h"
 
 namespace ebb {
@@ -69,7 +70,7 @@ enum class FinishReason {
   kError,      // an error while decoding (GenerateResult::error)
 };
 // "stop", "length", "cancelled", "error" (OpenAI's names, plus the last two).
-std::string_view FinishReasonName(FinishReason reason);
+EBB_API std::string_view FinishReasonName(FinishReason reason);
 
 struct GenerateRow {
   std::string text;                    // generated text (not the prompt), stop string excluded
@@ -113,7 +114,7 @@ using TextCallback = std::function<void(size_t row, std::string_view piece)>;
 // the KV budget). After the first token, errors do not throw: the request ends with
 // FinishReason::kError, `error` set and the text so far kept. Without a tokenizer (input_ids
 // on a folder with no tokenizer.json) rows have ids but no text and on_text is not called.
-GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& request,
-                        const TextCallback& on_text = {});
+EBB_API GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& request,
+                                const TextCallback& on_text = {});
 
 }  // namespace ebb
