@@ -84,6 +84,9 @@ class _PieceIterator:
             r = self._stream.result()
             self.result = GenerateResult._from(r) if r is not None else None
             raise
+        except BaseException:  # KeyboardInterrupt, an ebb.Error: the request ends, KV freed
+            self._stream.close()
+            raise
 
     def close(self) -> None:
         self._stream.close()
