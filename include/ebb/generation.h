@@ -25,6 +25,7 @@
 
 #include "ebb/chat_template.h"
 #include "ebb/error.h"
+#include "ebb/export.h"
 #include "ebb/generator.h"
 
 namespace ebb {

@@ -1,0 +1,211 @@
+/* ebb/ebb.h — the C ABI of libebb (C11; no C++ here). docs/c_api.md describes it by example.
+ *
+ * Style (LevelDB's c.h, onnxruntime-genai's ort_genai_c.h):
+ *  - Opaque handles: ebb_runtime, ebb_model, ebb_generator (token level), ebb_request and
+ *    ebb_result (text level: the library's generation loop), and option objects.
+ *  - Every fallible call returns an ebb_error* (NULL on success). The caller owns a returned
+ *    error and frees it with ebb_error_free. Codes match ebb::ErrorCode (ebb/error.h). No C++
+ *    exception ever crosses this boundary (std::bad_alloc included: it becomes
+ *    EBB_RESOURCE_EXHAUSTED).
+ *  - Options are string key/value pairs, the keys of docs/options.md, checked when set.
+ *  - Out-parameters are written only on success. A function that creates an object gives the
+ *    caller ownership; free it with the matching *_free (each *_free accepts NULL).
+ *  - Strings are UTF-8 and NUL-terminated. Strings returned through `char**` are owned by the
+ *    caller (ebb_string_free); `const char*` returns are borrowed and say how long they live.
+ *  - Thread-safety: as in the C++ API. Runtime, model and runtime-handle calls may be made from
+ *    any thread. A generator, a request, a result and the option objects are used by one thread
+ *    at a time, except ebb_request_cancel, which may be called from any thread (and from a
+ *    signal handler) while ebb_generate runs.
+ *  - State after failure: a failed call leaves its objects as they were (see the ebb/ headers).
+ */
+#ifndef EBB_EBB_H_
+#define EBB_EBB_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ebb/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when a function's signature or meaning changes incompatibly. */
+#define EBB_C_ABI_VERSION 1
+
+/* ---- Version -------------------------------------------------------------------------------- */
+/* ebb's version, e.g. "0.1.0". Static storage; never free. */
+EBB_API const char* ebb_version(void);
+/* The EBB_C_ABI_VERSION the library was built with. */
+EBB_API int ebb_c_abi_version(void);
+
+/* ---- Errors --------------------------------------------------------------------------------- */
+typedef enum ebb_error_code {
+  EBB_OK = 0,
+  EBB_INVALID_ARGUMENT = 1,
+  EBB_NOT_FOUND = 2,
+  EBB_RESOURCE_EXHAUSTED = 3,
+  EBB_FAILED_PRECONDITION = 4,
+  EBB_CANCELLED = 5,
+  EBB_DEADLINE_EXCEEDED = 6,
+  EBB_UNAVAILABLE = 7,
+  EBB_INTERNAL = 8
+} ebb_error_code;
+
+typedef struct ebb_error ebb_error;
+
+/* The code of `error` (EBB_OK for NULL). */
+EBB_API ebb_error_code ebb_error_get_code(const ebb_error* error);
+/* ebb's message; borrowed, valid until ebb_error_free ("" for NULL). */
+EBB_API const char* ebb_error_get_message(const ebb_error* error);
+/* "invalid_argument", "resource_exhausted", ... ("ok" for EBB_OK). Static storage. */
+EBB_API const char* ebb_error_code_name(ebb_error_code code);
+EBB_API void ebb_error_free(ebb_error* error);
+
+/* Frees a string that ebb returned through a `char**` out-parameter. */
+EBB_API void ebb_string_free(char* str);
+
+/* ---- Runtime -------------------------------------------------------------------------------- */
+typedef struct ebb_runtime_options ebb_runtime_options;
+typedef struct ebb_runtime ebb_runtime;
+typedef struct ebb_model_options ebb_model_options;
+typedef struct ebb_model ebb_model;
+
+EBB_API ebb_error* ebb_runtime_options_create(ebb_runtime_options** out);
+/* A runtime key: "memory.limit", "arena.max_mem", "arena_extend_strategy", ... */
+EBB_API ebb_error* ebb_runtime_options_set(ebb_runtime_options* options, const char* key,
+                                           const char* value);
+EBB_API void ebb_runtime_options_free(ebb_runtime_options* options);
+
+/* options may be NULL (defaults). The runtime is independent of `options` afterwards. */
+EBB_API ebb_error* ebb_runtime_create(const ebb_runtime_options* options, ebb_runtime** out);
+/* Unloads the runtime's models (waiting for running generations), then frees. Model handles
+ * still held stay valid but unloaded (their generations fail with EBB_FAILED_PRECONDITION). */
+EBB_API void ebb_runtime_free(ebb_runtime* runtime);
+
+EBB_API ebb_error* ebb_model_options_create(ebb_model_options** out);
+/* A load key: "session_options.<k>", "provider_options.<ep>.<k>", "run_options.<k>" or one of
+ * ebb's model keys ("kv_cache.max_bytes", "memory.shrink_every", ...). */
+EBB_API ebb_error* ebb_model_options_set(ebb_model_options* options, const char* key,
+                                         const char* value);
+EBB_API void ebb_model_options_free(ebb_model_options* options);
+
+/* Loads the model folder `path` under `id` (options may be NULL). *out is a new reference to
+ * the model (ebb_model_free), valid even after the model is unloaded. */
+EBB_API ebb_error* ebb_runtime_load(ebb_runtime* runtime, const char* id, const char* path,
+                                    const ebb_model_options* options, ebb_model** out);
+/* A new reference to the model under `id` (EBB_NOT_FOUND when none). */
+EBB_API ebb_error* ebb_runtime_get(ebb_runtime* runtime, const char* id, ebb_model** out);
+/* Runtime::Unload: force=0 refuses while generators are alive; force!=0 waits for them. */
+EBB_API ebb_error* ebb_runtime_unload(ebb_runtime* runtime, const char* id, int force);
+/* Runtime::List() as a JSON array of objects (caller frees with ebb_string_free). */
+EBB_API ebb_error* ebb_runtime_list_json(const ebb_runtime* runtime, char** out_json);
+/* Runtime::Stats() as JSON (ebb::ToJson). */
+EBB_API ebb_error* ebb_runtime_stats_json(const ebb_runtime* runtime, char** out_json);
+EBB_API ebb_error* ebb_runtime_set_memory_limit(ebb_runtime* runtime, uint64_t bytes);
+
+/* ---- Model ---------------------------------------------------------------------------------- */
+/* Drops this reference (does not unload: see ebb_runtime_unload). */
+EBB_API void ebb_model_free(ebb_model* model);
+/* The model's id; borrowed, valid while `model` lives. */
+EBB_API const char* ebb_model_id(const ebb_model* model);
+/* ModelInfo as JSON. */
+EBB_API ebb_error* ebb_model_info_json(const ebb_model* model, char** out_json);
+/* Encodes with the folder's tokenizer (EBB_NOT_FOUND without one). *out_ids is freed with
+ * ebb_ids_free. */
+EBB_API ebb_error* ebb_model_encode(const ebb_model* model, const char* text,
+                                    int add_special_tokens, int32_t** out_ids, size_t* out_count);
+EBB_API ebb_error* ebb_model_decode(const ebb_model* model, const int32_t* ids, size_t count,
+                                    int skip_special_tokens, char** out_text);
+EBB_API void ebb_ids_free(int32_t* ids);
+
+/* ---- Tier 2 controls (the model's RuntimeHandle, ebb/runtime_handle.h) ----------------------- */
+/* Any thread, while generations run. */
+EBB_API ebb_error* ebb_model_shrink_arena(ebb_model* model);
+EBB_API ebb_error* ebb_model_shrink_after_next_run(ebb_model* model);
+EBB_API ebb_error* ebb_model_shrink_every(ebb_model* model, uint32_t n);         /* 0: off */
+EBB_API ebb_error* ebb_model_shrink_above(ebb_model* model, uint64_t rss_bytes); /* 0: off */
+/* ORT run config entries for every later Run(). */
+EBB_API ebb_error* ebb_model_set_run_option(ebb_model* model, const char* key, const char* value);
+EBB_API ebb_error* ebb_model_clear_run_option(ebb_model* model, const char* key);
+/* The run options in force, as a JSON object. */
+EBB_API ebb_error* ebb_model_run_options_json(const ebb_model* model, char** out_json);
+/* The model's MemoryStats as JSON (ebb::ToJson: process, kv, cpu_arena, num_shrinks, ...). */
+EBB_API ebb_error* ebb_model_stats_json(const ebb_model* model, char** out_json);
+
+/* ---- Generator (token level) ---------------------------------------------------------------- */
+typedef struct ebb_generator_params ebb_generator_params;
+typedef struct ebb_generator ebb_generator;
+
+EBB_API ebb_error* ebb_generator_params_create(ebb_generator_params** out);
+/* A request key: "max_length", "temperature", "top_k", "do_sample", "kv_cache.mode", ... */
+EBB_API ebb_error* ebb_generator_params_set(ebb_generator_params* params, const char* key,
+                                            const char* value);
+EBB_API void ebb_generator_params_free(ebb_generator_params* params);
+
+/* params may be NULL (defaults). The generator holds a reference to the model and its KV cache
+ * (returned by ebb_generator_free). EBB_RESOURCE_EXHAUSTED when the KV budget refuses it. */
+EBB_API ebb_error* ebb_generator_create(ebb_model* model, const ebb_generator_params* params,
+                                        ebb_generator** out);
+EBB_API void ebb_generator_free(ebb_generator* generator);
+EBB_API ebb_error* ebb_generator_append_tokens(ebb_generator* generator, const int32_t* ids,
+                                               size_t count);
+EBB_API ebb_error* ebb_generator_generate_next_token(ebb_generator* generator);
+/* 1 when done (EOS or max_length), else 0. */
+EBB_API int ebb_generator_is_done(const ebb_generator* generator);
+/* The sequence (prompt + generated); borrowed, valid until the next call that changes the
+ * generator. */
+EBB_API ebb_error* ebb_generator_get_sequence(const ebb_generator* generator,
+                                              const int32_t** out_ids, size_t* out_count);
+/* Logits of the last position, float32 [vocab_size]; borrowed like the sequence. */
+EBB_API ebb_error* ebb_generator_get_logits(const ebb_generator* generator,
+                                            const float** out_logits, size_t* out_count);
+EBB_API ebb_error* ebb_generator_rewind_to(ebb_generator* generator, size_t length);
+
+/* ---- Request (text level: ebb::Generate) ----------------------------------------------------- */
+typedef struct ebb_request ebb_request;
+typedef struct ebb_result ebb_result;
+
+EBB_API ebb_error* ebb_request_create(ebb_request** out);
+EBB_API void ebb_request_free(ebb_request* request);
+/* The input: exactly one of a prompt, messages or input ids (ebb_generate checks). */
+EBB_API ebb_error* ebb_request_set_prompt(ebb_request* request, const char* prompt);
+EBB_API ebb_error* ebb_request_add_message(ebb_request* request, const char* role,
+                                           const char* content);
+EBB_API ebb_error* ebb_request_set_input_ids(ebb_request* request, const int32_t* ids,
+                                             size_t count);
+/* A request key (GeneratorParams::Set), or one of the loop's own: "max_new_tokens",
+ * "stop" (adds one stop string per call), "add_generation_prompt" (true|false). */
+EBB_API ebb_error* ebb_request_set_option(ebb_request* request, const char* key, const char* value);
+/* Cancels the request: ebb_generate ends before its next decode step with finish reason
+ * "cancelled", freeing its KV. Any thread; async-signal-safe; cannot be undone. */
+EBB_API void ebb_request_cancel(ebb_request* request);
+
+/* Called with each new piece of text (complete UTF-8, `len` bytes, NUL-terminated) on the
+ * thread of ebb_generate. Return 0 to go on, non-zero to cancel the request. */
+typedef int (*ebb_text_callback)(void* user_data, const char* piece, size_t len);
+
+/* Runs the request to its end. Errors before the first token (bad request, KV budget) return an
+ * error and no result; later errors end the result with finish reason "error" (see
+ * ebb_result_get_error). `callback` may be NULL. The request's KV is freed before this returns.
+ * The request may be reused (a cancelled request stays cancelled). */
+EBB_API ebb_error* ebb_generate(ebb_model* model, const ebb_request* request,
+                                ebb_text_callback callback, void* user_data, ebb_result** out);
+EBB_API void ebb_result_free(ebb_result* result);
+/* Generated text (row 0); borrowed, valid while `result` lives. */
+EBB_API const char* ebb_result_get_text(const ebb_result* result);
+/* Generated ids (row 0); borrowed. */
+EBB_API void ebb_result_get_ids(const ebb_result* result, const int32_t** out_ids,
+                                size_t* out_count);
+/* "stop", "length", "cancelled" or "error". Static storage. */
+EBB_API const char* ebb_result_get_finish_reason(const ebb_result* result);
+EBB_API uint64_t ebb_result_get_prompt_tokens(const ebb_result* result);
+EBB_API uint64_t ebb_result_get_completion_tokens(const ebb_result* result);
+/* The error that ended a "error" result; NULL otherwise. Borrowed, valid while `result` lives. */
+EBB_API const ebb_error* ebb_result_get_error(const ebb_result* result);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* EBB_EBB_H_ */

@@ -1,0 +1,220 @@
+"""ebb: a local LLM runtime whose memory is bounded, controllable and visible.
+
+A thin layer over ebb's C++ API (pybind11): the same names, the same options
+(docs/options.md), the same statistics. See docs/python.md.
+
+    import ebb
+    rt = ebb.Runtime(memory_limit="8GiB")
+    with rt.load("models/demo", options={"kv_cache.max_bytes": "1GiB"}) as model:
+        print(model.generate("Once upon a time", max_new_tokens=32).text)
+        for piece in model.stream("Once upon a time", max_new_tokens=32):
+            print(piece, end="", flush=True)
+        model.runtime.shrink_every(100)
+        print(model.runtime.stats()["kv"])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
+from . import _ebb
+from ._ebb import (  # noqa: F401  (re-exported)
+    Cancelled,
+    DeadlineExceeded,
+    Error,
+    FailedPrecondition,
+    Generator,
+    Internal,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    RuntimeHandle,
+    Tokenizer,
+    Unavailable,
+    available_providers,
+    option_table,
+    ort_version,
+    parse_byte_size,
+)
+
+__version__ = _ebb.version()
+__all__ = [
+    "Runtime", "Model", "GenerateResult", "Generator", "RuntimeHandle", "Tokenizer",
+    "Error", "InvalidArgument", "NotFound", "ResourceExhausted", "FailedPrecondition",
+    "Cancelled", "DeadlineExceeded", "Unavailable", "Internal",
+    "available_providers", "option_table", "ort_version", "parse_byte_size",
+]
+
+
+@dataclass
+class GenerateResult:
+    """What one generation produced (row 0 of ebb::GenerateResult)."""
+
+    text: str
+    ids: List[int]
+    prompt_ids: List[int]
+    finish_reason: str  # "stop", "length", "cancelled" or "error"
+    usage: Dict[str, int] = field(default_factory=dict)
+    max_length: int = 0
+    error: Optional[Error] = None  # what ended an "error" result
+
+    @classmethod
+    def _from(cls, d: dict) -> "GenerateResult":
+        return cls(**d)
+
+
+class _PieceIterator:
+    """Iterator of text pieces; .result holds the GenerateResult once exhausted.
+
+    Closing it (or leaving a ``for`` loop early, or KeyboardInterrupt) cancels the request and
+    waits for it to end, so its KV cache is freed.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.result: Optional[GenerateResult] = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return self._stream.next()
+        except StopIteration:
+            r = self._stream.result()
+            self.result = GenerateResult._from(r) if r is not None else None
+            raise
+        except BaseException:  # KeyboardInterrupt, an ebb.Error: the request ends, KV freed
+            self._stream.close()
+            raise
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self._stream.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class Model:
+    """A model loaded into a Runtime. A context manager: leaving the block unloads it."""
+
+    def __init__(self, impl):
+        self._impl = impl
+
+    @property
+    def id(self) -> str:
+        return self._impl.id
+
+    @property
+    def info(self) -> Dict[str, Any]:
+        return self._impl.info
+
+    @property
+    def loaded(self) -> bool:
+        return self._impl.loaded
+
+    @property
+    def runtime(self) -> RuntimeHandle:
+        """Tier 2 controls: shrink_arena(), shrink_every(n), set_option(k, v), stats(), ..."""
+        return self._impl.runtime
+
+    @property
+    def tokenizer(self) -> Optional[Tokenizer]:
+        return self._impl.tokenizer
+
+    def unload(self, force: bool = False) -> None:
+        """Unloads the model (force: wait for running generations instead of refusing)."""
+        self._impl.unload(force)
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._impl.loaded:
+            self._impl.unload(False)
+
+    def generate(self, prompt: Union[str, Sequence[int]], **request_options) -> GenerateResult:
+        """Generates from a prompt (str) or token ids. Options: max_new_tokens, stop,
+        max_length, temperature, top_k, top_p, do_sample, seed, ..., options={key: value}."""
+        return GenerateResult._from(self._impl._generate(_input(prompt), None, **request_options))
+
+    def stream(self, prompt: Union[str, Sequence[int]], **request_options) -> Iterator[str]:
+        """Like generate(), but yields the text piece by piece as it is generated."""
+        return _PieceIterator(self._impl._stream(_input(prompt), **request_options))
+
+    def chat(self, messages: List[Dict[str, str]], stream: bool = False, **request_options):
+        """Renders `messages` with the model's chat template and generates the reply."""
+        if stream:
+            return _PieceIterator(self._impl._stream_chat(list(messages), **request_options))
+        return GenerateResult._from(self._impl._chat(list(messages), None, **request_options))
+
+    def render_chat(self, messages: List[Dict[str, str]], add_generation_prompt: bool = True) -> str:
+        """The prompt that chat() would feed the model."""
+        return self._impl.render_chat(list(messages), add_generation_prompt)
+
+    def generator(self, **params) -> Generator:
+        """A token-level generator (its own KV cache; freed by close() or when collected)."""
+        return self._impl.generator(**params)
+
+    def __repr__(self) -> str:
+        return f"<ebb.Model id={self.id!r} loaded={self.loaded}>"
+
+
+def _input(prompt):
+    if isinstance(prompt, str):
+        return prompt
+    return [int(i) for i in prompt]
+
+
+class Runtime:
+    """The owner of named models and their shared memory budget.
+
+    memory_limit: KV bytes of all models together ("8GiB" or an int; None: no limit).
+    arena: the process-wide CPU arena, e.g. {"max_mem": "2GiB",
+    "arena_extend_strategy": "kSameAsRequested"} (keys with or without "arena.").
+    """
+
+    def __init__(self, memory_limit: Union[str, int, None] = None,
+                 arena: Optional[Dict[str, Any]] = None,
+                 options: Optional[Dict[str, Any]] = None):
+        self._impl = _ebb._Runtime(memory_limit, arena, options)
+
+    def load(self, path: str, id: Optional[str] = None,
+             session_options: Optional[Dict[str, Any]] = None,
+             provider_options: Optional[Dict[str, Dict[str, Any]]] = None,
+             options: Optional[Dict[str, Any]] = None,
+             run_options: Optional[Dict[str, Any]] = None) -> Model:
+        """Loads a model folder. id defaults to the folder's name."""
+        return Model(self._impl.load(str(path), id, session_options, provider_options,
+                                     run_options, options))
+
+    def get(self, id: str) -> Model:
+        return Model(self._impl.get(id))
+
+    def unload(self, id: str, force: bool = False) -> None:
+        self._impl.unload(id, force)
+
+    def models(self) -> List[Dict[str, Any]]:
+        """Every loaded model with its memory figures (Runtime::List)."""
+        return self._impl.models()
+
+    def stats(self) -> Dict[str, Any]:
+        """Process figures and KV summed over this runtime's models."""
+        return self._impl.stats()
+
+    @property
+    def memory_limit(self) -> int:
+        return self._impl.memory_limit
+
+    @memory_limit.setter
+    def memory_limit(self, value: Union[str, int]) -> None:
+        self._impl.memory_limit = value

@@ -1,0 +1,715 @@
+// _ebb: the pybind11 extension behind the Python package `ebb` (python/ebb/__init__.py).
+// A surface: it uses only the public C++ API (include/ebb/).
+//
+// The GIL is released while ebb works (load, generate, shrink, unload, generator steps), so
+// Python threads generate concurrently. Ctrl-C: generate() checks for signals from its text
+// callback (GIL re-acquired), cancels the request's CancelToken, and raises KeyboardInterrupt
+// after ebb::Generate has returned (the request's KV is freed by then). stream() runs
+// ebb::Generate on a worker thread and hands pieces over a queue; the consumer waits with the
+// GIL released, in slices, checking for signals between them.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ebb/chat_template.h"
+#include "ebb/error.h"
+#include "ebb/generation.h"
+#include "ebb/generator.h"
+#include "ebb/model.h"
+#include "ebb/options.h"
+#include "ebb/runtime.h"
+#include "ebb/stats.h"
+#include "ebb/tokenizer.h"
+#include "ebb/version.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// ---- Exceptions -----------------------------------------------------------------------------
+
+PyObject* g_error = nullptr;
+PyObject* g_errors[8] = {};
+
+PyObject* ErrorClass(ebb::ErrorCode code) {
+  const int i = static_cast<int>(code);
+  return (i >= 0 && i < 8 && g_errors[i] != nullptr) ? g_errors[i] : g_error;
+}
+
+void RegisterExceptions(py::module_& m) {
+  g_error = PyErr_NewExceptionWithDoc("ebb.Error", "Base class of ebb's errors.",
+                                      PyExc_RuntimeError, nullptr);
+  m.add_object("Error", py::handle(g_error));
+  const std::pair<ebb::ErrorCode, const char*> codes[] = {
+      {ebb::ErrorCode::InvalidArgument, "InvalidArgument"},
+      {ebb::ErrorCode::NotFound, "NotFound"},
+      {ebb::ErrorCode::ResourceExhausted, "ResourceExhausted"},
+      {ebb::ErrorCode::FailedPrecondition, "FailedPrecondition"},
+      {ebb::ErrorCode::Cancelled, "Cancelled"},
+      {ebb::ErrorCode::DeadlineExceeded, "DeadlineExceeded"},
+      {ebb::ErrorCode::Unavailable, "Unavailable"},
+      {ebb::ErrorCode::Internal, "Internal"},
+  };
+  for (const auto& [code, name] : codes) {
+    const std::string full = std::string("ebb.") + name;
+    py::dict attrs;
+    attrs["code"] = std::string(ebb::ErrorCodeName(code));
+    PyObject* cls = PyErr_NewException(full.c_str(), g_error, attrs.ptr());
+    g_errors[static_cast<int>(code)] = cls;
+    m.add_object(name, py::handle(cls));
+  }
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ebb::Error& e) {
+      PyErr_SetString(ErrorClass(e.code()), e.what());
+    }
+  });
+}
+
+// ---- Options --------------------------------------------------------------------------------
+
+// Python value -> option string: True/False -> "true"/"false", numbers and str as written.
+std::string OptionValue(const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) {
+    return py::str(v).cast<std::string>();
+  }
+  throw ebb::Error(
+      ebb::ErrorCode::InvalidArgument,
+      "option value " + py::repr(v).cast<std::string>() + " must be a str, int, float or bool");
+}
+
+py::object JsonLoads(const std::string& json) {
+  return py::module_::import("json").attr("loads")(json);
+}
+
+py::dict ArenaDict(const ebb::ArenaStats& a) {
+  py::dict d;
+  d["available"] = a.available;
+  d["in_use_bytes"] = a.in_use_bytes;
+  d["total_allocated_bytes"] = a.total_allocated_bytes;
+  d["max_in_use_bytes"] = a.max_in_use_bytes;
+  d["num_allocs"] = a.num_allocs;
+  d["num_extensions"] = a.num_extensions;
+  d["num_shrinkages"] = a.num_shrinkages;
+  d["limit_bytes"] = a.limit_bytes;
+  return d;
+}
+
+// Builds a request from Python inputs and keyword options.
+ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
+  ebb::GenerateRequest req;
+  for (const auto& [k, v] : kwargs) {
+    const std::string key = k.cast<std::string>();
+    if (v.is_none()) continue;
+    if (key == "max_new_tokens") {
+      const int64_t n = v.cast<int64_t>();
+      if (n < 0 || n > INT32_MAX) {
+        throw ebb::Error(
+            ebb::ErrorCode::InvalidArgument,
+            "max_new_tokens: " + std::to_string(n) + " is not a count of tokens (0 or more)");
+      }
+      req.max_new_tokens = static_cast<int32_t>(n);
+    } else if (key == "stop") {
+      if (py::isinstance<py::str>(v)) {
+        req.stop.push_back(v.cast<std::string>());
+      } else {
+        req.stop = v.cast<std::vector<std::string>>();
+      }
+    } else if (key == "add_generation_prompt") {
+      req.add_generation_prompt = v.cast<bool>();
+    } else if (key == "options") {
+      for (const auto& [ok, ov] : v.cast<py::dict>()) {
+        req.params.Set(ok.cast<std::string>(), OptionValue(ov));
+      }
+    } else {
+      req.params.Set(key, OptionValue(v));
+    }
+  }
+  return req;
+}
+
+void SetInput(ebb::GenerateRequest& req, const py::object& input) {
+  if (py::isinstance<py::str>(input)) {
+    req.prompt = input.cast<std::string>();
+  } else {
+    req.input_ids = {input.cast<std::vector<int32_t>>()};
+  }
+}
+
+std::vector<ebb::ChatMessage> Messages(const py::list& messages) {
+  std::vector<ebb::ChatMessage> out;
+  for (const auto& item : messages) {
+    const py::dict d = item.cast<py::dict>();
+    if (!d.contains("role") || !d.contains("content")) {
+      throw ebb::Error(
+          ebb::ErrorCode::InvalidArgument,
+          "each message needs 'role' and 'content', got " + py::repr(item).cast<std::string>());
+    }
+    out.push_back({d["role"].cast<std::string>(), d["content"].cast<std::string>()});
+  }
+  return out;
+}
+
+py::dict ResultDict(const ebb::GenerateResult& r) {
+  py::dict d;
+  const ebb::GenerateRow empty;
+  const ebb::GenerateRow& row = r.rows.empty() ? empty : r.rows[0];
+  d["text"] = row.text;
+  d["ids"] = row.generated_ids;
+  d["prompt_ids"] = row.prompt_ids;
+  d["finish_reason"] = std::string(ebb::FinishReasonName(row.finish_reason));
+  py::dict usage;
+  usage["prompt_tokens"] = r.usage.prompt_tokens;
+  usage["completion_tokens"] = r.usage.completion_tokens;
+  d["usage"] = usage;
+  d["max_length"] = r.max_length;
+  if (r.error) {
+    d["error"] = py::reinterpret_borrow<py::object>(ErrorClass(r.error->code()))(r.error->what());
+  } else {
+    d["error"] = py::none();
+  }
+  return d;
+}
+
+// Runs Generate on this thread with the GIL released. KeyboardInterrupt (or any pending signal
+// exception) seen from the text callback cancels the request and is raised once Generate has
+// returned, with the generator and its KV gone.
+py::dict RunGenerate(const std::shared_ptr<ebb::Model>& model, ebb::GenerateRequest req,
+                     const py::object& on_text) {
+  std::optional<py::error_already_set> pending;
+  ebb::CancelToken cancel = req.cancel;
+  auto callback = [&](size_t row, std::string_view piece) {
+    if (row != 0 || pending) return;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      pending.emplace();  // fetches the exception (KeyboardInterrupt)
+      cancel.Cancel();
+      return;
+    }
+    if (!on_text.is_none()) {
+      try {
+        on_text(py::str(piece.data(), piece.size()));
+      } catch (py::error_already_set& e) {
+        pending.emplace(std::move(e));
+        cancel.Cancel();
+      }
+    }
+  };
+  ebb::GenerateResult result;
+  {
+    py::gil_scoped_release release;
+    result = ebb::Generate(model, req, callback);
+  }
+  if (pending) throw *pending;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  return ResultDict(result);
+}
+
+// ---- Streaming ------------------------------------------------------------------------------
+
+// ebb::Generate on a worker thread; pieces go through a queue to the Python iterator.
+class Stream {
+ public:
+  Stream(std::shared_ptr<ebb::Model> model, ebb::GenerateRequest req)
+      : model_(std::move(model)), cancel_(req.cancel) {
+    thread_ = std::thread([this, req = std::move(req)] {
+      ebb::GenerateResult result;
+      std::exception_ptr error;
+      try {
+        result = ebb::Generate(model_, req, [this](size_t row, std::string_view piece) {
+          if (row != 0) return;
+          std::lock_guard<std::mutex> lock(mu_);
+          pieces_.emplace_back(piece);
+          cv_.notify_one();
+        });
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      result_ = std::move(result);
+      error_ = error;
+      done_ = true;
+      cv_.notify_one();
+    });
+  }
+  ~Stream() { Close(); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // The next piece; StopIteration at the end (then result() holds the result); rethrows the
+  // request's error; KeyboardInterrupt cancels the request, waits for it to end, then raises.
+  std::string Next() {
+    while (true) {
+      {
+        py::gil_scoped_release release;
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(50),
+                     [this] { return !pieces_.empty() || done_; });
+        if (!pieces_.empty()) {
+          std::string piece = std::move(pieces_.front());
+          pieces_.pop_front();
+          return piece;
+        }
+        if (done_) {
+          lock.unlock();
+          Join();
+          if (error_) std::rethrow_exception(error_);
+          throw py::stop_iteration();
+        }
+      }
+      if (PyErr_CheckSignals() != 0) {
+        py::error_already_set interrupt;
+        Close();
+        throw interrupt;
+      }
+    }
+  }
+
+  // Cancels the request (if running) and waits for it to end (its KV is then freed).
+  void Close() {
+    cancel_.Cancel();
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      Join();
+    } else {
+      Join();
+    }
+  }
+
+  py::object Result() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_ || error_) return py::none();
+    return ResultDict(result_);
+  }
+
+ private:
+  void Join() {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::shared_ptr<ebb::Model> model_;
+  ebb::CancelToken cancel_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> pieces_;  // guarded by mu_
+  bool done_ = false;               // guarded by mu_
+  ebb::GenerateResult result_;      // guarded by mu_
+  std::exception_ptr error_;        // guarded by mu_
+  std::mutex join_mu_;
+  std::thread thread_;
+};
+
+// ---- Wrappers -------------------------------------------------------------------------------
+
+struct PyRuntime {
+  std::shared_ptr<ebb::Runtime> rt;
+  int next_id = 0;
+};
+
+struct PyModel {
+  std::shared_ptr<ebb::Runtime> rt;  // keeps the runtime alive while a model handle lives
+  std::shared_ptr<ebb::Model> model;
+
+  bool Loaded() const { return rt->Contains(model->id()) && rt->Get(model->id()) == model; }
+  void Unload(bool force) {
+    py::gil_scoped_release release;
+    rt->Unload(model->id(), force);
+  }
+};
+
+struct PyHandle {
+  std::shared_ptr<ebb::Model> model;
+  ebb::RuntimeHandle& h() { return model->runtime(); }
+};
+
+struct PyTokenizer {
+  std::shared_ptr<ebb::Model> model;  // owns the tokenizer
+  const ebb::Tokenizer* tok;
+};
+
+struct PyGenerator {
+  std::shared_ptr<ebb::Model> model;
+  std::unique_ptr<ebb::Generator> gen;
+  ebb::Generator& g() {
+    if (!gen) throw ebb::Error(ebb::ErrorCode::FailedPrecondition, "the generator was closed");
+    return *gen;
+  }
+};
+
+py::dict InfoDict(const ebb::Model& m) {
+  const ebb::ModelInfo& i = m.info();
+  py::dict d;
+  d["id"] = m.id();
+  d["path"] = i.path.string();
+  d["type"] = i.type;
+  d["is_encoder"] = i.is_encoder;
+  d["vocab_size"] = i.vocab_size;
+  d["context_length"] = i.context_length;
+  d["num_layers"] = i.num_layers;
+  d["num_kv_heads"] = i.num_kv_heads;
+  d["head_size"] = i.head_size;
+  d["uses_gqa"] = i.uses_gqa;
+  d["past_present_share_buffer"] = i.past_present_share_buffer;
+  d["eos_token_ids"] = i.eos_token_ids;
+  d["pad_token_id"] = i.pad_token_id;
+  d["bos_token_id"] = i.bos_token_id;
+  d["kv_bytes_per_token"] = i.kv_bytes_per_token;
+  d["weights_bytes"] = m.weights_bytes();
+  return d;
+}
+
+std::string AutoId(PyRuntime& r, const std::string& path) {
+  std::string base = std::filesystem::path(path).lexically_normal().filename().string();
+  if (base.empty()) base = std::filesystem::path(path).lexically_normal().parent_path().filename();
+  std::string clean;
+  for (char c : base) {
+    const bool ok =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == ':';
+    clean += ok ? c : '_';
+  }
+  if (clean.empty() || clean.size() > 100) clean = "model";
+  std::string id = clean;
+  while (r.rt->Contains(id)) id = clean + "-" + std::to_string(++r.next_id);
+  return id;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_ebb, m) {
+  m.doc() = "ebb: a local LLM runtime with bounded, controllable, visible memory (C++ core).";
+  RegisterExceptions(m);
+  m.def("version", &ebb::Version, "ebb's version.");
+  m.def("ort_version", &ebb::OrtVersion, "The ONNX Runtime version loaded.");
+  m.def("available_providers", &ebb::AvailableProviders,
+        "Execution providers of the loaded ONNX Runtime.");
+  m.def(
+      "parse_byte_size", [](const std::string& s) { return ebb::ParseByteSize(s, "size"); },
+      "Parses '2GiB', '512MiB' or plain bytes.");
+  m.def(
+      "option_table",
+      [] {
+        py::list out;
+        for (const ebb::OptionSpec& s : ebb::OptionTable()) {
+          py::dict d;
+          d["key"] = std::string(s.key);
+          d["type"] = std::string(ebb::OptionTypeName(s.type));
+          d["unit"] = std::string(s.unit);
+          d["default"] = std::string(s.default_value);
+          d["values"] = std::string(s.values);
+          d["doc"] = std::string(s.doc);
+          out.append(d);
+        }
+        return out;
+      },
+      "The option table (docs/options.md) as a list of dicts.");
+
+  py::class_<PyRuntime>(m, "_Runtime")
+      .def(py::init([](const py::object& memory_limit, const py::object& arena,
+                       const py::object& options) {
+             ebb::RuntimeOptions o;
+             if (!memory_limit.is_none()) o.Set("memory.limit", OptionValue(memory_limit));
+             if (!arena.is_none()) {
+               for (const auto& [k, v] : arena.cast<py::dict>()) {
+                 std::string key = k.cast<std::string>();
+                 if (key != "arena_extend_strategy" && !key.starts_with("arena.")) {
+                   key = "arena." + key;
+                 }
+                 o.Set(key, OptionValue(v));
+               }
+             }
+             if (!options.is_none()) {
+               for (const auto& [k, v] : options.cast<py::dict>()) {
+                 o.Set(k.cast<std::string>(), OptionValue(v));
+               }
+             }
+             auto r = std::make_unique<PyRuntime>();
+             r->rt = std::make_shared<ebb::Runtime>(o);
+             return r;
+           }),
+           py::arg("memory_limit") = py::none(), py::arg("arena") = py::none(),
+           py::arg("options") = py::none())
+      .def(
+          "load",
+          [](PyRuntime& r, const std::string& path, const py::object& id,
+             const py::object& session_options, const py::object& provider_options,
+             const py::object& run_options, const py::object& options) {
+            ebb::ModelOptions o;
+            if (!session_options.is_none()) {
+              for (const auto& [k, v] : session_options.cast<py::dict>()) {
+                o.Set("session_options." + k.cast<std::string>(), OptionValue(v));
+              }
+            }
+            if (!provider_options.is_none()) {
+              for (const auto& [ep, kv] : provider_options.cast<py::dict>()) {
+                for (const auto& [k, v] : kv.cast<py::dict>()) {
+                  o.Set("provider_options." + ep.cast<std::string>() + "." + k.cast<std::string>(),
+                        OptionValue(v));
+                }
+              }
+            }
+            if (!run_options.is_none()) {
+              for (const auto& [k, v] : run_options.cast<py::dict>()) {
+                o.Set("run_options." + k.cast<std::string>(), OptionValue(v));
+              }
+            }
+            if (!options.is_none()) {
+              for (const auto& [k, v] : options.cast<py::dict>()) {
+                o.Set(k.cast<std::string>(), OptionValue(v));
+              }
+            }
+            const std::string model_id = id.is_none() ? AutoId(r, path) : id.cast<std::string>();
+            auto pm = std::make_unique<PyModel>();
+            pm->rt = r.rt;
+            {
+              py::gil_scoped_release release;
+              pm->model = r.rt->Load(model_id, path, o);
+            }
+            return pm;
+          },
+          py::arg("path"), py::arg("id") = py::none(), py::arg("session_options") = py::none(),
+          py::arg("provider_options") = py::none(), py::arg("run_options") = py::none(),
+          py::arg("options") = py::none())
+      .def("get",
+           [](PyRuntime& r, const std::string& id) {
+             auto pm = std::make_unique<PyModel>();
+             pm->rt = r.rt;
+             pm->model = r.rt->Get(id);
+             return pm;
+           })
+      .def(
+          "unload",
+          [](PyRuntime& r, const std::string& id, bool force) {
+            py::gil_scoped_release release;
+            r.rt->Unload(id, force);
+          },
+          py::arg("id"), py::arg("force") = false)
+      .def("stats", [](PyRuntime& r) { return JsonLoads(ebb::ToJson(r.rt->Stats())); })
+      .def("models",
+           [](PyRuntime& r) {
+             py::list out;
+             for (const ebb::ModelSummary& s : r.rt->List()) {
+               py::dict d;
+               d["id"] = s.id;
+               d["path"] = s.path.string();
+               d["type"] = s.type;
+               d["weights_bytes"] = s.weights_bytes;
+               py::dict kv;
+               kv["in_use_bytes"] = s.kv.in_use_bytes;
+               kv["reserved_bytes"] = s.kv.reserved_bytes;
+               kv["peak_in_use_bytes"] = s.kv.peak_in_use_bytes;
+               kv["max_bytes"] = s.kv.max_bytes;
+               d["kv"] = kv;
+               d["cpu_arena"] = ArenaDict(s.cpu_arena);
+               d["live_generators"] = s.live_generators;
+               d["requests_served"] = s.requests_served;
+               d["last_used_unix_ms"] = s.last_used_unix_ms;
+               out.append(d);
+             }
+             return out;
+           })
+      .def_property(
+          "memory_limit", [](PyRuntime& r) { return r.rt->memory_limit(); },
+          [](PyRuntime& r, const py::object& v) {
+            ebb::RuntimeOptions o;
+            o.Set("memory.limit", OptionValue(v));
+            r.rt->SetMemoryLimit(o.memory_limit_bytes);
+          });
+
+  py::class_<PyHandle>(m, "RuntimeHandle", "Tier 2 controls of one model (no reload).")
+      .def(
+          "shrink_arena",
+          [](PyHandle& h) {
+            py::gil_scoped_release release;
+            h.h().ShrinkArena();
+          },
+          "Shrink now (ORT arena, KV pool, heap).")
+      .def(
+          "shrink_after_next_run", [](PyHandle& h) { h.h().ShrinkAfterNextRun(); },
+          "Shrink once, at the end of the next request.")
+      .def(
+          "shrink_every", [](PyHandle& h, uint32_t n) { h.h().ShrinkEvery(n); }, py::arg("n"),
+          "Shrink after every n-th request; 0 turns it off.")
+      .def(
+          "shrink_above",
+          [](PyHandle& h, const py::object& bytes) {
+            h.h().ShrinkAbove(py::isinstance<py::str>(bytes)
+                                  ? ebb::ParseByteSize(bytes.cast<std::string>(), "shrink_above")
+                                  : bytes.cast<uint64_t>());
+          },
+          py::arg("rss_bytes"), "Shrink after a request that ends with RSS above this; 0: off.")
+      .def(
+          "set_option",
+          [](PyHandle& h, const std::string& k, const py::object& v) {
+            h.h().SetRunOption(k, OptionValue(v));
+          },
+          py::arg("key"), py::arg("value"), "Set an ORT run option for every later Run().")
+      .def(
+          "clear_option", [](PyHandle& h, const std::string& k) { h.h().ClearRunOption(k); },
+          py::arg("key"))
+      .def(
+          "options", [](PyHandle& h) { return h.h().Options(); }, "The run options in force.")
+      .def(
+          "stats", [](PyHandle& h) { return JsonLoads(ebb::ToJson(h.h().Stats())); },
+          "This model's memory statistics (same fields as the JSON stats).");
+
+  py::class_<PyTokenizer>(m, "Tokenizer")
+      .def(
+          "encode",
+          [](PyTokenizer& t, const std::string& text, bool add_special_tokens) {
+            return t.tok->Encode(text, add_special_tokens);
+          },
+          py::arg("text"), py::arg("add_special_tokens") = true)
+      .def(
+          "decode",
+          [](PyTokenizer& t, const std::vector<int32_t>& ids, bool skip_special_tokens) {
+            return t.tok->Decode(ids, skip_special_tokens);
+          },
+          py::arg("ids"), py::arg("skip_special_tokens") = false)
+      .def_property_readonly("vocab_size", [](PyTokenizer& t) { return t.tok->VocabSize(); })
+      .def_property_readonly("eos_id", [](PyTokenizer& t) { return t.tok->EosId(); })
+      .def_property_readonly("bos_id", [](PyTokenizer& t) { return t.tok->BosId(); });
+
+  py::class_<PyGenerator>(m, "Generator", "Token-level generation with its own KV cache.")
+      .def(
+          "append_tokens",
+          [](PyGenerator& g, const std::vector<int32_t>& ids) {
+            ebb::Generator& gen = g.g();
+            py::gil_scoped_release release;
+            gen.AppendTokens(std::span<const int32_t>(ids));
+          },
+          py::arg("ids"))
+      .def("generate_next_token",
+           [](PyGenerator& g) {
+             ebb::Generator& gen = g.g();
+             py::gil_scoped_release release;
+             gen.GenerateNextToken();
+           })
+      .def("is_done", [](PyGenerator& g) { return g.g().IsDone(); })
+      .def_property_readonly("sequence",
+                             [](PyGenerator& g) {
+                               std::span<const int32_t> s = g.g().GetSequence(0);
+                               return std::vector<int32_t>(s.begin(), s.end());
+                             })
+      .def("get_sequence",
+           [](PyGenerator& g) {
+             std::span<const int32_t> s = g.g().GetSequence(0);
+             return std::vector<int32_t>(s.begin(), s.end());
+           })
+      .def("get_next_tokens", [](PyGenerator& g) { return g.g().GetNextTokens(); })
+      .def(
+          "get_logits",
+          [](PyGenerator& g) {
+            std::span<const float> s = g.g().GetLogits();
+            py::array_t<float> a(static_cast<py::ssize_t>(s.size()));
+            std::copy(s.begin(), s.end(), a.mutable_data());
+            return a;
+          },
+          "Logits of the last position (a NumPy float32 copy, [batch * vocab]).")
+      .def(
+          "rewind", [](PyGenerator& g, size_t n) { g.g().RewindTo(n); }, py::arg("length"))
+      .def_property_readonly("max_length", [](PyGenerator& g) { return g.g().max_length(); })
+      .def("stats",
+           [](PyGenerator& g) {
+             const ebb::GeneratorStats s = g.g().Stats();
+             py::dict d;
+             d["ttft_ms"] = s.ttft_ms;
+             d["decode_tokens_per_s"] = s.decode_tokens_per_s;
+             d["prompt_tokens"] = s.prompt_tokens;
+             d["generated_tokens"] = s.generated_tokens;
+             d["model_runs"] = s.model_runs;
+             d["kv_bytes"] = s.kv_bytes;
+             return d;
+           })
+      .def(
+          "close",
+          [](PyGenerator& g) {
+            py::gil_scoped_release release;
+            g.gen.reset();
+          },
+          "Frees the generator's KV cache now.");
+
+  py::class_<Stream>(m, "_Stream")
+      .def("next", &Stream::Next)
+      .def("close", &Stream::Close)
+      .def("result", &Stream::Result);
+
+  py::class_<PyModel>(m, "_Model")
+      .def_property_readonly("id", [](PyModel& pm) { return pm.model->id(); })
+      .def_property_readonly("info", [](PyModel& pm) { return InfoDict(*pm.model); })
+      .def_property_readonly("loaded", &PyModel::Loaded)
+      .def_property_readonly("runtime", [](PyModel& pm) { return PyHandle{pm.model}; })
+      .def_property_readonly("tokenizer",
+                             [](PyModel& pm) -> py::object {
+                               const ebb::Tokenizer* t = pm.model->tokenizer();
+                               if (t == nullptr) return py::none();
+                               return py::cast(PyTokenizer{pm.model, t});
+                             })
+      .def("unload", &PyModel::Unload, py::arg("force") = false)
+      .def("_generate",
+           [](PyModel& pm, const py::object& input, const py::object& on_text,
+              const py::kwargs& kwargs) {
+             ebb::GenerateRequest req = MakeRequest(kwargs);
+             SetInput(req, input);
+             return RunGenerate(pm.model, std::move(req), on_text);
+           })
+      .def("_chat",
+           [](PyModel& pm, const py::list& messages, const py::object& on_text,
+              const py::kwargs& kwargs) {
+             ebb::GenerateRequest req = MakeRequest(kwargs);
+             req.messages = Messages(messages);
+             return RunGenerate(pm.model, std::move(req), on_text);
+           })
+      .def("_stream",
+           [](PyModel& pm, const py::object& input, const py::kwargs& kwargs) {
+             ebb::GenerateRequest req = MakeRequest(kwargs);
+             SetInput(req, input);
+             return std::make_unique<Stream>(pm.model, std::move(req));
+           })
+      .def("_stream_chat",
+           [](PyModel& pm, const py::list& messages, const py::kwargs& kwargs) {
+             ebb::GenerateRequest req = MakeRequest(kwargs);
+             req.messages = Messages(messages);
+             return std::make_unique<Stream>(pm.model, std::move(req));
+           })
+      .def(
+          "render_chat",
+          [](PyModel& pm, const py::list& messages, bool add_generation_prompt) {
+            return pm.model->chat_template().Render(Messages(messages), add_generation_prompt);
+          },
+          py::arg("messages"), py::arg("add_generation_prompt") = true)
+      .def("generator", [](PyModel& pm, const py::kwargs& kwargs) {
+        ebb::GeneratorParams params;
+        for (const auto& [k, v] : kwargs) {
+          const std::string key = k.cast<std::string>();
+          if (key == "options") {
+            for (const auto& [ok, ov] : v.cast<py::dict>()) {
+              params.Set(ok.cast<std::string>(), OptionValue(ov));
+            }
+          } else if (!v.is_none()) {
+            params.Set(key, OptionValue(v));
+          }
+        }
+        auto g = std::make_unique<PyGenerator>();
+        g->model = pm.model;
+        {
+          py::gil_scoped_release release;
+          g->gen = std::make_unique<ebb::Generator>(pm.model, params);
+        }
+        return g;
+      });
+}

@@ -1,0 +1,299 @@
+"""The Python package end to end on the synthesized tiny model (label integration)."""
+import _thread
+import gc
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ebb
+
+PROMPT_IDS = [5, 17, 42, 99, 7, 300]
+
+
+def kv_in_use(model) -> int:
+    return model.runtime.stats()["kv"]["in_use_bytes"]
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_version_and_exceptions_hierarchy():
+    assert ebb.__version__
+    for cls in (ebb.InvalidArgument, ebb.NotFound, ebb.ResourceExhausted, ebb.FailedPrecondition,
+                ebb.Cancelled, ebb.DeadlineExceeded, ebb.Unavailable, ebb.Internal):
+        assert issubclass(cls, ebb.Error)
+    assert ebb.ResourceExhausted.code == "resource_exhausted"
+
+
+def test_greedy_generate_matches_cli(model, tiny_path):
+    cli = os.environ.get("EBB_CLI")
+    if not cli:
+        pytest.skip("EBB_CLI not set")
+    out = subprocess.run([cli, "generate", tiny_path, "--input-ids", ",".join(map(str, PROMPT_IDS)),
+                          "--max-length", "24", "--json"], check=True, capture_output=True,
+                         text=True, stdin=subprocess.DEVNULL, timeout=120)
+    cpp = json.loads(out.stdout)["sequences"][0]
+    r = model.generate(PROMPT_IDS, max_length=24)
+    assert PROMPT_IDS + r.ids == cpp
+    assert r.prompt_ids == PROMPT_IDS
+    assert r.finish_reason in ("length", "stop")
+    assert r.usage == {"prompt_tokens": 6, "completion_tokens": len(r.ids)}
+    # The token-level generator gives the same greedy tokens.
+    g = model.generator(max_length=24)
+    g.append_tokens(PROMPT_IDS)
+    while not g.is_done():
+        g.generate_next_token()
+    assert g.sequence == cpp
+    logits = g.get_logits()
+    assert isinstance(logits, np.ndarray) and logits.dtype == np.float32
+    assert logits.shape == (model.info["vocab_size"],)
+    g.rewind(len(PROMPT_IDS))
+    assert g.sequence == PROMPT_IDS
+    g.close()
+
+
+def test_stream_pieces_join_to_generate_text(model):
+    r = model.generate("hello world", max_new_tokens=16)
+    it = model.stream("hello world", max_new_tokens=16)
+    pieces = list(it)
+    assert len(pieces) > 1
+    assert "".join(pieces) == r.text
+    assert it.result is not None and it.result.ids == r.ids
+    assert kv_in_use(model) == 0
+
+
+def test_chat_renders_the_template(model, tmp_path):
+    messages = [{"role": "user", "content": "hi there"}]
+    prompt = model.render_chat(messages)
+    assert "<|user|>" in prompt and "hi there" in prompt
+    r = model.chat(messages, max_new_tokens=8)
+    ids = model.tokenizer.encode(prompt, add_special_tokens=False)
+    assert r.prompt_ids == ids
+    assert "".join(model.chat(messages, stream=True, max_new_tokens=8)) == r.text
+
+
+def test_chat_without_a_template_is_not_found(rt, tiny_path, tmp_path):
+    copy = tmp_path / "m"
+    shutil.copytree(tiny_path, copy)
+    cfg = json.loads((copy / "tokenizer_config.json").read_text())
+    del cfg["chat_template"]
+    (copy / "tokenizer_config.json").write_text(json.dumps(cfg))
+    m = rt.load(str(copy))
+    with pytest.raises(ebb.NotFound):
+        m.chat([{"role": "user", "content": "hi"}], max_new_tokens=2)
+    m.unload()
+
+
+def test_load_with_session_and_provider_options(rt, tiny_path):
+    m = rt.load(tiny_path, id="opts",
+                session_options={"intra_op_num_threads": 1,
+                                 "session.use_device_allocator_for_initializers": "1"},
+                provider_options={"cuda": {"gpu_mem_limit": 1 << 30}},
+                options={"execution_provider": "cpu", "kv_cache.max_bytes": "64MiB"},
+                run_options={"memory.enable_memory_arena_shrinkage": "cpu:0"})
+    assert m.runtime.options()["memory.enable_memory_arena_shrinkage"] == "cpu:0"
+    assert m.generate(PROMPT_IDS, max_new_tokens=2).usage["completion_tokens"] == 2
+    assert [x["id"] for x in rt.models()] == ["opts"]
+    m.unload()
+    assert rt.models() == []
+
+
+def test_cuda_option_without_cuda_ep_is_typed(rt, tiny_path):
+    if "CUDAExecutionProvider" in ebb.available_providers():
+        pytest.skip("this ONNX Runtime has CUDA")
+    with pytest.raises((ebb.Unavailable, ebb.InvalidArgument)) as e:
+        rt.load(tiny_path, provider_options={"cuda": {"gpu_mem_limit": "2147483648"}})
+    assert "CUDA" in str(e.value)
+    assert rt.models() == []
+
+
+def test_bad_arguments_raise_typed_exceptions(rt, model, tiny_path):
+    with pytest.raises(ebb.InvalidArgument, match="did you mean 'kv_cache.max_bytes'"):
+        rt.load(tiny_path, id="x", options={"kv_cache.max_byte": "1"})
+    with pytest.raises(ebb.InvalidArgument, match="did you mean 'temperature'"):
+        model.generate("hi", temprature=0.5)
+    with pytest.raises(ebb.InvalidArgument, match="top_k"):
+        model.generator(top_k="many")
+    with pytest.raises(ebb.InvalidArgument, match="memory.limit"):
+        ebb.Runtime(memory_limit="lots")
+    with pytest.raises(ebb.NotFound, match="genai_config.json"):
+        rt.load("/nonexistent/model")
+    with pytest.raises(ebb.FailedPrecondition, match="already loaded as 'tiny'"):
+        rt.load(tiny_path, id="tiny")
+    with pytest.raises(ebb.NotFound):
+        rt.unload("nope")
+    with pytest.raises(ebb.InvalidArgument):
+        model.generate("")
+    small = rt.load(tiny_path, id="small", options={"kv_cache.max_bytes": "1KiB"})
+    with pytest.raises(ebb.ResourceExhausted, match="kv_cache.max_bytes"):
+        small.generate("hello", max_new_tokens=4)
+    with pytest.raises(ebb.ResourceExhausted):
+        small.generator(max_length=64)
+    small.unload()
+    assert kv_in_use(model) == 0
+
+
+def test_context_manager_unloads(rt, tiny_path):
+    with rt.load(tiny_path, id="ctx") as m:
+        assert m.loaded
+    assert not m.loaded
+    assert rt.models() == []
+    with pytest.raises(ebb.FailedPrecondition):
+        m.generate(PROMPT_IDS, max_new_tokens=1)
+
+
+def test_unload_refused_while_a_generator_lives(rt, tiny_path):
+    m = rt.load(tiny_path, id="busy")
+    g = m.generator(max_length=16)
+    with pytest.raises(ebb.FailedPrecondition):
+        m.unload()
+    g.close()
+    m.unload()
+
+
+def test_generator_create_destroy_keeps_rss_flat(model):
+    def once():
+        g = model.generator(max_length=64)
+        g.append_tokens(PROMPT_IDS)
+        g.generate_next_token()
+        del g
+
+    for _ in range(30):
+        once()
+    gc.collect()
+    before = rss_bytes()
+    for _ in range(200):
+        once()
+    gc.collect()
+    grown = rss_bytes() - before
+    assert grown < 4 * 1024 * 1024, f"RSS grew {grown} bytes over 200 generators"
+    assert kv_in_use(model) == 0
+
+
+def test_shrink_after_next_run_fires_once(model):
+    h = model.runtime
+    base = h.stats()["num_shrinks"]
+    h.shrink_after_next_run()
+    model.generate(PROMPT_IDS, max_new_tokens=2)
+    assert h.stats()["num_shrinks"] == base + 1
+    model.generate(PROMPT_IDS, max_new_tokens=2)
+    assert h.stats()["num_shrinks"] == base + 1
+    h.shrink_every(2)
+    for _ in range(4):
+        model.generate(PROMPT_IDS, max_new_tokens=2)
+    assert h.stats()["num_shrinks"] == base + 3
+    h.shrink_every(0)
+    h.shrink_arena()
+    assert h.stats()["num_shrinks"] == base + 4
+    h.shrink_above("64GiB")
+    h.shrink_above(0)
+
+
+def test_run_options_and_stats(rt, model):
+    h = model.runtime
+    h.set_option("some.key", 1)
+    assert h.options()["some.key"] == "1"
+    h.clear_option("some.key")
+    assert "some.key" not in h.options()
+    s = h.stats()
+    assert set(s) >= {"process", "kv", "cpu_arena", "num_shrinks", "num_requests"}
+    assert s["process"]["rss_bytes"] > 0
+    assert set(rt.stats()) >= {"process", "kv"}
+    (entry,) = rt.models()
+    assert entry["id"] == "tiny" and entry["weights_bytes"] > 0
+
+
+def test_tokenizer_and_info(model):
+    tok = model.tokenizer
+    ids = tok.encode("hello world", add_special_tokens=False)
+    assert tok.decode(ids) == "hello world"
+    info = model.info
+    assert info["type"] == "llama" and info["vocab_size"] > 0 and info["id"] == "tiny"
+
+
+def test_two_threads_generate_concurrently(model):
+    spans = {}
+    barrier = threading.Barrier(2)
+
+    def work(name):
+        barrier.wait()
+        t0 = time.perf_counter()
+        model.generate(PROMPT_IDS, max_new_tokens=1500, max_length=2048)
+        spans[name] = (t0, time.perf_counter())
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (a0, a1), (b0, b1) = spans["a"], spans["b"]
+    # With the GIL held during generation, one thread could not even start its clock until the
+    # other's generate returned: the spans would not overlap.
+    assert max(a0, b0) < min(a1, b1), spans
+    assert kv_in_use(model) == 0
+
+
+def test_keyboard_interrupt_during_stream_frees_kv(model):
+    n = 0
+    with pytest.raises(KeyboardInterrupt):
+        for _ in model.stream(PROMPT_IDS, max_new_tokens=1500, max_length=2048):
+            n += 1
+            if n == 2:
+                _thread.interrupt_main()
+    assert n < 1000
+    assert kv_in_use(model) == 0
+
+
+def test_keyboard_interrupt_from_a_timer_thread_during_stream(model):
+    started = threading.Event()
+
+    def interrupt():
+        started.wait()
+        time.sleep(0.02)
+        _thread.interrupt_main()
+
+    timer = threading.Thread(target=interrupt)
+    timer.start()
+    pieces = 0
+    with pytest.raises(KeyboardInterrupt):
+        for _ in model.stream(PROMPT_IDS, max_new_tokens=2040, max_length=2048):
+            started.set()
+            pieces += 1
+        # Finished before the timer fired: wait for the interrupt here.
+        time.sleep(5)
+    timer.join()
+    assert kv_in_use(model) == 0
+
+
+def test_keyboard_interrupt_during_generate_cancels(model):
+    calls = []
+
+    def on_text(piece):
+        calls.append(piece)
+        if len(calls) == 1:
+            _thread.interrupt_main()
+
+    with pytest.raises(KeyboardInterrupt):
+        model._impl._generate(PROMPT_IDS, on_text, max_new_tokens=1500, max_length=2048)
+    assert len(calls) < 100
+    assert kv_in_use(model) == 0
+    # The model still works.
+    assert model.generate(PROMPT_IDS, max_new_tokens=2).usage["completion_tokens"] == 2
+
+
+def test_closing_a_stream_early_cancels(model):
+    it = model.stream(PROMPT_IDS, max_new_tokens=1500, max_length=2048)
+    next(it)
+    it.close()
+    assert kv_in_use(model) == 0

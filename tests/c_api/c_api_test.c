@@ -1,0 +1,298 @@
+/* The C ABI end to end, compiled as C11 (-std=c11 -pedantic -Wall -Werror):
+ *   c_api_test MODEL_DIR
+ * loads a model with session and provider options, streams a generation, runs the token-level
+ * generator, shrinks, reads stats, provokes ResourceExhausted, InvalidArgument and Unavailable
+ * (a CUDA provider option on a CPU-only ONNX Runtime), and frees everything (ASan: no leaks). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ebb/ebb.h"
+
+static int g_failures = 0;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      g_failures++;                                                            \
+    }                                                                          \
+  } while (0)
+
+/* Fails the test and returns 1 when `err` is not NULL (frees it). */
+static int ok(ebb_error* err, const char* what) {
+  if (err == NULL) return 0;
+  fprintf(stderr, "%s: %s: %s\n", what, ebb_error_code_name(ebb_error_get_code(err)),
+          ebb_error_get_message(err));
+  ebb_error_free(err);
+  g_failures++;
+  return 1;
+}
+
+/* Checks that `err` has `code` and that its message contains `needle`; frees it. */
+static void expect_error(ebb_error* err, ebb_error_code code, const char* needle,
+                         const char* what) {
+  if (err == NULL) {
+    fprintf(stderr, "%s: expected %s, got success\n", what, ebb_error_code_name(code));
+    g_failures++;
+    return;
+  }
+  if (ebb_error_get_code(err) != code || strstr(ebb_error_get_message(err), needle) == NULL) {
+    fprintf(stderr, "%s: expected %s containing '%s', got %s: %s\n", what,
+            ebb_error_code_name(code), needle, ebb_error_code_name(ebb_error_get_code(err)),
+            ebb_error_get_message(err));
+    g_failures++;
+  } else {
+    printf("%s: %s: %s\n", what, ebb_error_code_name(code), ebb_error_get_message(err));
+  }
+  ebb_error_free(err);
+}
+
+struct stream_state {
+  char text[4096];
+  size_t len;
+  int pieces;
+};
+
+static int on_piece(void* user, const char* piece, size_t len) {
+  struct stream_state* s = (struct stream_state*)user;
+  if (strlen(piece) != len) g_failures++;
+  if (s->len + len < sizeof(s->text)) {
+    memcpy(s->text + s->len, piece, len);
+    s->len += len;
+    s->text[s->len] = '\0';
+  }
+  s->pieces++;
+  return 0;
+}
+
+static int cancel_after_first(void* user, const char* piece, size_t len) {
+  (void)piece;
+  (void)len;
+  (*(int*)user)++;
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  ebb_runtime_options* ro = NULL;
+  ebb_runtime* rt = NULL;
+  ebb_model_options* mo = NULL;
+  ebb_model* model = NULL;
+  ebb_request* req = NULL;
+  ebb_result* res = NULL;
+  char* json = NULL;
+  struct stream_state stream;
+  const char* dir;
+
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
+    return 2;
+  }
+  dir = argv[1];
+  CHECK(ebb_c_abi_version() == EBB_C_ABI_VERSION);
+  CHECK(strlen(ebb_version()) > 0);
+
+  /* A runtime with a memory limit; a misspelled runtime key is InvalidArgument. */
+  if (ok(ebb_runtime_options_create(&ro), "runtime_options_create")) return 1;
+  if (ok(ebb_runtime_options_set(ro, "memory.limit", "1GiB"), "memory.limit")) return 1;
+  expect_error(ebb_runtime_options_set(ro, "memory.limt", "1GiB"), EBB_INVALID_ARGUMENT,
+               "memory.limit", "misspelled runtime key");
+  if (ok(ebb_runtime_create(ro, &rt), "runtime_create")) return 1;
+  ebb_runtime_options_free(ro);
+
+  /* Load with session and provider options (the CUDA options are unused: execution_provider
+   * is cpu). */
+  if (ok(ebb_model_options_create(&mo), "model_options_create")) return 1;
+  ok(ebb_model_options_set(mo, "session_options.intra_op_num_threads", "1"), "session opt");
+  ok(ebb_model_options_set(mo, "session_options.session.use_device_allocator_for_initializers",
+                           "1"),
+     "session config entry");
+  ok(ebb_model_options_set(mo, "provider_options.cuda.gpu_mem_limit", "1073741824"),
+     "provider opt");
+  ok(ebb_model_options_set(mo, "execution_provider", "cpu"), "execution_provider");
+  ok(ebb_model_options_set(mo, "run_options.memory.enable_memory_arena_shrinkage", ""), "run opt");
+  expect_error(ebb_model_options_set(mo, "kv_cache.max_byte", "1"), EBB_INVALID_ARGUMENT,
+               "kv_cache.max_bytes", "misspelled model key");
+  expect_error(ebb_model_options_set(mo, "session_options.intra_op_num_threads", "many"),
+               EBB_INVALID_ARGUMENT, "intra_op_num_threads", "bad session value");
+  if (ok(ebb_runtime_load(rt, "tiny", dir, mo, &model), "load")) return 1;
+  ebb_model_options_free(mo);
+  CHECK(strcmp(ebb_model_id(model), "tiny") == 0);
+  ok(ebb_model_clear_run_option(model, "memory.enable_memory_arena_shrinkage"), "clear run opt");
+
+  /* Loading under a taken id: FailedPrecondition. A missing folder: NotFound. */
+  {
+    ebb_model* dup = NULL;
+    expect_error(ebb_runtime_load(rt, "tiny", dir, NULL, &dup), EBB_FAILED_PRECONDITION, "tiny",
+                 "duplicate id");
+    CHECK(dup == NULL);
+    expect_error(ebb_runtime_load(rt, "missing", "/nonexistent/model", NULL, &dup), EBB_NOT_FOUND,
+                 "/nonexistent/model", "missing folder");
+  }
+
+  /* A CUDA provider option on a CPU-only ONNX Runtime: Unavailable, naming the EP. */
+  {
+    ebb_model_options* cuda = NULL;
+    ebb_model* m = NULL;
+    ok(ebb_model_options_create(&cuda), "model_options_create");
+    ok(ebb_model_options_set(cuda, "provider_options.cuda.gpu_mem_limit", "1073741824"), "cuda");
+    expect_error(ebb_runtime_load(rt, "cuda", dir, cuda, &m), EBB_UNAVAILABLE, "cuda",
+                 "cuda without a CUDA EP");
+    CHECK(m == NULL);
+    ebb_model_options_free(cuda);
+  }
+
+  /* Stream a greedy generation. */
+  memset(&stream, 0, sizeof stream);
+  if (ok(ebb_request_create(&req), "request_create")) return 1;
+  ok(ebb_request_set_prompt(req, "hello world"), "prompt");
+  ok(ebb_request_set_option(req, "max_new_tokens", "8"), "max_new_tokens");
+  ok(ebb_request_set_option(req, "max_length", "64"), "max_length");
+  expect_error(ebb_request_set_option(req, "temprature", "0.5"), EBB_INVALID_ARGUMENT,
+               "temperature", "misspelled request key");
+  expect_error(ebb_request_set_option(req, "max_new_tokens", "-1"), EBB_INVALID_ARGUMENT,
+               "max_new_tokens", "bad max_new_tokens");
+  ok(ebb_model_shrink_after_next_run(model), "shrink_after_next_run");
+  if (ok(ebb_generate(model, req, on_piece, &stream, &res), "generate")) return 1;
+  {
+    const int32_t* ids = NULL;
+    size_t n = 0;
+    ebb_result_get_ids(res, &ids, &n);
+    CHECK(n > 0 && n <= 8);
+    CHECK(ebb_result_get_completion_tokens(res) == n);
+    CHECK(ebb_result_get_prompt_tokens(res) > 0);
+    CHECK(strcmp(ebb_result_get_text(res), stream.text) == 0);
+    CHECK(ebb_result_get_error(res) == NULL);
+    printf("generated %zu tokens in %d pieces, finish %s: '%s'\n", n, stream.pieces,
+           ebb_result_get_finish_reason(res), ebb_result_get_text(res));
+  }
+  ebb_result_free(res);
+  res = NULL;
+
+  /* Cancel from the callback: finish reason "cancelled", KV back to 0. */
+  {
+    int calls = 0;
+    ebb_request* r2 = NULL;
+    ok(ebb_request_create(&r2), "request_create");
+    ok(ebb_request_set_prompt(r2, "hello world"), "prompt");
+    ok(ebb_request_set_option(r2, "max_new_tokens", "16"), "max_new_tokens");
+    ok(ebb_request_set_option(r2, "max_length", "64"), "max_length");
+    if (!ok(ebb_generate(model, r2, cancel_after_first, &calls, &res), "generate/cancel")) {
+      CHECK(strcmp(ebb_result_get_finish_reason(res), "cancelled") == 0);
+      ebb_result_free(res);
+      res = NULL;
+    }
+    ebb_request_free(r2);
+  }
+
+  /* Token level: append, step, logits, rewind. */
+  {
+    ebb_generator_params* gp = NULL;
+    ebb_generator* gen = NULL;
+    const int32_t prompt[] = {5, 17, 42, 99};
+    const int32_t* seq = NULL;
+    const float* logits = NULL;
+    size_t n = 0;
+    ok(ebb_generator_params_create(&gp), "params_create");
+    ok(ebb_generator_params_set(gp, "max_length", "16"), "params max_length");
+    expect_error(ebb_generator_params_set(gp, "top_k", "x"), EBB_INVALID_ARGUMENT, "top_k",
+                 "bad top_k");
+    if (!ok(ebb_generator_create(model, gp, &gen), "generator_create")) {
+      ok(ebb_generator_append_tokens(gen, prompt, 4), "append");
+      ok(ebb_generator_generate_next_token(gen), "next");
+      ok(ebb_generator_get_sequence(gen, &seq, &n), "sequence");
+      CHECK(n == 5 && seq[0] == 5);
+      ok(ebb_generator_get_logits(gen, &logits, &n), "logits");
+      CHECK(n > 0 && logits != NULL);
+      ok(ebb_generator_rewind_to(gen, 4), "rewind");
+      ok(ebb_generator_get_sequence(gen, &seq, &n), "sequence");
+      CHECK(n == 4);
+      while (!ebb_generator_is_done(gen)) {
+        if (ok(ebb_generator_generate_next_token(gen), "next")) break;
+      }
+      ebb_generator_free(gen);
+    }
+    ebb_generator_params_free(gp);
+  }
+
+  /* Tokenizer. */
+  {
+    int32_t* ids = NULL;
+    size_t n = 0;
+    char* text = NULL;
+    if (!ok(ebb_model_encode(model, "hello", 0, &ids, &n), "encode")) {
+      CHECK(n > 0);
+      if (!ok(ebb_model_decode(model, ids, n, 0, &text), "decode")) {
+        CHECK(strcmp(text, "hello") == 0);
+        ebb_string_free(text);
+      }
+      ebb_ids_free(ids);
+    }
+  }
+
+  /* Tier 2 controls and stats. */
+  ok(ebb_model_shrink_arena(model), "shrink_arena");
+  ok(ebb_model_shrink_every(model, 4), "shrink_every");
+  ok(ebb_model_shrink_above(model, 0), "shrink_above");
+  ok(ebb_model_set_run_option(model, "some.key", "1"), "set_run_option");
+  if (!ok(ebb_model_run_options_json(model, &json), "run_options_json")) {
+    CHECK(strstr(json, "\"some.key\"") != NULL);
+    ebb_string_free(json);
+  }
+  ok(ebb_model_clear_run_option(model, "some.key"), "clear_run_option");
+  if (!ok(ebb_model_stats_json(model, &json), "model_stats_json")) {
+    printf("model stats: %s\n", json);
+    CHECK(strstr(json, "\"kv\"") != NULL && strstr(json, "\"num_shrinks\"") != NULL);
+    CHECK(strstr(json, "\"in_use_bytes\":0") != NULL);
+    ebb_string_free(json);
+  }
+  if (!ok(ebb_runtime_stats_json(rt, &json), "runtime_stats_json")) {
+    CHECK(strstr(json, "\"process\"") != NULL);
+    ebb_string_free(json);
+  }
+  if (!ok(ebb_runtime_list_json(rt, &json), "list_json")) {
+    printf("list: %s\n", json);
+    CHECK(strstr(json, "\"id\":\"tiny\"") != NULL);
+    ebb_string_free(json);
+  }
+  if (!ok(ebb_model_info_json(model, &json), "info_json")) {
+    CHECK(strstr(json, "\"vocab_size\"") != NULL);
+    ebb_string_free(json);
+  }
+
+  /* ResourceExhausted: a KV budget too small for one request. */
+  {
+    ebb_model_options* small = NULL;
+    ebb_model* m = NULL;
+    ok(ebb_model_options_create(&small), "model_options_create");
+    ok(ebb_model_options_set(small, "kv_cache.max_bytes", "1KiB"), "kv_cache.max_bytes");
+    if (!ok(ebb_runtime_load(rt, "small", dir, small, &m), "load small")) {
+      expect_error(ebb_generate(m, req, NULL, NULL, &res), EBB_RESOURCE_EXHAUSTED,
+                   "kv_cache.max_bytes", "kv budget");
+      CHECK(res == NULL);
+      ebb_model_free(m);
+      ok(ebb_runtime_unload(rt, "small", 0), "unload small");
+    }
+    ebb_model_options_free(small);
+  }
+
+  /* A model handle outlives an unload; the id is gone. */
+  ok(ebb_runtime_unload(rt, "tiny", 0), "unload");
+  expect_error(ebb_runtime_unload(rt, "tiny", 0), EBB_NOT_FOUND, "tiny", "unload twice");
+  expect_error(ebb_generate(model, req, NULL, NULL, &res), EBB_FAILED_PRECONDITION, "",
+               "generate on an unloaded model");
+  expect_error(ebb_generate(model, NULL, NULL, NULL, &res), EBB_INVALID_ARGUMENT, "request",
+               "NULL request");
+  ebb_request_free(req);
+  ebb_model_free(model);
+  ebb_runtime_free(rt);
+  ebb_error_free(NULL);
+  ebb_runtime_free(NULL);
+
+  if (g_failures != 0) {
+    fprintf(stderr, "%d failure(s)\n", g_failures);
+    return 1;
+  }
+  printf("c_api_test: all passed\n");
+  return 0;
+}
