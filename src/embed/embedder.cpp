@@ -202,7 +202,7 @@ std::vector<std::vector<int32_t>> TokenRows(const ModelImpl& m, const EmbedReque
                     InputName(true, i) + " is empty; every input needs at least one character");
       }
       try {
-        row = tok->Encode(req.texts[i], true);
+        row = tok->EncodeRaw(req.texts[i], true);
       } catch (const Error& e) {
         throw Error(e.code(), InputName(true, i) + ": " + e.what());
       }
@@ -229,7 +229,7 @@ std::vector<std::vector<int32_t>> TokenRows(const ModelImpl& m, const EmbedReque
                         "); shorten it or set embed.truncate=end or start");
       }
       std::vector<int32_t> content;
-      if (texts) content = tok->Encode(req.texts[i], false);
+      if (texts) content = tok->EncodeRaw(req.texts[i], false);
       row = TruncateTokens(row, texts ? content : row, max_len, req.options.truncate);
       ++result.num_truncated;
     }

@@ -420,7 +420,18 @@ fs::path MakeHfFolder(const std::string& name, bool with_pooling) {
   fs::remove_all(dir);
   fs::create_directories(dir / "onnx");
   fs::copy_file(Bert() / "model.onnx", dir / "onnx" / "model.onnx");
-  fs::copy_file(Bert() / "tokenizer.json", dir / "tokenizer.json");
+  // As in real exports, the tokenizer pads to a fixed 128 and truncates at 16; ebb must ignore
+  // both (it pads per batch, with a mask, and truncates at the model's own limit).
+  auto tok = ReadJson(Bert() / "tokenizer.json");
+  tok["padding"] = {{"strategy", {{"Fixed", 128}}},
+                    {"direction", "Right"},
+                    {"pad_to_multiple_of", nullptr},
+                    {"pad_id", 0},
+                    {"pad_type_id", 0},
+                    {"pad_token", "[PAD]"}};
+  tok["truncation"] = {
+      {"direction", "Right"}, {"max_length", 16}, {"strategy", "LongestFirst"}, {"stride", 0}};
+  std::ofstream(dir / "tokenizer.json") << tok.dump();
   std::ofstream(dir / "config.json")
       << R"({"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2,
              "num_attention_heads": 4, "max_position_embeddings": 512, "vocab_size": 1024,
@@ -447,6 +458,11 @@ TEST(EmbedFolders, SentenceTransformersExportLoadsWithItsPoolingAndLength) {
   cls.pooling = Pooling::kCls;
   const EmbedResult b = EmbedTexts(genai, {"the river ran low"}, cls);
   EXPECT_LE(MaxAbsDiff(a.embeddings[0], b.embeddings[0]), 1e-6);
+  EXPECT_EQ(a.usage.prompt_tokens, b.usage.prompt_tokens) << "no tokenizer.json padding";
+  EXPECT_LT(a.usage.prompt_tokens, 16u);
+  const EmbedResult long_text = EmbedTexts(hf, {Text(20)});
+  EXPECT_GT(long_text.usage.prompt_tokens, 16u) << "no tokenizer.json truncation";
+  EXPECT_EQ(long_text.num_truncated, 0);
   EmbedOptions mean;
   mean.pooling = Pooling::kMean;  // the option overrides the folder's pooling
   EXPECT_EQ(EmbedTexts(hf, {"the river"}, mean).pooling, Pooling::kMean);
