@@ -34,8 +34,9 @@ class Model;
 
 // How the token vectors of a row become one vector.
 enum class Pooling {
-  kAuto,   // 1_Pooling/config.json when the folder has one; else the graph's sentence_embedding
-           // output when it has one; else kMean
+  kAuto,   // kModel when the graph has no token vectors (last_hidden_state/token_embeddings);
+           // else 1_Pooling/config.json when the folder has one; else kModel when the graph
+           // has a sentence_embedding output; else kMean
   kMean,   // mean of last_hidden_state over the attention mask ([CLS] and [SEP] included, as
            // sentence-transformers does)
   kCls,    // the first token's vector

@@ -115,15 +115,16 @@ Pooling ResolvePooling(const ModelImpl& m, Pooling asked) {
   const EncoderFolderInfo& f = m.config.encoder;
   Pooling p = asked;
   if (p == Pooling::kAuto) {
-    if (!f.pooling.empty()) {
+    if (io.last_hidden_state.empty()) {
+      p = Pooling::kModel;  // the graph pools itself and has nothing else to pool
+    } else if (!f.pooling.empty()) {
       p = ParsePooling(f.pooling);
     } else if (!f.pooling_unsupported.empty()) {
       throw Error(ErrorCode::InvalidArgument,
                   f.pooling_config.string() + ": " + f.pooling_unsupported +
                       " is a pooling ebb does not implement; set embed.pooling to mean, cls, "
                       "last or model");
-    } else if (!io.pooled.empty() &&
-               (io.last_hidden_state.empty() || io.pooled == "sentence_embedding")) {
+    } else if (io.pooled == "sentence_embedding") {
       p = Pooling::kModel;
     } else {
       p = Pooling::kMean;

@@ -224,7 +224,9 @@ EncoderIo ResolveEncoderIo(const GenaiConfig& cfg, Ort::Session& session) {
                                                 n.input_ids + "'; its inputs are: " + list(inputs));
   }
   for (const auto& [name, type] : outputs) {
-    const bool hidden = name == n.last_hidden_state;
+    // sentence-transformers' own ONNX export names the token vectors token_embeddings.
+    const bool hidden = name == n.last_hidden_state ||
+                        (name == "token_embeddings" && io.last_hidden_state != n.last_hidden_state);
     const bool pooled = name == "sentence_embedding" || name == "pooler_output";
     if (!hidden && !pooled) continue;
     if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {

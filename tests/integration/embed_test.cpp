@@ -248,6 +248,10 @@ TEST(EmbedInput, EmptyListEmptyStringAndInvalidUtf8AreClearErrorsAndTheModelStay
   dims.texts = {"a"};
   dims.options.dimensions = 65;
   expect_error(dims, "larger than the model's 64");
+  EmbedRequest pooled;
+  pooled.texts = {"a"};
+  pooled.options.pooling = Pooling::kModel;
+  expect_error(pooled, "no pooled output");
   EXPECT_EQ(m->num_live_generators(), 0);
 }
 
