@@ -3,6 +3,7 @@
 // input errors, the same memory controls and observers as decoders, the CLI.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
