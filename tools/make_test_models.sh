@@ -2,8 +2,13 @@
 # Generates the synthetic model folders that tests/integration/synth_models_test.cpp reads:
 #   tools/make_test_models.sh OUTDIR      then   EBB_TEST_MODELS=OUTDIR ctest ...
 # Folders: llama-tiny-fp32 llama-tiny-int4 phi3-tiny-fp32-unfused qwen2-tiny-fp32 gpt2-tiny-fp32
-#          bert-tiny-fp32. Each decoder folder also gets reference_greedy.json from
-#          tools/reference_forward.py (greedy tokens and logits for two right-padded prompts).
+#          bert-tiny-fp32 minilm-shape-fp32. Each decoder folder also gets reference_greedy.json
+#          from tools/reference_forward.py (greedy tokens and logits for two right-padded prompts);
+#          bert-tiny-fp32 gets reference_embed.json (mean/CLS pooled vectors of $BERT_ROWS).
+#          minilm-shape-fp32 is all-MiniLM-L6-v2's shape (6 layers, 384 hidden, 12 heads, vocab
+#          30522) with random weights and 1_Pooling/config.json (mean); its tokenizer is the real
+#          ../shared/models/tokenizers/all-minilm-l6-v2/tokenizer.json when that file exists (or
+#          $EBB_SHARED_DIR/...), else the synthesizer's own (1024 learned tokens, to stay quick).
 # Idempotent: a folder whose .make_test_models stamp matches (this script's version, synth_model.py's
 # SCRIPT_VERSION, a hash of the generator sources, the arguments) is kept; others are regenerated.
 # Needs /usr/bin/python3 with python3-onnx and python3-numpy (override with PYTHON=...).
@@ -12,6 +17,9 @@ set -eu
 MAKE_TEST_MODELS_VERSION=1
 PROMPTS="5,17,42,99,7,300;8,9,10;11,12,13,14"
 MAX_LENGTH=12
+BERT_ROWS="2,50,60,70,3;2,100,3;2,5,6,7,8,9,10,11,12,13,14,15,16,17,3"
+SHARED=${EBB_SHARED_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/shared}
+MINILM_TOKENIZER="$SHARED/models/tokenizers/all-minilm-l6-v2/tokenizer.json"
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
   echo "usage: $0 OUTDIR [--soak]" >&2
@@ -29,7 +37,7 @@ mkdir -p "$OUT"
 make_one() {  # name family precision [extra args...]
   name=$1; family=$2; precision=$3; shift 3
   dir="$OUT/$name"
-  stamp="make_test_models=$MAKE_TEST_MODELS_VERSION synth_model=$SYNTH_VERSION sources=$SOURCES_HASH args=--family $family --preset tiny --precision $precision --seed 0 $* ref=$PROMPTS/$MAX_LENGTH"
+  stamp="make_test_models=$MAKE_TEST_MODELS_VERSION synth_model=$SYNTH_VERSION sources=$SOURCES_HASH args=--family $family --preset tiny --precision $precision --seed 0 $* ref=$PROMPTS/$MAX_LENGTH/$BERT_ROWS"
   if [ -f "$dir/.make_test_models" ] && [ "$(cat "$dir/.make_test_models")" = "$stamp" ]; then
     echo "up to date: $dir"
     return 0
@@ -40,6 +48,14 @@ make_one() {  # name family precision [extra args...]
   if [ "$family" != bert ]; then
     "$PY" "$TOOLS/reference_forward.py" "$dir.tmp" --input-ids "$PROMPTS" --max-length "$MAX_LENGTH" --json \
       > "$dir.tmp/reference_greedy.json"
+  elif [ "$name" = bert-tiny-fp32 ]; then
+    "$PY" "$TOOLS/reference_forward.py" "$dir.tmp" --input-ids "$BERT_ROWS" --embed \
+      > "$dir.tmp/reference_embed.json"
+  else
+    # A sentence-transformers pooling config, read by ebb like an export's.
+    mkdir -p "$dir.tmp/1_Pooling"
+    printf '%s\n' '{"word_embedding_dimension": 384, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true, "pooling_mode_max_tokens": false, "pooling_mode_mean_sqrt_len_tokens": false}' \
+      > "$dir.tmp/1_Pooling/config.json"
   fi
   printf '%s\n' "$stamp" > "$dir.tmp/.make_test_models"
   rm -rf "$dir"
@@ -61,6 +77,13 @@ make_one phi3-tiny-fp32-unfused phi3 fp32 --rotary-form unfused
 make_one qwen2-tiny-fp32 qwen2 fp32
 make_one gpt2-tiny-fp32 gpt2 fp32
 make_one bert-tiny-fp32 bert fp32
+if [ -f "$MINILM_TOKENIZER" ]; then
+  make_one minilm-shape-fp32 bert fp32 --layers 6 --hidden 384 --heads 12 --intermediate 1536 \
+    --vocab 30522 --tokenizer "$MINILM_TOKENIZER"
+else
+  make_one minilm-shape-fp32 bert fp32 --layers 6 --hidden 384 --heads 12 --intermediate 1536 \
+    --vocab 30522 --tokenizer-tokens 1024
+fi
 # float16 KV cache and logits (GPU-export style), computing in float32 inside: same greedy tokens.
 FP16="$OUT/llama-tiny-fp16io"
 if [ ! -f "$FP16/.make_test_models" ] || ! cmp -s "$OUT/llama-tiny-fp32/.make_test_models" "$FP16/.make_test_models"; then

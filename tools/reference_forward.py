@@ -3,6 +3,7 @@
 
   tools/reference_forward.py MODEL_DIR --input-ids 1,2,3[;4,5] --max-length N [--json]
                              [--act-quant none|int8]
+  tools/reference_forward.py BERT_DIR --input-ids 2,5,3[;2,6,7,3] --embed
 
 Reads genai_config.json and the ONNX initializers (never the nodes' math), runs greedy decoding
 for every row and prints the full sequences (prompt + generated, max_length tokens in total, as in
@@ -20,6 +21,11 @@ each int4 MatMul to int8 per 32-element block (scale = absmax/127), like MatMulN
 accuracy_level 4 on CPU (ORT's MLAS quantizes A to int8 per block; with this the reference matches
 ORT 1.29 to ~1e-6 instead of ~3e-2); the default "auto" does so when the model's MatMulNBits nodes
 have accuracy_level 4, "none" keeps fp32 activations.
+
+bert (encoder, --embed): each row alone (no padding), BERT post-norm layers as synth_model.py
+writes them (Attention with packed qkv weights, bidirectional; exact erf Gelu; LayerNorm eps 1e-12);
+prints {"input_ids": rows, "hidden_size": H, "mean": [...], "cls": [...], "mean_normalized": [...],
+"cls_normalized": [...]} (one vector per row; mean over all the row's tokens).
 
 This file deliberately shares no code with synth_model.py: it is the independent reference.
 """
@@ -42,6 +48,14 @@ class Model:
             self.config = json.load(f)
         m = self.config["model"]
         self.type = m["type"]
+        if self.type == "bert":
+            enc = m["encoder"]
+            self.layers = enc["num_hidden_layers"]
+            self.heads = enc["num_attention_heads"]
+            self.head_size = enc["head_size"]
+            model = onnx.load(os.path.join(model_dir, enc["filename"]))
+            self.w = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+            return
         dec = m["decoder"]
         self.layers = dec["num_hidden_layers"]
         self.head_size = dec["head_size"]
@@ -200,6 +214,55 @@ class Model:
         return self.mm(ln(x, "transformer.ln_f"), "lm_head.MatMul")
 
 
+    def forward_bert(self, ids):
+        """last_hidden_state [S, H] of one row, every token attended (no padding)."""
+        w = self.w
+        S = len(ids)
+        nh, hd = self.heads, self.head_size
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+
+        def ln(x, name):
+            x = x.astype(np.float64)
+            mu = x.mean(-1, keepdims=True)
+            var = ((x - mu) ** 2).mean(-1, keepdims=True)
+            return (x - mu) / np.sqrt(var + 1e-12) * w[name + ".weight"] + w[name + ".bias"]
+
+        x = (w["embeddings.word_embeddings.weight"][np.asarray(ids)].astype(np.float64)
+             + w["embeddings.token_type_embeddings.weight"][np.zeros(S, dtype=np.int64)]
+             + w["embeddings.position_embeddings.weight"][np.arange(S)])
+        x = ln(x, "embeddings.LayerNorm")
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}"
+            qkv = x @ w[f"{p}.attention.self.qkv.weight"] + w[f"{p}.attention.self.qkv.bias"]
+            q, k, v = np.split(qkv, 3, axis=-1)
+            q = q.reshape(S, nh, hd).transpose(1, 0, 2)
+            k = k.reshape(S, nh, hd).transpose(1, 0, 2)
+            v = v.reshape(S, nh, hd).transpose(1, 0, 2)
+            s = (q @ k.transpose(0, 2, 1)) / math.sqrt(hd)
+            s = s - s.max(axis=-1, keepdims=True)
+            pr = np.exp(s)
+            pr = pr / pr.sum(axis=-1, keepdims=True)
+            a = (pr @ v).transpose(1, 0, 2).reshape(S, nh * hd)
+            o = a @ w[f"{p}.attention.output.dense.MatMul.weight"] + w[f"{p}.attention.output.dense.bias"]
+            x = ln(x + o, f"{p}.attention.output.LayerNorm")
+            f = x @ w[f"{p}.intermediate.dense.MatMul.weight"] + w[f"{p}.intermediate.dense.bias"]
+            f = 0.5 * f * (1.0 + erf(f / math.sqrt(2.0)))
+            f = f @ w[f"{p}.output.dense.MatMul.weight"] + w[f"{p}.output.dense.bias"]
+            x = ln(x + f, f"{p}.output.LayerNorm")
+        return x
+
+
+def embed(model, rows):
+    out = {"input_ids": rows, "mean": [], "cls": [], "mean_normalized": [], "cls_normalized": []}
+    for ids in rows:
+        h = model.forward_bert(list(ids))
+        out["hidden_size"] = int(h.shape[1])
+        for kind, v in (("mean", h.mean(axis=0)), ("cls", h[0])):
+            out[kind].append(v.tolist())
+            out[kind + "_normalized"].append((v / np.linalg.norm(v)).tolist())
+    return out
+
+
 def quantize_int8_blocks(x, block):
     x = np.asarray(x, dtype=np.float32)
     shp = x.shape
@@ -237,13 +300,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="NumPy reference greedy decoding for synthetic models")
     ap.add_argument("model_dir")
     ap.add_argument("--input-ids", required=True, help="rows separated by ';', ids by ','")
-    ap.add_argument("--max-length", type=int, required=True, help="total length incl. the prompt")
+    ap.add_argument("--max-length", type=int, help="total length incl. the prompt (decoders)")
+    ap.add_argument("--embed", action="store_true", help="bert: pooled embeddings as JSON")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--act-quant", choices=("auto", "none", "int8"), default="auto",
                     help="auto: int8 for MatMulNBits nodes with accuracy_level 4 (ORT CPU), else none")
     args = ap.parse_args(argv)
     model = Model(args.model_dir, args.act_quant)
     rows = parse_rows(args.input_ids)
+    if args.embed or model.type == "bert":
+        json.dump(embed(model, rows), sys.stdout)
+        sys.stdout.write("\n")
+        return
+    if args.max_length is None:
+        ap.error("--max-length is required for decoders")
     seqs, pl, ll = greedy(model, rows, args.max_length)
     if args.json:
         json.dump({"input_ids": rows, "max_length": args.max_length, "act_quant": model.act_quant,

@@ -7,6 +7,12 @@ Usage:
                        [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--head-size N]
                        [--intermediate N] [--vocab N] [--context-length N]
                        [--rotary-form fused|unfused] [--external-data auto|always|never]
+                       [--tokenizer-tokens N] [--tokenizer TOKENIZER_JSON]
+
+--tokenizer-tokens N caps the learned tokenizer at N tokens (default min(vocab, 4096); learning a
+large WordPiece vocabulary takes a minute). --tokenizer (bert only) uses a given Hugging Face
+tokenizer.json (e.g. all-MiniLM-L6-v2's) instead of learning one; its special tokens [PAD], [UNK],
+[CLS], [SEP] and [MASK] must be below --vocab.
 
 Needs only Debian's /usr/bin/python3 with python3-onnx (1.12, opset 17) and python3-numpy.
 
@@ -351,8 +357,28 @@ def make_bpe_tokenizer(vocab_size):
     return tok, specials, len(vocab)
 
 
-def make_wordpiece_tokenizer(vocab_size):
-    n_tokens = min(vocab_size, TOKENIZER_MAX_VOCAB)
+def load_wordpiece_tokenizer(path, vocab_size):
+    """A given HF WordPiece tokenizer.json (copied as is): (dict, {special: id}, number of tokens)."""
+    with open(path, encoding="utf-8") as f:
+        tok = json.load(f)
+    ids = {}
+    for t in tok.get("added_tokens", []):
+        if t["content"] in BERT_SPECIALS:
+            ids[t["content"]] = t["id"]
+    vocab = tok["model"]["vocab"]
+    for s in BERT_SPECIALS:
+        if s not in ids:
+            if s not in vocab:
+                raise SystemExit(f"{path}: no token {s}")
+            ids[s] = vocab[s]
+    n = max(max(vocab.values()), max(ids.values())) + 1
+    if n > vocab_size:
+        raise SystemExit(f"{path}: {n} tokens do not fit --vocab {vocab_size}")
+    return tok, ids, n
+
+
+def make_wordpiece_tokenizer(vocab_size, max_tokens=TOKENIZER_MAX_VOCAB):
+    n_tokens = min(vocab_size, max_tokens)
     vocab = {}
     for s in BERT_SPECIALS:
         vocab[s] = len(vocab)
@@ -1077,8 +1103,11 @@ def generate(args):
     cfg = resolve_config(args)
     os.makedirs(args.out, exist_ok=True)
     fam = cfg["family"]
-    if fam == "bert":
-        tok, specials, n_tok = make_wordpiece_tokenizer(cfg["vocab"])
+    if fam == "bert" and args.tokenizer:
+        tok, specials, n_tok = load_wordpiece_tokenizer(args.tokenizer, cfg["vocab"])
+    elif fam == "bert":
+        tok, specials, n_tok = make_wordpiece_tokenizer(cfg["vocab"],
+                                                        args.tokenizer_tokens or TOKENIZER_MAX_VOCAB)
     else:
         tok, specials, n_tok = make_bpe_tokenizer(cfg["vocab"])
     assert n_tok <= cfg["vocab"] and max(specials.values()) < cfg["vocab"]
@@ -1110,6 +1139,8 @@ def main(argv=None):
         ap.add_argument(f"--{k}", type=int, dest=k.replace("-", "_"))
     ap.add_argument("--rotary-form", choices=("fused", "unfused"))
     ap.add_argument("--external-data", choices=("auto", "always", "never"), default="auto")
+    ap.add_argument("--tokenizer-tokens", type=int, help="cap on the learned tokenizer's size")
+    ap.add_argument("--tokenizer", help="bert: use this HF tokenizer.json instead of learning one")
     ap.add_argument("--check", action="store_true", help="run onnx.checker on the result")
     args = ap.parse_args(argv)
     info = generate(args)

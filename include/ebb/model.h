@@ -62,9 +62,11 @@ class Runtime;
 class EBB_API Model : public std::enable_shared_from_this<Model> {
  public:
   // Loads `dir` (a folder with genai_config.json, the ONNX model and optionally
-  // tokenizer.json) into Runtime::Default(). Throws ebb::Error: NotFound for missing files,
-  // InvalidArgument for a corrupt model, a bad config field or a bad option (the message names
-  // file and field/key).
+  // tokenizer.json; or an encoder's sentence-transformers / Hugging Face ONNX export, see
+  // docs/embeddings.md) into Runtime::Default(). Encoders (ModelInfo::is_encoder) serve
+  // ebb::Embed (ebb/embedding.h); generators on them are refused. Throws ebb::Error: NotFound for
+  // missing files, InvalidArgument for a corrupt model, a bad config field or a bad option (the
+  // message names file and field/key).
   static std::shared_ptr<Model> Load(const std::filesystem::path& dir,
                                      const ModelOptions& options = {});
   virtual ~Model();

@@ -53,7 +53,8 @@ struct EBB_API RuntimeOptions {
 struct ModelSummary {
   std::string id;
   std::filesystem::path path;
-  std::string type;               // genai_config model.type
+  std::string type;               // genai_config model.type (config.json model_type)
+  bool is_encoder = false;        // an embedding model (ebb::Embed), no KV cache
   uint64_t weights_bytes = 0;     // model file + external data
   KvMemory kv;                    // in use, reserved, peak, budget
   ArenaStats cpu_arena;           // the session's CPU arena (or the shared env arena)

@@ -2,11 +2,12 @@
 // once after the next request, shrink every N requests, run options, statistics.
 //
 // A "request" is one generation (a generator reaching IsDone(), or destroyed before that), not
-// one token. A shrink gives back what ORT's CPU arena holds but does not use (ORT shrinks only at
-// the end of a Run() carrying memory.enable_memory_arena_shrinkage, so an idle model runs one
-// minimal step to trigger it), unmaps the KV pool's retained blocks, and trims the heap
-// (malloc_trim). A model without a CPU arena (enable_cpu_mem_arena=0) skips the arena part: ORT
-// refuses to shrink a device that has no arena.
+// one token, or one ebb::Embed call on an encoder. A shrink gives back what ORT's CPU arena holds
+// but does not use (ORT shrinks only at the end of a Run() carrying
+// memory.enable_memory_arena_shrinkage, so an idle model runs one minimal step to trigger it),
+// unmaps the KV pool's retained blocks, and trims the heap (malloc_trim). A model without a CPU
+// arena (enable_cpu_mem_arena=0) skips the arena part: ORT refuses to shrink a device that has no
+// arena.
 // Ownership: owned by its Model (Model::runtime()); valid while the model lives.
 // Thread-safety: every method may be called from any thread while generations run.
 #pragma once

@@ -61,6 +61,10 @@ class EBB_API Tokenizer {
   // special-token text typed in `text` (e.g. "<|endoftext|>") is always recognised, as in the
   // reference. Throws ebb::Error(InvalidArgument) when `text` is not valid UTF-8.
   std::vector<int32_t> Encode(std::string_view text, bool add_special_tokens = true) const;
+  // Encode without tokenizer.json's "truncation" and "padding" blocks: for callers that cut
+  // and pad themselves, to their own limit (ebb::Embed; sentence-transformers exports often
+  // carry truncation 128 and padding Fixed 128 that their own max_seq_length overrides).
+  std::vector<int32_t> EncodeRaw(std::string_view text, bool add_special_tokens = true) const;
 
   // Ids -> text, through the tokenizer's decoder. `skip_special_tokens` drops added tokens
   // marked special. Throws ebb::Error(InvalidArgument) for an id that has no token.

@@ -42,6 +42,7 @@ int Main(int argc, char** argv) {
   ebb::cli::RegisterInfoCommand(app);
   ebb::cli::RegisterGenerateCommand(app);
   ebb::cli::RegisterOptionsCommand(app);
+  ebb::cli::RegisterEmbedCommand(app);
 #ifdef EBB_HAVE_TOKENIZE_CLI
   ebb::cli::RegisterTokenizeCommands(app);
 #endif

@@ -99,6 +99,19 @@ constexpr std::array kTable = {
                "0.01 to 100", "HF repetition penalty; 1 = off"},
     OptionSpec{"seed", T::kInt, kRq, "", "0", "0 to 9223372036854775807",
                "RNG seed for sampling: same seed, same tokens"},
+    // ---- per embedding request (EmbedRequest, ebb/embedding.h) ----
+    OptionSpec{"embed.pooling", T::kEnum, kRq, "", "auto", "auto|mean|cls|last|model",
+               "how token vectors become one: auto = 1_Pooling/config.json, else the graph's "
+               "sentence_embedding, else mean"},
+    OptionSpec{"embed.normalize", T::kBool, kRq, "", "true", "", "L2-normalise each embedding"},
+    OptionSpec{"embed.truncate", T::kEnum, kRq, "", "end", "end|start|error",
+               "an input over the model's maximum length: drop its end, its start, or refuse it"},
+    OptionSpec{"embed.dimensions", T::kInt, kRq, "", "0", "0 to 2147483647",
+               "keep the first N values (Matryoshka), then normalise; 0 = all"},
+    OptionSpec{"embed.batch_size", T::kInt, kRq, "rows", "32", "1 to 65536",
+               "inputs per encoder Run(); inputs are grouped by length"},
+    OptionSpec{"embed.max_batch_tokens", T::kInt, kRq, "tokens", "8192", "1 to 9223372036854775807",
+               "rows x longest row per encoder Run(); a longer single input runs alone"},
     // ---- ORT run options ebb knows (others pass through) ----
     OptionSpec{"memory.enable_memory_arena_shrinkage", T::kString, kRo, "", "(unset)",
                "cpu:0, gpu:0, cpu:0;gpu:0 or empty",
@@ -268,7 +281,9 @@ void ThrowWrongScope(const OptionSpec& spec, OptionScope scope) {
   throw Error(ErrorCode::InvalidArgument,
               "option '" + std::string(spec.key) + "' is a " + where + " option, not a " +
                   std::string(OptionScopeName(scope)) + " option; set it " +
-                  (HasScope(spec, OptionScope::kRequest)
+                  (HasScope(spec, OptionScope::kRequest) && spec.key.starts_with("embed.")
+                       ? "per embedding request (EmbedRequest::Set, ebb embed --option)"
+                   : HasScope(spec, OptionScope::kRequest)
                        ? "per request (GeneratorParams::Set, request options)"
                    : HasScope(spec, OptionScope::kSession)
                        ? "as a session option (session_options." + std::string(spec.key) +

@@ -106,8 +106,7 @@ struct Generator::Impl {
     failed = false;
     t_request_start = Clock::now();
     if (internal_request) return;
-    static std::atomic<uint64_t> next_id{1};
-    request_id = next_id.fetch_add(1);
+    request_id = internal::NextRequestId();
     m.host->NotifyRequestStart({m.id, request_id});
   }
 
@@ -137,6 +136,12 @@ struct Generator::Impl {
       : model(std::move(mdl)), m(internal::ImplOf(*model)), slot(m) {
     internal_request = t_internal_step;
     const ModelInfo& info = m.info;
+    if (info.is_encoder) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "model '" + m.id + "' (" + info.type +
+                      ") is an encoder (embedding) model: it has no logits and cannot generate; "
+                      "use ebb::Embed (ebb/embedding.h) or `ebb embed`");
+    }
     if (p.batch_size < 1) {
       throw Error(ErrorCode::InvalidArgument,
                   "batch_size=" + std::to_string(p.batch_size) + " must be at least 1");

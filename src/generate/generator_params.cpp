@@ -14,6 +14,12 @@ void GeneratorParams::Set(std::string_view key, std::string_view value) {
   if (!HasScope(*spec, OptionScope::kRequest)) {
     internal::ThrowWrongScope(*spec, OptionScope::kRequest);
   }
+  if (key.starts_with("embed.")) {
+    throw Error(ErrorCode::InvalidArgument,
+                "option '" + std::string(key) +
+                    "' is an embedding request option, not a generation one; set it on "
+                    "EmbedRequest (EmbedRequest::Set, ebb embed --option)");
+  }
   internal::ValidateOptionValue(*spec, value);  // type and range, from the table
   if (key == "max_length") {
     max_length = static_cast<int32_t>(internal::ParseInt(key, value, 0, INT32_MAX));

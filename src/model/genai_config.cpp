@@ -276,6 +276,20 @@ GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::pat
     cfg.io.past_key = r.String(*in, "past_key_names", ip, cfg.io.past_key);
     cfg.io.past_value = r.String(*in, "past_value_names", ip, cfg.io.past_value);
   }
+  if (cfg.is_encoder) {
+    if (const json* in = r.Find(dec, "inputs")) {
+      const std::string ip = sp + "/inputs";
+      cfg.encoder_io.input_ids = r.String(*in, "input_ids", ip, cfg.encoder_io.input_ids);
+      cfg.encoder_io.attention_mask =
+          r.String(*in, "attention_mask", ip, cfg.encoder_io.attention_mask);
+      cfg.encoder_io.token_type_ids =
+          r.String(*in, "token_type_ids", ip, cfg.encoder_io.token_type_ids);
+    }
+    if (const json* out = r.Find(dec, "outputs")) {
+      cfg.encoder_io.last_hidden_state =
+          r.String(*out, "last_hidden_state", sp + "/outputs", cfg.encoder_io.last_hidden_state);
+    }
+  }
   if (const json* out = r.Find(dec, "outputs")) {
     const std::string op = sp + "/outputs";
     cfg.io.logits = r.String(*out, "logits", op, cfg.io.logits);

@@ -31,6 +31,28 @@ struct DecoderIoNames {
   std::string present_combined;  // "present_%d"
 };
 
+// An encoder's graph names (genai_config.json model.encoder.inputs/outputs, or the standard names
+// of a sentence-transformers / HF ONNX export). token_type_ids is fed only when the graph has it.
+struct EncoderIoNames {
+  std::string input_ids = "input_ids";
+  std::string attention_mask = "attention_mask";
+  std::string token_type_ids = "token_type_ids";
+  std::string last_hidden_state = "last_hidden_state";
+};
+
+// What an encoder folder says about pooling and length (1_Pooling/config.json,
+// sentence_bert_config.json, tokenizer_config.json, config.json).
+struct EncoderFolderInfo {
+  std::string layout;  // "genai_config.json" or "sentence-transformers / Hugging Face ONNX export"
+  // 1_Pooling/config.json's mode ("mean", "cls", "last"); empty: no such file. A mode ebb does
+  // not implement (max, mean_sqrt_len, weightedmean) is kept in pooling_unsupported.
+  std::string pooling;
+  std::string pooling_unsupported;
+  std::filesystem::path pooling_config;
+  int32_t max_length = 0;         // tokens, special tokens included
+  std::string max_length_source;  // the file and field it came from
+};
+
 // `search` defaults from the config: the defaults of every generator. Unset: the file does not
 // say, and ebb's own default applies. Users' generator params override them.
 struct SearchDefaults {
@@ -62,6 +84,8 @@ struct GenaiConfig {
   int32_t num_key_value_heads = 0;
   int32_t num_hidden_layers = 0;
   DecoderIoNames io;
+  EncoderIoNames encoder_io;  // encoders only
+  EncoderFolderInfo encoder;  // encoders only
 
   // Session options from the config, in file order (string values; typed later).
   std::vector<std::pair<std::string, std::string>> session_options;
@@ -75,6 +99,18 @@ GenaiConfig LoadGenaiConfig(const std::filesystem::path& dir);
 
 // Parses config text; `config_path` is used for messages and to resolve relative file names.
 GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::path& config_path);
+
+// Whether `dir` holds a sentence-transformers / HF ONNX export of an encoder: an ONNX file
+// (model.onnx, onnx/model.onnx or onnx/model_quantized.onnx), tokenizer.json and config.json.
+bool IsHfEncoderFolder(const std::filesystem::path& dir);
+// Reads such a folder into a GenaiConfig (is_encoder, model_path, vocab and hidden sizes, the
+// maximum length, pooling). Throws ebb::Error naming the file and field.
+GenaiConfig LoadHfEncoderConfig(const std::filesystem::path& dir);
+// Fills cfg.encoder's pooling and max_length from the folder's optional files (both layouts).
+void ReadEncoderFolderInfo(GenaiConfig& cfg);
+// Loads `dir` as either layout: genai_config.json when present, else a sentence-transformers /
+// HF encoder export; NotFound naming what each layout misses when neither fits.
+GenaiConfig LoadModelFolderConfig(const std::filesystem::path& dir);
 
 // Replaces "%d" in a KV name pattern with the layer index.
 std::string LayerName(const std::string& pattern, int layer);

@@ -181,6 +181,72 @@ DecoderIo ResolveIo(const GenaiConfig& cfg, Ort::Session& session) {
   return io;
 }
 
+// An encoder's graph: index inputs among input_ids / attention_mask / token_type_ids (config
+// names), and last_hidden_state and/or a pooled output (sentence_embedding, pooler_output).
+EncoderIo ResolveEncoderIo(const GenaiConfig& cfg, Ort::Session& session) {
+  const auto inputs = GraphNames(session, true);
+  const auto outputs = GraphNames(session, false);
+  const std::string where = cfg.model_path.string() + ": ";
+  auto list = [](const auto& v) {
+    std::string out;
+    for (const auto& p : v) out += (out.empty() ? "" : ", ") + p.first;
+    return out;
+  };
+  EncoderIo io;
+  const EncoderIoNames& n = cfg.encoder_io;
+  for (const auto& [name, type] : inputs) {
+    std::string* slot = nullptr;
+    ONNXTensorElementDataType* slot_type = nullptr;
+    if (name == n.input_ids) {
+      slot = &io.input_ids;
+      slot_type = &io.input_ids_type;
+    } else if (name == n.attention_mask) {
+      slot = &io.attention_mask;
+      slot_type = &io.attention_mask_type;
+    } else if (name == n.token_type_ids) {
+      slot = &io.token_type_ids;
+      slot_type = &io.token_type_ids_type;
+    } else {
+      throw Error(ErrorCode::InvalidArgument,
+                  where + "encoder input '" + name + "' is not one ebb knows how to feed (" +
+                      n.input_ids + ", " + n.attention_mask + ", " + n.token_type_ids + ")");
+    }
+    if (!IsIndexType(type)) {
+      throw Error(
+          ErrorCode::InvalidArgument,
+          where + "input '" + name + "' must be int32 or int64, got " + ElementTypeName(type));
+    }
+    *slot = name;
+    *slot_type = type;
+  }
+  if (io.input_ids.empty()) {
+    throw Error(ErrorCode::InvalidArgument, where + "the encoder graph has no input '" +
+                                                n.input_ids + "'; its inputs are: " + list(inputs));
+  }
+  for (const auto& [name, type] : outputs) {
+    // sentence-transformers' own ONNX export names the token vectors token_embeddings.
+    const bool hidden = name == n.last_hidden_state ||
+                        (name == "token_embeddings" && io.last_hidden_state != n.last_hidden_state);
+    const bool pooled = name == "sentence_embedding" || name == "pooler_output";
+    if (!hidden && !pooled) continue;
+    if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+      throw Error(ErrorCode::InvalidArgument,
+                  where + "output '" + name + "' must be float32, got " + ElementTypeName(type));
+    }
+    if (hidden) io.last_hidden_state = name;
+    // sentence_embedding (sentence-transformers' own pooling) wins over BERT's pooler_output.
+    if (pooled && (io.pooled.empty() || name == "sentence_embedding")) io.pooled = name;
+  }
+  if (io.last_hidden_state.empty() && io.pooled.empty()) {
+    throw Error(ErrorCode::InvalidArgument,
+                where + "the encoder graph has none of the outputs ebb reads (" +
+                    n.last_hidden_state +
+                    ", sentence_embedding, pooler_output); its outputs are: " + list(outputs));
+  }
+  io.hidden_size = cfg.hidden_size;
+  return io;
+}
+
 uint64_t FileBytes(const std::filesystem::path& p) {
   std::error_code ec;
   const auto n = std::filesystem::file_size(p, ec);
@@ -275,14 +341,9 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   auto impl = std::make_shared<ModelImpl>();
   impl->id = std::move(id);
   impl->host = std::move(host);
-  impl->config = LoadGenaiConfig(dir);
+  impl->config = LoadModelFolderConfig(dir);
   impl->options = options;
   const GenaiConfig& cfg = impl->config;
-  if (cfg.is_encoder) {
-    throw Error(ErrorCode::InvalidArgument,
-                cfg.config_path.string() + ": /model/type: '" + cfg.model_type +
-                    "' is an encoder (embedding) model; Model::Load is for decoders");
-  }
 
   ArenaConfig arena_cfg;
   bool use_env_allocators = false;
@@ -305,7 +366,11 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   } catch (const Ort::Exception& e) {
     throw SessionCreateError(cfg, options, e.what());
   }
-  impl->io = ResolveIo(cfg, *impl->session);
+  if (cfg.is_encoder) {
+    impl->encoder = ResolveEncoderIo(cfg, *impl->session);
+  } else {
+    impl->io = ResolveIo(cfg, *impl->session);
+  }
   impl->weights_bytes = WeightsBytes(cfg.model_path);
   if (const auto tok = cfg.dir / "tokenizer.json"; std::filesystem::exists(tok)) {
     impl->tokenizer_owned = Tokenizer::FromFile(tok);
@@ -340,13 +405,16 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   ModelInfo& info = impl->info;
   info.path = cfg.dir;
   info.type = cfg.model_type;
+  info.is_encoder = cfg.is_encoder;
   info.vocab_size = cfg.vocab_size;
-  info.context_length = cfg.context_length;
+  info.context_length = cfg.is_encoder ? cfg.encoder.max_length : cfg.context_length;
   info.num_layers = cfg.num_hidden_layers;
   info.num_kv_heads = cfg.num_key_value_heads;
   info.head_size = cfg.head_size;
-  // Padding and the KV layout follow the graph's attention op, not a config flag.
-  info.uses_gqa = GraphUsesGqa(cfg.model_path, cfg.search.past_present_share_buffer);
+  // Padding and the KV layout follow the graph's attention op, not a config flag. An encoder
+  // has no KV cache (its KvPool exists and stays at 0).
+  info.uses_gqa =
+      !cfg.is_encoder && GraphUsesGqa(cfg.model_path, cfg.search.past_present_share_buffer);
   info.past_present_share_buffer =
       cfg.search.past_present_share_buffer && info.uses_gqa && !impl->io.combined_kv;
   info.eos_token_ids = cfg.eos_token_ids;
@@ -355,13 +423,22 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                           : (cfg.eos_token_ids.empty() ? 0 : cfg.eos_token_ids[0]);
   info.bos_token_id = cfg.bos_token_id;
   const size_t elem = impl->io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
-  info.kv_bytes_per_token =
-      2ull * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_size * elem;
-  EBB_LOG_INFO(
-      "loaded {} as '{}' ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV)",
-      cfg.dir.string(), impl->id, cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
-      KvModeName(options.kv_mode), info.uses_gqa ? "right" : "left",
-      info.past_present_share_buffer ? "shared" : "ping-pong");
+  info.kv_bytes_per_token = cfg.is_encoder ? 0
+                                           : 2ull * cfg.num_hidden_layers *
+                                                 cfg.num_key_value_heads * cfg.head_size * elem;
+  if (cfg.is_encoder) {
+    EBB_LOG_INFO("loaded {} as '{}' (encoder {}, {}; max {} tokens from {}; output {})",
+                 cfg.dir.string(), impl->id, cfg.model_type, cfg.encoder.layout,
+                 cfg.encoder.max_length, cfg.encoder.max_length_source,
+                 impl->encoder.last_hidden_state.empty() ? impl->encoder.pooled
+                                                         : impl->encoder.last_hidden_state);
+  } else {
+    EBB_LOG_INFO(
+        "loaded {} as '{}' ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV)",
+        cfg.dir.string(), impl->id, cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
+        KvModeName(options.kv_mode), info.uses_gqa ? "right" : "left",
+        info.past_present_share_buffer ? "shared" : "ping-pong");
+  }
   ModelImpl& mi = *impl;
   Model* raw = impl.get();  // the controller lives inside the model: no ownership cycle
   bool has_gpu = false;

@@ -3,6 +3,9 @@
 // generate/ depend on an interface and not on the Runtime (dependencies point down).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "ebb/observer.h"
 #include "memory/memory_governor.h"
 
@@ -17,5 +20,11 @@ class ModelHost {
   virtual void NotifyRequestStart(const RequestStart& start) noexcept = 0;
   virtual void NotifyRequestEnd(const RequestEnd& end) noexcept = 0;
 };
+
+// Request ids, unique within the process across generations and embedding calls.
+inline uint64_t NextRequestId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
 
 }  // namespace ebb::internal

@@ -38,6 +38,19 @@ struct DecoderIo {
   ONNXTensorElementDataType logits_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 };
 
+// What an encoder (ModelInfo::is_encoder) must feed and read, resolved against the graph.
+struct EncoderIo {
+  std::string input_ids;
+  ONNXTensorElementDataType input_ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  std::string attention_mask;  // empty: the graph has none
+  ONNXTensorElementDataType attention_mask_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  std::string token_type_ids;  // empty: the graph has none (fed as zeros otherwise)
+  ONNXTensorElementDataType token_type_ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  std::string last_hidden_state;  // [B, S, H]; empty: the graph has none
+  std::string pooled;             // sentence_embedding or pooler_output [B, H]; empty: none
+  int32_t hidden_size = 0;        // from the config or the graph; 0: known after the first Run
+};
+
 // The concrete Model. Public ebb::Model methods downcast to it (ImplOf); nothing else derives.
 //
 // Generator slots: every Generator holds one from its construction to its destruction (after
@@ -55,7 +68,8 @@ class ModelImpl final : public Model {
   GenaiConfig config;
   ModelOptions options;
   ModelInfo info;
-  DecoderIo io;
+  DecoderIo io;       // decoders
+  EncoderIo encoder;  // encoders (info.is_encoder)
   uint64_t weights_bytes = 0;
   // Declared before the session so that it is released after it: the env arena the session
   // allocates from must outlive the session.

@@ -69,9 +69,10 @@ std::string ElementTypeName(int type) {
 
 ModelSummary DescribeModel(const std::filesystem::path& dir) {
   ModelSummary s;
-  s.config = LoadGenaiConfig(dir);
+  s.config = LoadModelFolderConfig(dir);
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(s.config.dir, ec)) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(s.config.model_path.parent_path(), ec)) {
     const auto name = entry.path().filename().string();
     const auto stem = s.config.model_path.filename().string();
     if (entry.is_regular_file() && name.rfind(stem, 0) == 0)

@@ -9,6 +9,7 @@
 #include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "embed/embedder.h"
 #include "generate/shrink_step.h"
 #include "memory/memory_governor.h"
 #include "model/model_host.h"
@@ -26,6 +27,15 @@ bool ValidId(const std::string& id) {
   return std::all_of(id.begin(), id.end(), [](unsigned char c) {
     return std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == ':';
   });
+}
+
+// An idle model's minimal step: a one-token generation, or a one-token encoder Run.
+void ShrinkStep(Model& model) {
+  if (model.info().is_encoder) {
+    internal::RunEmbedShrinkStep(model);
+  } else {
+    internal::RunShrinkStep(model);
+  }
 }
 
 }  // namespace
@@ -140,7 +150,7 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
     std::lock_guard<std::mutex> lock(state->mu);
     id = "#" + std::to_string(state->next_automatic++);
   }
-  auto model = internal::LoadModel(state, id, dir, options, internal::RunShrinkStep);
+  auto model = internal::LoadModel(state, id, dir, options, ShrinkStep);
   std::lock_guard<std::mutex> lock(state->mu);
   // Drop entries of models that are gone, then register this one weakly: the caller owns it.
   for (auto it = state->automatic.begin(); it != state->automatic.end();) {
@@ -168,7 +178,7 @@ std::shared_ptr<Model> Runtime::Load(const std::string& id, const std::filesyste
   }
   // Loading takes long; it runs without the registry lock. Two loads of one id race to the
   // insert below, and the loser is freed.
-  auto model = internal::LoadModel(state_, id, dir, options, internal::RunShrinkStep);
+  auto model = internal::LoadModel(state_, id, dir, options, ShrinkStep);
   std::lock_guard<std::mutex> lock(state_->mu);
   if (!state_->named.emplace(id, model).second) {
     throw Error(ErrorCode::FailedPrecondition,
@@ -230,6 +240,7 @@ std::vector<ModelSummary> Runtime::List() const {
     s.id = m->id;
     s.path = m->info.path;
     s.type = m->info.type;
+    s.is_encoder = m->info.is_encoder;
     s.weights_bytes = m->weights_bytes;
     const MemoryStats ms = m->memory_stats();
     s.kv = ms.kv;

@@ -212,17 +212,26 @@ std::unique_ptr<Tokenizer> Tokenizer::FromJson(std::string_view json, std::strin
 }
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special_tokens) const {
+  return impl_->Encode(text, add_special_tokens, /*truncate_and_pad=*/true);
+}
+
+std::vector<int32_t> Tokenizer::EncodeRaw(std::string_view text, bool add_special_tokens) const {
+  return impl_->Encode(text, add_special_tokens, /*truncate_and_pad=*/false);
+}
+
+std::vector<int32_t> Tokenizer::Impl::Encode(std::string_view text, bool add_special_tokens,
+                                             bool truncate_and_pad) const {
   const size_t bad = tok::FindInvalidUtf8(text);
   if (bad != std::string_view::npos) {
     throw Error(
         ErrorCode::InvalidArgument,
         "text is not valid UTF-8 (first invalid byte at offset " + std::to_string(bad) + ")");
   }
-  const Impl& im = *impl_;
+  const Impl& im = *this;
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 8);
   im.EncodeInto(text, ids);
-  if (im.truncate) {
+  if (im.truncate && truncate_and_pad) {
     size_t max_len = im.trunc_max_length;
     const size_t added = add_special_tokens ? im.post.AddedCount() : 0;
     if (max_len >= added) {  // (the reference's unsigned subtraction wraps otherwise)
@@ -237,7 +246,7 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special_t
     }
   }
   if (add_special_tokens) im.post.Apply(ids);
-  if (im.pad) {
+  if (im.pad && truncate_and_pad) {
     size_t target = im.pad_fixed ? im.pad_length : ids.size();
     if (im.pad_multiple > 0 && target % im.pad_multiple != 0) {
       target += im.pad_multiple - target % im.pad_multiple;

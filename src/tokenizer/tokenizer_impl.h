@@ -63,6 +63,9 @@ struct Tokenizer::Impl {
   }
 
   void EncodeInto(std::string_view text, std::vector<int32_t>& ids) const;
+  // Tokenizer::Encode (truncate_and_pad) and Tokenizer::EncodeRaw (not).
+  std::vector<int32_t> Encode(std::string_view text, bool add_special_tokens,
+                              bool truncate_and_pad) const;
   void EncodeSegment(std::string_view segment, bool at_start, std::vector<int32_t>& ids) const;
 };
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ebb/embedding.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/log.h"
@@ -81,13 +82,21 @@ TEST(OptionTable, EveryKeyIsAcceptedByEachOfItsSurfacesAndRefusedElsewhere) {
       EXPECT_THROW(so.Set("session_options." + key, "not-a-value"), Error)
           << "typed session keys are checked at Set";
     }
-    // Per request.
+    // Per request: generation keys on GeneratorParams, embed.* keys on EmbedRequest.
     GeneratorParams gp;
-    if (HasScope(s, OptionScope::kRequest)) {
+    EmbedRequest er;
+    const bool embed_key = key.starts_with("embed.");
+    if (HasScope(s, OptionScope::kRequest) && !embed_key) {
       EXPECT_NO_THROW(gp.Set(key, v));
       EXPECT_THROW(gp.Set(key, "not-a-value"), Error);
     } else {
       EXPECT_THROW(gp.Set(key, v), Error);
+    }
+    if (HasScope(s, OptionScope::kRequest) && embed_key) {
+      EXPECT_NO_THROW(er.Set(key, v));
+      EXPECT_THROW(er.Set(key, "not-a-value"), Error);
+    } else {
+      EXPECT_THROW(er.Set(key, v), Error);
     }
     // Run options, on a loaded model.
     if (HasScope(s, OptionScope::kRunOption)) {

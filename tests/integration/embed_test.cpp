@@ -1,0 +1,519 @@
+// Issue 12: embeddings. Encoder folders (genai_config.json and sentence-transformers layouts),
+// pooling and normalisation against the NumPy reference, padding invariance, truncation and
+// input errors, the same memory controls and observers as decoders, the CLI.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "ebb/embedding.h"
+#include "ebb/error.h"
+#include "ebb/generation.h"
+#include "ebb/generator.h"
+#include "ebb/runtime.h"
+#include "ebb/tokenizer.h"
+#include "embed/embedder.h"
+#include "test_env.h"
+
+namespace ebb {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+constexpr int64_t kMiB = 1 << 20;
+
+fs::path Bert() { return testing::TestModelsDir() / "bert-tiny-fp32"; }
+fs::path MiniLmShape() { return testing::TestModelsDir() / "minilm-shape-fp32"; }
+fs::path Llama() { return testing::TestModelsDir() / "llama-tiny-fp32"; }
+
+nlohmann::json ReadJson(const fs::path& p) {
+  std::ifstream f(p);
+  return nlohmann::json::parse(f);
+}
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += static_cast<double>(a[i]) * b[i];
+    aa += static_cast<double>(a[i]) * a[i];
+    bb += static_cast<double>(b[i]) * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+  }
+  return d;
+}
+
+double Norm(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += static_cast<double>(x) * x;
+  return std::sqrt(s);
+}
+
+// A text of about `words` words from the synthetic tokenizer's corpus vocabulary.
+std::string Text(int words, int salt = 0) {
+  static const char* kWords[] = {"the",  "river", "ran",     "low",    "that",  "summer",
+                                 "and",  "model", "memory",  "tokens", "bread", "fish",
+                                 "rain", "paris", "weather", "window", "apple", "school"};
+  std::string s;
+  for (int i = 0; i < words; ++i) {
+    s += (i ? " " : "") + std::string(kWords[(i * 7 + salt * 3 + i / 3) % 18]);
+  }
+  return s;
+}
+
+EmbedResult EmbedTexts(const std::shared_ptr<Model>& m, std::vector<std::string> texts,
+                       EmbedOptions o = {}) {
+  EmbedRequest r;
+  r.texts = std::move(texts);
+  r.options = o;
+  return Embed(m, r);
+}
+
+// ---- Done-when 1: the NumPy reference (tools/reference_forward.py --embed) -----------------
+
+TEST(EmbedReference, MeanAndClsWithAndWithoutNormalisationMatchNumpy) {
+  const fs::path ref_path = Bert() / "reference_embed.json";
+  ASSERT_TRUE(fs::exists(ref_path)) << "tools/make_test_models.sh writes it";
+  const auto ref = ReadJson(ref_path);
+  auto m = Model::Load(Bert());
+  EXPECT_TRUE(m->info().is_encoder);
+  EmbedRequest req;
+  req.input_ids = ref["input_ids"].get<std::vector<std::vector<int32_t>>>();
+  ASSERT_GE(req.input_ids.size(), 3u);
+  for (const auto& [pooling, key] : {std::pair{Pooling::kMean, "mean"}, {Pooling::kCls, "cls"}}) {
+    for (bool normalize : {false, true}) {
+      SCOPED_TRACE(std::string(key) + (normalize ? " normalized" : " raw"));
+      req.options.pooling = pooling;
+      req.options.normalize = normalize;
+      const EmbedResult r = Embed(m, req);
+      EXPECT_EQ(r.pooling, pooling);
+      const auto want = ref[std::string(key) + (normalize ? "_normalized" : "")]
+                            .get<std::vector<std::vector<float>>>();
+      ASSERT_EQ(r.embeddings.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_LE(MaxAbsDiff(r.embeddings[i], want[i]), 1e-4) << "row " << i;
+        EXPECT_GE(Cosine(r.embeddings[i], want[i]), 0.99999) << "row " << i;
+      }
+      if (normalize) {
+        EXPECT_NEAR(Norm(r.embeddings[0]), 1.0, 1e-5);
+      }
+    }
+  }
+}
+
+// ---- Done-when 2: padding invariance ----------------------------------------------------------
+
+TEST(EmbedBatching, EachVectorIsTheSameAloneInAMixedBatchAndInAnyOrder) {
+  auto m = Model::Load(Bert());
+  std::vector<std::string> texts;
+  for (int w : {1, 40, 3, 120, 7, 2, 60, 15}) texts.push_back(Text(w, w));
+  std::vector<std::vector<float>> alone;
+  for (const auto& t : texts) alone.push_back(EmbedTexts(m, {t}).embeddings.at(0));
+
+  EmbedOptions one_batch;  // everything in one padded Run
+  one_batch.batch_size = 64;
+  one_batch.max_batch_tokens = 1 << 20;
+  const EmbedResult mixed = EmbedTexts(m, texts, one_batch);
+  EXPECT_EQ(mixed.num_runs, 1);
+  EXPECT_GT(mixed.padded_tokens, mixed.usage.prompt_tokens) << "the batch must be padded";
+
+  EmbedOptions small;  // length buckets of two
+  small.batch_size = 2;
+  std::vector<std::string> reversed(texts.rbegin(), texts.rend());
+  const EmbedResult rev = EmbedTexts(m, reversed, small);
+  EXPECT_EQ(rev.num_runs, 4);
+  std::vector<size_t> perm{3, 0, 6, 1, 7, 2, 5, 4};
+  std::vector<std::string> shuffled;
+  for (size_t i : perm) shuffled.push_back(texts[i]);
+  const EmbedResult shuf = EmbedTexts(m, shuffled, one_batch);
+
+  for (size_t i = 0; i < texts.size(); ++i) {
+    SCOPED_TRACE("text " + std::to_string(i));
+    EXPECT_LE(MaxAbsDiff(mixed.embeddings[i], alone[i]), 1e-5);
+    EXPECT_LE(MaxAbsDiff(rev.embeddings[texts.size() - 1 - i], alone[i]), 1e-5);
+  }
+  for (size_t k = 0; k < perm.size(); ++k) {
+    EXPECT_LE(MaxAbsDiff(shuf.embeddings[k], alone[perm[k]]), 1e-5);
+  }
+  // Distinct texts give distinct vectors (the comparison above is not vacuous).
+  EXPECT_LT(Cosine(alone[0], alone[3]), 0.999);
+}
+
+TEST(EmbedBatching, BucketsAreSortedByLengthAndRespectBothCaps) {
+  const std::vector<size_t> lengths{50, 3, 10, 3, 200, 11, 9};
+  const auto b = internal::PlanEmbedBatches(lengths, 2, 1000);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0], (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(b[1], (std::vector<size_t>{6, 2}));
+  EXPECT_EQ(b[2], (std::vector<size_t>{5, 0}));
+  EXPECT_EQ(b[3], (std::vector<size_t>{4}));
+  // Token budget: 3 rows of 10 fit 30, not 40 with an 11.
+  const auto t = internal::PlanEmbedBatches({10, 10, 10, 11}, 64, 30);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].size(), 3u);
+  // A row over the budget runs alone.
+  const auto big = internal::PlanEmbedBatches({5000, 4}, 64, 100);
+  ASSERT_EQ(big.size(), 2u);
+}
+
+// ---- Done-when 3: truncation and input errors -------------------------------------------------
+
+TEST(EmbedInput, OverLongInputsAreTruncatedOrRefusedPerPolicyNamingTheLimit) {
+  auto m = Model::Load(Bert());
+  const int32_t limit = m->info().context_length;
+  ASSERT_EQ(limit, 512);
+  std::vector<int32_t> row{2};
+  for (int i = 0; i < 700; ++i) row.push_back(10 + i % 500);
+  row.push_back(3);
+  EmbedRequest req;
+  req.input_ids = {row};
+  req.options.truncate = Truncate::kError;
+  try {
+    Embed(m, req);
+    FAIL() << "truncate=error must refuse";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("702 tokens"));
+    EXPECT_THAT(e.what(), HasSubstr("limit of 512"));
+  }
+  req.options.truncate = Truncate::kEnd;
+  const EmbedResult end = Embed(m, req);
+  EXPECT_EQ(end.num_truncated, 1);
+  EXPECT_EQ(end.usage.prompt_tokens, 512u);
+  EmbedRequest first;
+  first.input_ids = {std::vector<int32_t>(row.begin(), row.begin() + 512)};
+  EXPECT_LE(MaxAbsDiff(end.embeddings[0], Embed(m, first).embeddings[0]), 1e-5);
+  req.options.truncate = Truncate::kStart;
+  const EmbedResult start = Embed(m, req);
+  EmbedRequest last;
+  last.input_ids = {std::vector<int32_t>(row.end() - 512, row.end())};
+  EXPECT_LE(MaxAbsDiff(start.embeddings[0], Embed(m, last).embeddings[0]), 1e-5);
+  EXPECT_LT(Cosine(start.embeddings[0], end.embeddings[0]), 0.9999);
+
+  // Texts keep [CLS] ... [SEP] around the kept part.
+  const std::string long_text = Text(900);
+  EmbedRequest t;
+  t.texts = {long_text};
+  const EmbedResult tr = Embed(m, t);
+  EXPECT_EQ(tr.num_truncated, 1);
+  EXPECT_EQ(tr.usage.prompt_tokens, 512u);
+  std::vector<int32_t> ids = m->tokenizer()->Encode(long_text, true);
+  ASSERT_GT(ids.size(), 512u);
+  std::vector<int32_t> manual(ids.begin(), ids.begin() + 511);
+  manual.push_back(ids.back());  // [SEP]
+  EmbedRequest mr;
+  mr.input_ids = {manual};
+  EXPECT_LE(MaxAbsDiff(tr.embeddings[0], Embed(m, mr).embeddings[0]), 1e-5);
+  t.options.truncate = Truncate::kError;
+  EXPECT_THROW(Embed(m, t), Error);
+}
+
+TEST(EmbedInput, EmptyListEmptyStringAndInvalidUtf8AreClearErrorsAndTheModelStaysUsable) {
+  auto m = Model::Load(Bert());
+  auto expect_error = [&](EmbedRequest r, const std::string& needle) {
+    try {
+      Embed(m, r);
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr(needle));
+    }
+    EXPECT_EQ(EmbedTexts(m, {"still works"}).embeddings.size(), 1u);
+  };
+  expect_error(EmbedRequest{}, "nothing to embed");
+  EmbedRequest empty_text;
+  empty_text.texts = {"fine", ""};
+  expect_error(empty_text, "texts[1] is empty");
+  EmbedRequest bad;
+  bad.texts = {"ok", "caf\xc3", "x"};
+  expect_error(bad, "texts[1]");
+  EmbedRequest both;
+  both.texts = {"a"};
+  both.input_ids = {{2, 3}};
+  expect_error(both, "not both");
+  EmbedRequest oov;
+  oov.input_ids = {{2, 99999, 3}};
+  expect_error(oov, "outside the vocabulary");
+  EmbedRequest dims;
+  dims.texts = {"a"};
+  dims.options.dimensions = 65;
+  expect_error(dims, "larger than the model's 64");
+  EmbedRequest pooled;
+  pooled.texts = {"a"};
+  pooled.options.pooling = Pooling::kModel;
+  expect_error(pooled, "no pooled output");
+  EXPECT_EQ(m->num_live_generators(), 0);
+}
+
+TEST(EmbedOptions, DimensionsKeepsAPrefixAndRenormalises) {
+  auto m = Model::Load(Bert());
+  EmbedOptions raw;
+  raw.normalize = false;
+  const auto full = EmbedTexts(m, {Text(9)}, raw).embeddings[0];
+  EmbedOptions o;
+  o.dimensions = 16;
+  const EmbedResult r = EmbedTexts(m, {Text(9)}, o);
+  ASSERT_EQ(r.embeddings[0].size(), 16u);
+  EXPECT_EQ(r.dimensions, 16);
+  EXPECT_NEAR(Norm(r.embeddings[0]), 1.0, 1e-5);
+  std::vector<float> prefix(full.begin(), full.begin() + 16);
+  EXPECT_GE(Cosine(prefix, r.embeddings[0]), 0.999999);
+}
+
+TEST(EmbedOptions, RequestKeysGoThroughTheOptionTable) {
+  EmbedRequest r;
+  r.Set("embed.pooling", "cls");
+  r.Set("embed.normalize", "false");
+  r.Set("embed.truncate", "error");
+  r.Set("embed.dimensions", "8");
+  r.Set("embed.batch_size", "4");
+  r.Set("embed.max_batch_tokens", "1024");
+  EXPECT_EQ(r.options.pooling, Pooling::kCls);
+  EXPECT_FALSE(r.options.normalize);
+  EXPECT_EQ(r.options.truncate, Truncate::kError);
+  EXPECT_EQ(r.options.dimensions, 8);
+  EXPECT_EQ(r.options.batch_size, 4);
+  EXPECT_EQ(r.options.max_batch_tokens, 1024);
+  EXPECT_THROW(r.Set("embed.pooling", "max"), Error);
+  EXPECT_THROW(r.Set("embed.batch_size", "0"), Error);
+  try {
+    r.Set("embed.poolng", "cls");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("did you mean 'embed.pooling'"));
+  }
+  try {
+    r.Set("temperature", "0.5");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("generation request option"));
+  }
+  GeneratorParams p;
+  try {
+    p.Set("embed.pooling", "cls");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("EmbedRequest"));
+  }
+}
+
+// ---- Done-when 4/5: the same controls, observers and registry ----------------------------------
+
+struct Counter : RequestObserver {
+  std::atomic<int> starts{0}, ends{0};
+  std::atomic<uint64_t> prompt{0}, generated{0};
+  void OnRequestStart(const RequestStart&) override { ++starts; }
+  void OnRequestEnd(const RequestEnd& e) override {
+    ++ends;
+    prompt += e.prompt_tokens;
+    generated += e.generated_tokens;
+  }
+};
+
+TEST(EmbedRuntime, EncoderAndDecoderAreBothListedAndEachRefusesTheOthersPath) {
+  Runtime rt;
+  auto obs = std::make_shared<Counter>();
+  rt.AddObserver(obs);
+  auto enc = rt.Load("embedder", Bert());
+  auto dec = rt.Load("chat", Llama());
+  const auto list = rt.List();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].id, "chat");
+  EXPECT_FALSE(list[0].is_encoder);
+  EXPECT_EQ(list[1].id, "embedder");
+  EXPECT_TRUE(list[1].is_encoder);
+  EXPECT_EQ(list[1].type, "bert");
+  EXPECT_TRUE(enc->info().is_encoder);
+
+  const EmbedResult r = EmbedTexts(enc, {"hello world", Text(30)});
+  EXPECT_EQ(obs->starts, 1);
+  EXPECT_EQ(obs->ends, 1);
+  EXPECT_EQ(obs->generated, 0u);
+  EXPECT_EQ(obs->prompt, r.usage.prompt_tokens);
+  EXPECT_EQ(enc->memory_stats().num_requests, 1u);
+  EXPECT_EQ(rt.List()[1].requests_served, 1u);
+  EXPECT_EQ(enc->kv_stats().reserved_bytes, 0u);
+  EXPECT_EQ(enc->kv_stats().num_allocations, 0u);
+
+  try {
+    Generator g(enc, GeneratorParams{});
+    FAIL() << "a generator on an encoder must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::FailedPrecondition);
+    EXPECT_THAT(e.what(), HasSubstr("encoder"));
+  }
+  try {
+    EmbedTexts(dec, {"hi"});
+    FAIL() << "Embed on a decoder must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::FailedPrecondition);
+  }
+  EXPECT_EQ(obs->starts, 1) << "refused requests are not requests";
+  rt.Unload("embedder");
+  EXPECT_THROW(EmbedTexts(enc, {"after unload"}), Error);
+}
+
+TEST(EmbedRuntime, ShrinkNowAfterNextRequestAndEveryNWorkOnAnEncoder) {
+  auto m = Model::Load(Bert());
+  EmbedTexts(m, {Text(300)});
+  const uint64_t before = m->memory_stats().num_shrinks;
+  m->runtime().ShrinkArena();  // idle: a minimal encoder Run carries it
+  EXPECT_EQ(m->memory_stats().num_shrinks, before + 1);
+  EXPECT_EQ(m->memory_stats().num_requests, 1u) << "the minimal step is not a request";
+  m->runtime().ShrinkAfterNextRun();
+  EmbedTexts(m, {Text(5)});
+  EXPECT_EQ(m->memory_stats().num_shrinks, before + 2);
+  m->runtime().ShrinkEvery(3);
+  for (int i = 0; i < 6; ++i) EmbedTexts(m, {Text(5 + i)});
+  EXPECT_EQ(m->memory_stats().num_shrinks, before + 4);
+  const ArenaStats a = m->memory_stats().cpu_arena;
+  EXPECT_TRUE(a.available);
+  EXPECT_GE(a.num_shrinkages, 1);
+}
+
+// EBB_EMBED_SOAK_CALLS calls (default 100; the soak label runs 1,000) of mixed lengths with
+// memory.shrink_every=20: RSS right after each shrink stays flat.
+TEST(EmbedSoak, MixedLengthCallsWithShrinkEveryTwentyStayFlat) {
+  const char* n = std::getenv("EBB_EMBED_SOAK_CALLS");
+  const int calls = n != nullptr ? std::atoi(n) : 100;
+  ModelOptions o;
+  o.Set("memory.shrink_every", "20");
+  auto m = Model::Load(Bert(), o);
+  std::vector<int64_t> after_shrink;
+  uint64_t x = 99;
+  for (int i = 0; i < calls; ++i) {
+    std::vector<std::string> texts;
+    for (int k = 0; k < 3; ++k) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      texts.push_back(Text(1 + static_cast<int>((x >> 33) % 420), i + k));
+    }
+    EmbedTexts(m, texts);
+    if ((i + 1) % 20 == 0) after_shrink.push_back(ReadProcessMemory().rss_bytes);
+  }
+  const MemoryStats s = m->memory_stats();
+  EXPECT_EQ(s.num_requests, static_cast<uint64_t>(calls));
+  EXPECT_EQ(s.num_shrinks, static_cast<uint64_t>(calls / 20));
+  EXPECT_EQ(s.kv.reserved_bytes, 0u);
+  ASSERT_GE(after_shrink.size(), 3u);
+  // The first shrink follows warm-up; from the second on, RSS after a shrink stays flat.
+  const auto lo = *std::min_element(after_shrink.begin() + 1, after_shrink.end());
+  const auto hi = *std::max_element(after_shrink.begin() + 1, after_shrink.end());
+  std::printf("RSS after shrinks (KiB):");
+  for (int64_t v : after_shrink) std::printf(" %lld", static_cast<long long>(v / 1024));
+  std::printf("\n");
+  EXPECT_LE(hi - lo, (calls >= 1000 ? 4 : 16) * kMiB);
+}
+
+// ---- Layout (a): a sentence-transformers / HF ONNX export -------------------------------------
+
+// bert-tiny's files rearranged as an export: onnx/model.onnx, tokenizer.json, config.json,
+// 1_Pooling/config.json (CLS), no genai_config.json.
+fs::path MakeHfFolder(const std::string& name, bool with_pooling) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ebb-embed-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "onnx");
+  fs::copy_file(Bert() / "model.onnx", dir / "onnx" / "model.onnx");
+  // As in real exports, the tokenizer pads to a fixed 128 and truncates at 16; ebb must ignore
+  // both (it pads per batch, with a mask, and truncates at the model's own limit).
+  auto tok = ReadJson(Bert() / "tokenizer.json");
+  tok["padding"] = {{"strategy", {{"Fixed", 128}}},
+                    {"direction", "Right"},
+                    {"pad_to_multiple_of", nullptr},
+                    {"pad_id", 0},
+                    {"pad_type_id", 0},
+                    {"pad_token", "[PAD]"}};
+  tok["truncation"] = {
+      {"direction", "Right"}, {"max_length", 16}, {"strategy", "LongestFirst"}, {"stride", 0}};
+  std::ofstream(dir / "tokenizer.json") << tok.dump();
+  std::ofstream(dir / "config.json")
+      << R"({"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "max_position_embeddings": 512, "vocab_size": 1024,
+             "pad_token_id": 0})";
+  std::ofstream(dir / "sentence_bert_config.json") << R"({"max_seq_length": 128})";
+  if (with_pooling) {
+    fs::create_directories(dir / "1_Pooling");
+    std::ofstream(dir / "1_Pooling" / "config.json")
+        << R"({"word_embedding_dimension": 64, "pooling_mode_cls_token": true,
+               "pooling_mode_mean_tokens": false})";
+  }
+  return dir;
+}
+
+TEST(EmbedFolders, SentenceTransformersExportLoadsWithItsPoolingAndLength) {
+  const fs::path dir = MakeHfFolder("st", true);
+  auto hf = Model::Load(dir);
+  auto genai = Model::Load(Bert());
+  EXPECT_TRUE(hf->info().is_encoder);
+  EXPECT_EQ(hf->info().context_length, 128) << "sentence_bert_config.json max_seq_length";
+  const EmbedResult a = EmbedTexts(hf, {"the river ran low"});
+  EXPECT_EQ(a.pooling, Pooling::kCls) << "from 1_Pooling/config.json";
+  EmbedOptions cls;
+  cls.pooling = Pooling::kCls;
+  const EmbedResult b = EmbedTexts(genai, {"the river ran low"}, cls);
+  EXPECT_LE(MaxAbsDiff(a.embeddings[0], b.embeddings[0]), 1e-6);
+  EXPECT_EQ(a.usage.prompt_tokens, b.usage.prompt_tokens) << "no tokenizer.json padding";
+  EXPECT_LT(a.usage.prompt_tokens, 16u);
+  const EmbedResult long_text = EmbedTexts(hf, {Text(20)});
+  EXPECT_GT(long_text.usage.prompt_tokens, 16u) << "no tokenizer.json truncation";
+  EXPECT_EQ(long_text.num_truncated, 0);
+  EmbedOptions mean;
+  mean.pooling = Pooling::kMean;  // the option overrides the folder's pooling
+  EXPECT_EQ(EmbedTexts(hf, {"the river"}, mean).pooling, Pooling::kMean);
+  EXPECT_EQ(EmbedTexts(genai, {"the river"}).pooling, Pooling::kMean) << "no 1_Pooling: mean";
+  fs::remove_all(dir);
+}
+
+TEST(EmbedFolders, AFolderThatFitsNeitherLayoutSaysWhatIsMissing) {
+  const fs::path dir = MakeHfFolder("missing", false);
+  fs::remove(dir / "tokenizer.json");
+  fs::remove_all(dir / "onnx");
+  try {
+    Model::Load(dir);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::NotFound);
+    EXPECT_THAT(e.what(), HasSubstr("genai_config.json"));
+    EXPECT_THAT(e.what(), HasSubstr("model.onnx (or onnx/model.onnx"));
+    EXPECT_THAT(e.what(), HasSubstr("tokenizer.json"));
+    EXPECT_THAT(e.what(), ::testing::Not(HasSubstr("config.json,")));
+  }
+  fs::remove_all(dir);
+}
+
+TEST(EmbedFolders, MiniLmShapedSynthModelUsesItsPoolingConfig) {
+  auto m = Model::Load(MiniLmShape());
+  EXPECT_TRUE(m->info().is_encoder);
+  EXPECT_EQ(m->info().vocab_size, 30522);
+  const EmbedResult r = EmbedTexts(m, {"a sentence about rivers", "and one about memory"});
+  EXPECT_EQ(r.pooling, Pooling::kMean);
+  ASSERT_EQ(r.embeddings.size(), 2u);
+  EXPECT_EQ(r.embeddings[0].size(), 384u);
+  EXPECT_NEAR(Norm(r.embeddings[1]), 1.0, 1e-5);
+}
+
+// A real all-MiniLM-L6-v2 export, when a user puts one at ../shared/models/all-minilm-l6-v2.
+TEST(EmbedFolders, RealAllMiniLmL6V2RanksRelatedSentencesCloser) {
+  const fs::path dir = testing::SharedDir() / "models" / "all-minilm-l6-v2";
+  EBB_SKIP_UNLESS_EXISTS(dir / "onnx" / "model.onnx");
+  auto m = Model::Load(dir);
+  const EmbedResult r = EmbedTexts(m, {"A man is eating food.", "A man is eating a piece of bread.",
+                                       "The stock market fell sharply today."});
+  ASSERT_EQ(r.embeddings.size(), 3u);
+  for (const auto& v : r.embeddings) EXPECT_NEAR(Norm(v), 1.0, 1e-5);
+  EXPECT_GT(Cosine(r.embeddings[0], r.embeddings[1]), Cosine(r.embeddings[0], r.embeddings[2]));
+}
+
+}  // namespace
+}  // namespace ebb
