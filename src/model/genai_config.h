@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ort/session_options.h"
+#include "ort/provider_options.h"
 
 namespace ebb::internal {
 

@@ -12,14 +12,9 @@
 
 #include "ebb/options.h"
 #include "ort/env_arena.h"
+#include "ort/provider_options.h"
 
 namespace ebb::internal {
-
-// One execution provider and its key/value options, in the order a config lists them.
-struct ProviderOptions {
-  std::string name;  // e.g. "cuda", "dml"
-  std::vector<std::pair<std::string, std::string>> options;
-};
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
