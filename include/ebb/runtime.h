@@ -63,6 +63,10 @@ struct ModelSummary {
   int64_t last_used_unix_ms = 0;  // end of the last request; 0 = none yet
 };
 
+// List() as one JSON array, the fields named as in ModelSummary and ToJson(MemoryStats); what
+// the C ABI and the Python package return.
+EBB_API std::string ToJson(const std::vector<ModelSummary>& models);
+
 class EBB_API Runtime {
  public:
   // Registers the process-wide CPU arena when `options.arena` is set (InvalidArgument when ORT

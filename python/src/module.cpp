@@ -96,19 +96,6 @@ py::object JsonLoads(const std::string& json) {
   return py::module_::import("json").attr("loads")(json);
 }
 
-py::dict ArenaDict(const ebb::ArenaStats& a) {
-  py::dict d;
-  d["available"] = a.available;
-  d["in_use_bytes"] = a.in_use_bytes;
-  d["total_allocated_bytes"] = a.total_allocated_bytes;
-  d["max_in_use_bytes"] = a.max_in_use_bytes;
-  d["num_allocs"] = a.num_allocs;
-  d["num_extensions"] = a.num_extensions;
-  d["num_shrinkages"] = a.num_shrinkages;
-  d["limit_bytes"] = a.limit_bytes;
-  return d;
-}
-
 // Builds a request from Python inputs and keyword options.
 ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
   ebb::GenerateRequest req;
@@ -499,29 +486,7 @@ PYBIND11_MODULE(_ebb, m) {
           },
           py::arg("id"), py::arg("force") = false)
       .def("stats", [](PyRuntime& r) { return JsonLoads(ebb::ToJson(r.rt->Stats())); })
-      .def("models",
-           [](PyRuntime& r) {
-             py::list out;
-             for (const ebb::ModelSummary& s : r.rt->List()) {
-               py::dict d;
-               d["id"] = s.id;
-               d["path"] = s.path.string();
-               d["type"] = s.type;
-               d["weights_bytes"] = s.weights_bytes;
-               py::dict kv;
-               kv["in_use_bytes"] = s.kv.in_use_bytes;
-               kv["reserved_bytes"] = s.kv.reserved_bytes;
-               kv["peak_in_use_bytes"] = s.kv.peak_in_use_bytes;
-               kv["max_bytes"] = s.kv.max_bytes;
-               d["kv"] = kv;
-               d["cpu_arena"] = ArenaDict(s.cpu_arena);
-               d["live_generators"] = s.live_generators;
-               d["requests_served"] = s.requests_served;
-               d["last_used_unix_ms"] = s.last_used_unix_ms;
-               out.append(d);
-             }
-             return out;
-           })
+      .def("models", [](PyRuntime& r) { return JsonLoads(ebb::ToJson(r.rt->List())); })
       .def_property(
           "memory_limit", [](PyRuntime& r) { return r.rt->memory_limit(); },
           [](PyRuntime& r, const py::object& v) {

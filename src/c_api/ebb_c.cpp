@@ -96,17 +96,6 @@ char* CopyString(const std::string& s) {
   return out;
 }
 
-nlohmann::json ArenaJson(const ebb::ArenaStats& a) {
-  return {{"available", a.available},
-          {"in_use_bytes", a.in_use_bytes},
-          {"total_allocated_bytes", a.total_allocated_bytes},
-          {"max_in_use_bytes", a.max_in_use_bytes},
-          {"num_allocs", a.num_allocs},
-          {"num_extensions", a.num_extensions},
-          {"num_shrinkages", a.num_shrinkages},
-          {"limit_bytes", a.limit_bytes}};
-}
-
 }  // namespace
 
 extern "C" {
@@ -224,25 +213,7 @@ EBB_API ebb_error* ebb_runtime_unload(ebb_runtime* runtime, const char* id, int 
 EBB_API ebb_error* ebb_runtime_list_json(const ebb_runtime* runtime, char** out_json) {
   EBB_CHECK_ARG(runtime);
   EBB_CHECK_ARG(out_json);
-  return Guard([&] {
-    nlohmann::json list = nlohmann::json::array();
-    for (const ebb::ModelSummary& s : runtime->runtime->List()) {
-      list.push_back({{"id", s.id},
-                      {"path", s.path.string()},
-                      {"type", s.type},
-                      {"weights_bytes", s.weights_bytes},
-                      {"kv",
-                       {{"in_use_bytes", s.kv.in_use_bytes},
-                        {"reserved_bytes", s.kv.reserved_bytes},
-                        {"peak_in_use_bytes", s.kv.peak_in_use_bytes},
-                        {"max_bytes", s.kv.max_bytes}}},
-                      {"cpu_arena", ArenaJson(s.cpu_arena)},
-                      {"live_generators", s.live_generators},
-                      {"requests_served", s.requests_served},
-                      {"last_used_unix_ms", s.last_used_unix_ms}});
-    }
-    *out_json = CopyString(list.dump());
-  });
+  return Guard([&] { *out_json = CopyString(ebb::ToJson(runtime->runtime->List())); });
 }
 EBB_API ebb_error* ebb_runtime_stats_json(const ebb_runtime* runtime, char** out_json) {
   EBB_CHECK_ARG(runtime);

@@ -12,6 +12,27 @@
 #include "memory/heap_trim.h"
 
 namespace ebb {
+namespace internal {
+
+nlohmann::ordered_json KvMemoryJson(const KvMemory& kv) {
+  return {{"in_use_bytes", kv.in_use_bytes},
+          {"reserved_bytes", kv.reserved_bytes},
+          {"peak_in_use_bytes", kv.peak_in_use_bytes},
+          {"max_bytes", kv.max_bytes}};
+}
+
+nlohmann::ordered_json ArenaStatsJson(const ArenaStats& a) {
+  return {{"available", a.available},
+          {"in_use_bytes", a.in_use_bytes},
+          {"total_allocated_bytes", a.total_allocated_bytes},
+          {"max_in_use_bytes", a.max_in_use_bytes},
+          {"num_allocs", a.num_allocs},
+          {"num_extensions", a.num_extensions},
+          {"num_shrinkages", a.num_shrinkages},
+          {"limit_bytes", a.limit_bytes}};
+}
+
+}  // namespace internal
 
 ProcessMemory ReadProcessMemory() {
   std::ifstream in("/proc/self/status");
@@ -27,19 +48,8 @@ std::string ToJson(const MemoryStats& s) {
                   {"peak_rss_bytes", s.process.peak_rss_bytes},
                   {"anon_bytes", s.process.anon_bytes},
                   {"file_bytes", s.process.file_bytes}};
-  j["kv"] = {{"in_use_bytes", s.kv.in_use_bytes},
-             {"reserved_bytes", s.kv.reserved_bytes},
-             {"peak_in_use_bytes", s.kv.peak_in_use_bytes},
-             {"max_bytes", s.kv.max_bytes}};
-  const ArenaStats& a = s.cpu_arena;
-  j["cpu_arena"] = {{"available", a.available},
-                    {"in_use_bytes", a.in_use_bytes},
-                    {"total_allocated_bytes", a.total_allocated_bytes},
-                    {"max_in_use_bytes", a.max_in_use_bytes},
-                    {"num_allocs", a.num_allocs},
-                    {"num_extensions", a.num_extensions},
-                    {"num_shrinkages", a.num_shrinkages},
-                    {"limit_bytes", a.limit_bytes}};
+  j["kv"] = internal::KvMemoryJson(s.kv);
+  j["cpu_arena"] = internal::ArenaStatsJson(s.cpu_arena);
   j["num_shrinks"] = s.num_shrinks;
   j["num_requests"] = s.num_requests;
   return j.dump();

@@ -12,6 +12,7 @@
 #include "embed/embedder.h"
 #include "generate/shrink_step.h"
 #include "memory/memory_governor.h"
+#include "memory/process_memory.h"
 #include "model/model_host.h"
 #include "model/model_impl.h"
 #include "ort/arena_stats.h"
@@ -280,6 +281,23 @@ void Runtime::RemoveObserver(const RequestObserver* observer) {
   auto& v = state_->observers;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& o) { return o.get() == observer; }),
           v.end());
+}
+
+std::string ToJson(const std::vector<ModelSummary>& models) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const ModelSummary& s : models) {
+    list.push_back({{"id", s.id},
+                    {"path", s.path.string()},
+                    {"type", s.type},
+                    {"is_encoder", s.is_encoder},
+                    {"weights_bytes", s.weights_bytes},
+                    {"kv", internal::KvMemoryJson(s.kv)},
+                    {"cpu_arena", internal::ArenaStatsJson(s.cpu_arena)},
+                    {"live_generators", s.live_generators},
+                    {"requests_served", s.requests_served},
+                    {"last_used_unix_ms", s.last_used_unix_ms}});
+  }
+  return list.dump();
 }
 
 std::string_view RequestOutcomeName(RequestOutcome outcome) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "ebb/error.h"
@@ -60,6 +61,14 @@ TEST(Runtime, TwoModelsUnderDifferentIdsAreListedWithTheirFigures) {
   EXPECT_EQ(list[1].kv.in_use_bytes, b->kv_stats().in_use_bytes);
   EXPECT_GT(list[1].kv.in_use_bytes, 0u);
   EXPECT_EQ(rt.Stats().kv.in_use_bytes, list[1].kv.in_use_bytes) << "runtime KV = sum of models";
+  // The one JSON form of List() (C ABI, Python): the same figures under the same names.
+  const auto j = nlohmann::json::parse(ToJson(list));
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[1]["id"], "b");
+  EXPECT_EQ(j[1]["kv"]["in_use_bytes"], list[1].kv.in_use_bytes);
+  EXPECT_EQ(j[1]["live_generators"], 1);
+  EXPECT_EQ(j[0]["cpu_arena"]["total_allocated_bytes"], list[0].cpu_arena.total_allocated_bytes);
+  EXPECT_EQ(j[0]["is_encoder"], false);
 }
 
 TEST(Runtime, IdsAreCheckedAndUnique) {
