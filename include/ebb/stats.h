@@ -45,6 +45,8 @@ struct MemoryStats {
   ArenaStats cpu_arena;
   uint64_t num_shrinks = 0;   // shrinks ebb performed on this model (ShrinkArena and policies)
   uint64_t num_requests = 0;  // finished requests (generations) on this model
+  // The model's weight files (a runtime's Stats(): all its models'), charged to memory.limit.
+  uint64_t weights_bytes = 0;
 };
 
 // Reads /proc/self/status; fields stay -1 where the OS has no such line.

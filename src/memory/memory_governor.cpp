@@ -10,13 +10,15 @@ namespace ebb::internal {
 
 void MemoryGovernor::Admit(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (limit_ > 0 && in_use_ + bytes > limit_) {
+  if (limit_ > 0 && in_use_ + weights_ + bytes > limit_) {
     throw Error(ErrorCode::ResourceExhausted,
                 "KV cache needs " + FormatBytes(bytes) + " (" + std::to_string(bytes) +
                     " bytes) but the runtime-wide budget memory.limit=" + std::to_string(limit_) +
-                    " (" + FormatBytes(limit_) + ") has " + std::to_string(in_use_) +
-                    " bytes in use by all models; lower max_length or the batch size, finish "
-                    "other requests, or raise memory.limit");
+                    " (" + FormatBytes(limit_) + ") has " + std::to_string(in_use_ + weights_) +
+                    " bytes in use by all models (weights " + std::to_string(weights_) + ", KV " +
+                    std::to_string(in_use_) +
+                    "); lower max_length or the batch size, finish other requests, unload a "
+                    "model, or raise memory.limit");
   }
   in_use_ += bytes;
   peak_ = std::max(peak_, in_use_);
@@ -25,6 +27,32 @@ void MemoryGovernor::Admit(uint64_t bytes) {
 void MemoryGovernor::Release(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   in_use_ -= std::min(in_use_, bytes);
+}
+
+void MemoryGovernor::ChargeWeights(uint64_t bytes, const std::string& model_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (limit_ > 0 && in_use_ + weights_ + bytes > limit_) {
+    throw Error(ErrorCode::ResourceExhausted,
+                "model '" + model_id + "' needs " + FormatBytes(bytes) + " (" +
+                    std::to_string(bytes) +
+                    " bytes) of weights but the runtime-wide budget "
+                    "memory.limit=" +
+                    std::to_string(limit_) + " (" + FormatBytes(limit_) + ") has " +
+                    std::to_string(in_use_ + weights_) + " bytes in use by all models (weights " +
+                    std::to_string(weights_) + ", KV " + std::to_string(in_use_) +
+                    "); unload a model or raise memory.limit");
+  }
+  weights_ += bytes;
+}
+
+void MemoryGovernor::ReleaseWeights(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  weights_ -= std::min(weights_, bytes);
+}
+
+uint64_t MemoryGovernor::weights() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return weights_;
 }
 
 void MemoryGovernor::set_limit(uint64_t bytes) {

@@ -52,6 +52,7 @@ std::string ToJson(const MemoryStats& s) {
   j["cpu_arena"] = internal::ArenaStatsJson(s.cpu_arena);
   j["num_shrinks"] = s.num_shrinks;
   j["num_requests"] = s.num_requests;
+  j["weights_bytes"] = s.weights_bytes;
   return j.dump();
 }
 

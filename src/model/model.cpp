@@ -332,6 +332,10 @@ void ModelImpl::Release() {
   if (kv_pool) kv_pool->Trim();
   env_arena.reset();
   TrimHeap();
+  if (weights_charged && host) {
+    host->governor().ReleaseWeights(weights_bytes);
+    weights_charged = false;
+  }
 }
 
 std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
@@ -398,7 +402,17 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   MemoryGovernor& gov = impl->host->governor();
   impl->kv_pool->set_admit_fn([&gov](uint64_t b) { gov.Admit(b); },
                               [&gov](uint64_t b) { gov.Release(b); });
+  // memory.limit covers the weights too: refused here (ResourceExhausted), the load fails, frees
+  // what it built and leaves the runtime's limit as it was.
+  const uint64_t previous_limit = gov.limit();
   if (options.memory_limit_bytes > 0) gov.set_limit(options.memory_limit_bytes);
+  try {
+    gov.ChargeWeights(impl->weights_bytes, impl->id);
+  } catch (...) {
+    gov.set_limit(previous_limit);
+    throw;
+  }
+  impl->weights_charged = true;
   gov.AddModel(1);
   impl->registered = true;
 
@@ -525,6 +539,7 @@ MemoryStats Model::memory_stats() const {
   }
   s.num_shrinks = m.shrink->num_shrinks();
   s.num_requests = m.shrink->num_requests();
+  s.weights_bytes = m.weights_bytes;
   return s;
 }
 

@@ -76,9 +76,10 @@ class ModelImpl final : public Model {
   std::unique_ptr<EnvArenaLease> env_arena;
   std::unique_ptr<Ort::Session> session;
   Ort::MemoryInfo cpu_memory{nullptr};
-  bool has_cpu_arena = true;   // enable_cpu_mem_arena (config, then user)
-  bool registered = false;     // counted by the host's MemoryGovernor
-  uint64_t arena_max_mem = 0;  // arena.max_mem when set (process-wide env arena)
+  bool has_cpu_arena = true;     // enable_cpu_mem_arena (config, then user)
+  bool registered = false;       // counted by the host's MemoryGovernor
+  bool weights_charged = false;  // weights_bytes charged to the governor; released by Release()
+  uint64_t arena_max_mem = 0;    // arena.max_mem when set (process-wide env arena)
   std::unique_ptr<KvPool> kv_pool;
   // Run options (config, then user, then RuntimeHandle) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;

@@ -267,6 +267,7 @@ MemoryStats Runtime::Stats() const {
   s.kv.in_use_bytes = state_->gov.kv_in_use();
   s.kv.peak_in_use_bytes = state_->gov.kv_peak();
   s.kv.max_bytes = state_->gov.limit();
+  s.weights_bytes = state_->gov.weights();
   return s;
 }
 

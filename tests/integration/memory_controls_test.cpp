@@ -387,7 +387,9 @@ TEST(Budgets, RuntimeWideMemoryLimitCoversAllModels) {
   auto a = Model::Load(Tiny());
   auto b = Model::Load(Tiny());  // a second model: the budget is over both
   const uint64_t per_gen_a = a->info().kv_bytes_per_token * 256;
-  Runtime::Default().SetMemoryLimit(per_gen_a + per_gen_a / 2);  // one generator, not two
+  // One generator, not two, beside the weights of every model the default runtime holds.
+  Runtime::Default().SetMemoryLimit(Runtime::Default().Stats().weights_bytes + per_gen_a +
+                                    per_gen_a / 2);
   {
     Generator running(a, GeneratorParams{.max_length = 256});
     running.AppendTokens(std::vector<int32_t>{5, 17, 42});
@@ -413,8 +415,19 @@ TEST(Budgets, RuntimeWideMemoryLimitCoversAllModels) {
 TEST(Budgets, MemoryLimitAsALoadOption) {
   ModelOptions o;
   o.Set("memory.limit", "1KiB");
+  // The weights alone are over 1 KiB: the load is refused and the runtime's limit is unchanged.
+  try {
+    Model::Load(Tiny(), o);
+    FAIL() << "expected ResourceExhausted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+    EXPECT_THAT(e.what(), HasSubstr("of weights"));
+  }
+  EXPECT_EQ(Runtime::Default().memory_limit(), 0u);
+  const uint64_t weights = Model::Load(Tiny())->weights_bytes();  // loaded and freed
+  o.Set("memory.limit", std::to_string(Runtime::Default().Stats().weights_bytes + weights + 1024));
   auto m = Model::Load(Tiny(), o);
-  EXPECT_EQ(Runtime::Default().memory_limit(), 1024u);
+  EXPECT_EQ(Runtime::Default().memory_limit(), Runtime::Default().Stats().weights_bytes + 1024);
   EXPECT_THROW(Generator(m, GeneratorParams{.max_length = 64}), Error);
   Runtime::Default().SetMemoryLimit(0);
   EXPECT_EQ(Generate(m, {1, 2, 3}, 8).size(), 8u);

@@ -237,7 +237,7 @@ TEST(Runtime, ObserversSeeEveryRequestWithTokensTimesAndOutcome) {
 
 TEST(Runtime, OwnBudgetOverItsModelsAndRuntimeOptions) {
   RuntimeOptions ro;
-  ro.Set("memory.limit", "1MiB");
+  ro.Set("memory.limit", "1GiB");
   try {
     ro.Set("memory.limt", "1MiB");
     FAIL();
@@ -251,11 +251,13 @@ TEST(Runtime, OwnBudgetOverItsModelsAndRuntimeOptions) {
     EXPECT_THAT(e.what(), HasSubstr("is a model or request option, not a runtime option"));
   }
   Runtime rt(ro);
-  EXPECT_EQ(rt.memory_limit(), 1u << 20);
+  EXPECT_EQ(rt.memory_limit(), 1u << 30);
   auto a = rt.Load("a", Tiny());
   auto b = rt.Load("b", Gpt2());
+  // memory.limit covers the weights of both models and the KV of their requests.
+  EXPECT_EQ(rt.Stats().weights_bytes, a->weights_bytes() + b->weights_bytes());
   const uint64_t need_a = a->info().kv_bytes_per_token * 512;
-  rt.SetMemoryLimit(need_a + need_a / 2);
+  rt.SetMemoryLimit(rt.Stats().weights_bytes + need_a + need_a / 2);
   Generator ga(a, GeneratorParams{.max_length = 512});
   try {
     Generator gb(b, GeneratorParams{.max_length = 512});
