@@ -103,6 +103,13 @@ struct GenerateResult {
 // exception it throws propagates out of Generate (the generator is destroyed first).
 using TextCallback = std::function<void(size_t row, std::string_view piece)>;
 
+// The token rows Generate would feed for `request`: the prompt encoded with special tokens, the
+// messages rendered with the chat template and encoded, or input_ids as given. Lets a caller
+// check a prompt against the context before generating (a service answers "too long" with its
+// own status). Throws what Generate throws for a bad input (InvalidArgument, NotFound).
+EBB_API std::vector<std::vector<int32_t>> EncodeInput(const Model& model,
+                                                      const GenerateRequest& request);
+
 // Runs `request` on `model` to the end (EOS, a stop string, max_new_tokens, max_length, cancel
 // or a decoding error) and returns what was generated.
 //

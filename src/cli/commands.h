@@ -42,6 +42,7 @@ void RegisterInfoCommand(CLI::App& app);
 void RegisterGenerateCommand(CLI::App& app);
 void RegisterOptionsCommand(CLI::App& app);
 void RegisterEmbedCommand(CLI::App& app);
+void RegisterServeCommand(CLI::App& app);
 // The option table as docs/options.md shows it (`ebb options --markdown`).
 std::string OptionTableMarkdown();
 #ifdef EBB_HAVE_TOKENIZE_CLI

@@ -43,6 +43,7 @@ int Main(int argc, char** argv) {
   ebb::cli::RegisterGenerateCommand(app);
   ebb::cli::RegisterOptionsCommand(app);
   ebb::cli::RegisterEmbedCommand(app);
+  ebb::cli::RegisterServeCommand(app);
 #ifdef EBB_HAVE_TOKENIZE_CLI
   ebb::cli::RegisterTokenizeCommands(app);
 #endif

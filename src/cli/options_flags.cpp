@@ -16,25 +16,28 @@ std::pair<std::string, std::string> SplitKeyValue(const std::string& s, const ch
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
-ModelOptions OptionFlags::ToModelOptions() const {
-  ModelOptions o;
+std::vector<std::pair<std::string, std::string>> OptionFlags::ToOptionList() const {
+  std::vector<std::pair<std::string, std::string>> out;
   for (const auto& s : session) {
     auto [k, v] = SplitKeyValue(s, "--session-option");
-    o.Set("session_options." + k, v);
+    out.emplace_back("session_options." + k, v);
   }
   for (const auto& s : provider) {
     auto [k, v] = SplitKeyValue(s, "--provider-option");
-    o.Set("provider_options." + k, v);
+    out.emplace_back("provider_options." + k, v);
   }
   for (const auto& s : run) {
     auto [k, v] = SplitKeyValue(s, "--run-option");
-    o.Set("run_options." + k, v);
+    out.emplace_back("run_options." + k, v);
   }
-  for (const auto& s : ebb) {
-    auto [k, v] = SplitKeyValue(s, "--option");
-    o.Set(k, v);
-  }
-  if (!ep.empty()) o.Set("execution_provider", ep);
+  for (const auto& s : ebb) out.push_back(SplitKeyValue(s, "--option"));
+  if (!ep.empty()) out.emplace_back("execution_provider", ep);
+  return out;
+}
+
+ModelOptions OptionFlags::ToModelOptions() const {
+  ModelOptions o;
+  for (const auto& [k, v] : ToOptionList()) o.Set(k, v);
   return o;
 }
 

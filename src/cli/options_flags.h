@@ -20,6 +20,9 @@ struct OptionFlags {
   std::string ep;  // --ep NAME: the option execution_provider
   // Throws ebb::Error(InvalidArgument) naming the flag for a malformed K=V.
   ModelOptions ToModelOptions() const;
+  // The flags as full option keys ("session_options.K", "provider_options.EP.K",
+  // "run_options.K", ebb's keys, "execution_provider"), in that order; not yet checked.
+  std::vector<std::pair<std::string, std::string>> ToOptionList() const;
 };
 
 // Adds the four flags and a help footer that lists every key of the option table by scope.

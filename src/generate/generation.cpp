@@ -151,6 +151,10 @@ class RowText {
 
 }  // namespace
 
+std::vector<std::vector<int32_t>> EncodeInput(const Model& model, const GenerateRequest& request) {
+  return RequestRows(model, request);
+}
+
 std::string_view FinishReasonName(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop:

@@ -338,6 +338,10 @@ void ModelImpl::Release() {
   }
 }
 
+uint64_t EstimateWeightsBytes(const std::filesystem::path& dir) {
+  return WeightsBytes(LoadModelFolderConfig(dir).model_path);
+}
+
 std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
                                      const std::filesystem::path& dir, const ModelOptions& options,
                                      std::function<void(Model&)> shrink_step) {

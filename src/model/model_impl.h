@@ -116,4 +116,8 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                                      const std::filesystem::path& dir, const ModelOptions& options,
                                      std::function<void(Model&)> shrink_step);
 
+// The bytes a load of `dir` would charge to memory.limit (its weight files), read from the
+// folder's config without loading. Throws what reading the config throws (NotFound, ...).
+uint64_t EstimateWeightsBytes(const std::filesystem::path& dir);
+
 }  // namespace ebb::internal

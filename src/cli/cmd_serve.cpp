@@ -1,0 +1,136 @@
+// `ebb serve`: the OpenAI-compatible local service (src/server, docs/http_api.md).
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/options_flags.h"
+#include "core/files.h"
+#include "core/strings.h"
+#include "ebb/model_manager.h"
+#include "server/models_file.h"
+#include "server/server.h"
+
+namespace ebb::cli {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+struct ServeFlags {
+  server::ServeOptions opts;
+  std::string port_text = "11435";
+  std::string memory_limit;
+  std::string keep_alive = "5m";
+  std::string max_body = "8MiB";
+  std::string api_key_file;
+  std::string models_dir;
+  std::string models_file;
+  std::vector<std::string> models;
+  int drain_timeout_s = 30;
+  OptionFlags options;
+};
+
+void Run(ServeFlags& f) {
+  server::ServeOptions& o = f.opts;
+  try {
+    const int port = std::stoi(f.port_text);
+    if (port < 0 || port > 65535) throw std::out_of_range("port");
+    o.port = port;
+  } catch (const std::exception&) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--port '" + f.port_text + "' is not a port: use 1 to 65535 (0: any free port)");
+  }
+  if (!f.memory_limit.empty()) o.runtime.Set("memory.limit", f.memory_limit);
+  o.models.keep_alive = ParseKeepAlive(f.keep_alive, "--keep-alive");
+  o.max_body_bytes = ParseByteSize(f.max_body, "--max-body");
+  o.drain_timeout = std::chrono::seconds(f.drain_timeout_s);
+  // The API key: the flag, else a file, else $EBB_API_KEY.
+  if (o.api_key.empty() && !f.api_key_file.empty()) {
+    o.api_key = internal::Trim(internal::ReadRegularFile(f.api_key_file, 4096, "--api-key-file"));
+    if (o.api_key.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--api-key-file " + f.api_key_file + " is empty");
+    }
+  }
+  if (o.api_key.empty()) {
+    if (const char* k = std::getenv("EBB_API_KEY"); k != nullptr) o.api_key = k;
+  }
+  o.models.models_dir = f.models_dir;
+  if (!f.models_file.empty()) o.models.models = server::ReadModelsFile(f.models_file);
+  for (const auto& m : f.models) {
+    auto [id, path] = SplitKeyValue(m, "--model");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) {
+      throw Error(ErrorCode::NotFound, "--model " + m + ": " + path + " is not a model folder");
+    }
+    o.models.models[id].path = std::filesystem::absolute(path);
+  }
+  o.models.defaults = f.options.ToOptionList();
+  ModelOptions probe;  // a typo in a default option fails now, naming the key
+  for (const auto& [k, v] : o.models.defaults) probe.Set(k, v);
+  if (o.models.models_dir.empty() && o.models.models.empty()) {
+    throw Error(ErrorCode::InvalidArgument,
+                "ebb serve has no models: give --models-dir DIR (one folder per model), "
+                "--model ID=PATH, or --models-file FILE");
+  }
+
+  std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a signal
+  server::Server srv(o);
+  srv.Bind();
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  // The first line says where it listens (scripts and tests read it).
+  std::cout << "ebb serve: listening on http://" << o.host << ":" << srv.port() << std::endl;
+  std::thread watcher([&srv] {
+    while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::cerr << "ebb serve: stopping (draining running requests)" << std::endl;
+    srv.Shutdown();
+  });
+  srv.Run();
+  if (g_stop == 0) {
+    g_stop = 1;  // Run returned on its own (listen failed): release the watcher
+  }
+  watcher.join();
+  std::cout << "ebb serve: stopped" << std::endl;
+}
+
+}  // namespace
+
+void RegisterServeCommand(CLI::App& app) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Serve models over an OpenAI-compatible HTTP API with memory endpoints and "
+      "/metrics (docs/http_api.md)");
+  cmd->add_option("--host", f->opts.host, "Address to bind (default 127.0.0.1: this machine only)");
+  cmd->add_option("--port", f->port_text, "Port (default 11435; 0: any free port)");
+  cmd->add_option("--models-dir", f->models_dir,
+                  "Folder whose sub-folders are models; the folder name is the model id");
+  cmd->add_option("--model", f->models, "A model as ID=PATH (repeatable)");
+  cmd->add_option("--models-file", f->models_file,
+                  "JSON file of models with their own options, keep-alive and pin "
+                  "(docs/http_api.md)");
+  cmd->add_option("--memory-limit", f->memory_limit,
+                  "memory.limit: budget for all models' weights and KV, e.g. 8GiB (idle models "
+                  "are evicted to fit; default: none)");
+  cmd->add_option("--keep-alive", f->keep_alive,
+                  "How long a model stays loaded after its last request (default 5m; -1: "
+                  "forever; 0: unload at once)");
+  cmd->add_flag("--allow-client-keep-alive", f->opts.models.allow_client_keep_alive,
+                "Let requests ask for a keep-alive longer than --keep-alive");
+  cmd->add_option("--parallel", f->opts.parallel, "Requests that run at once (default 2)");
+  cmd->add_option("--max-queue", f->opts.max_queue,
+                  "Requests that may wait for a slot; more get 429 (default 16)");
+  cmd->add_option("--api-key", f->opts.api_key,
+                  "Require 'Authorization: Bearer KEY' (also --api-key-file, $EBB_API_KEY)");
+  cmd->add_option("--api-key-file", f->api_key_file, "Read the API key from this file");
+  cmd->add_option("--max-body", f->max_body, "Largest request body (default 8MiB); more: 413");
+  cmd->add_option("--drain-timeout", f->drain_timeout_s,
+                  "Seconds running requests get to finish on SIGTERM (default 30)");
+  AddOptionFlags(*cmd, f->options);
+  cmd->callback([f] { Run(*f); });
+}
+
+}  // namespace ebb::cli

@@ -1,0 +1,658 @@
+// ebb::ModelManager: models on demand under the runtime's memory.limit (keep-alive, LRU
+// eviction, pins). See include/ebb/model_manager.h for the contract.
+#include "ebb/model_manager.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/log.h"
+#include "core/strings.h"
+#include "ebb/error.h"
+#include "model/model_impl.h"
+
+namespace ebb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool ValidManagedId(const std::string& id) {
+  if (id.empty() || id.size() > 128 || id == "." || id == "..") return false;
+  return std::all_of(id.begin(), id.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == ':';
+  });
+}
+
+std::string OptionListText(const OptionList& list) {
+  std::string s;
+  for (const auto& [k, v] : list) s += (s.empty() ? "" : ", ") + k + "=" + v;
+  return s.empty() ? "(none)" : s;
+}
+
+}  // namespace
+
+KeepAlive ParseKeepAlive(std::string_view text, std::string_view what) {
+  const std::string t = internal::Trim(text);
+  auto bad = [&]() -> Error {
+    return Error(ErrorCode::InvalidArgument,
+                 std::string(what) + " '" + internal::EscapeForMessage(t, 40) +
+                     "' is not a duration: use e.g. 5m, 30s, 1h30m, 250ms, a number of seconds, "
+                     "or a negative number to keep the model loaded forever");
+  };
+  if (t.empty()) throw bad();
+  if (t[0] == '-') {
+    // Any negative number (Ollama's "-1", "-1s") means forever.
+    if (t.size() < 2 || !std::isdigit(static_cast<unsigned char>(t[1]))) throw bad();
+    return kKeepAliveForever;
+  }
+  // A plain number: seconds.
+  if (std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    if (t.size() > 9) throw bad();
+    return std::chrono::seconds(std::stoll(t));
+  }
+  double total_ms = 0;
+  size_t i = 0;
+  while (i < t.size()) {
+    size_t j = i;
+    while (j < t.size() && (std::isdigit(static_cast<unsigned char>(t[j])) || t[j] == '.')) ++j;
+    if (j == i || j - i > 12) throw bad();
+    double value = 0;
+    try {
+      value = std::stod(t.substr(i, j - i));
+    } catch (...) {
+      throw bad();
+    }
+    size_t k = j;
+    while (k < t.size() && std::isalpha(static_cast<unsigned char>(t[k]))) ++k;
+    const std::string unit = t.substr(j, k - j);
+    double scale = 0;
+    if (unit == "ms") {
+      scale = 1;
+    } else if (unit == "s") {
+      scale = 1e3;
+    } else if (unit == "m") {
+      scale = 60e3;
+    } else if (unit == "h") {
+      scale = 3600e3;
+    } else {
+      throw bad();
+    }
+    total_ms += value * scale;
+    i = k;
+  }
+  if (total_ms > 365.0 * 24 * 3600e3) throw bad();
+  return KeepAlive(static_cast<int64_t>(total_ms));
+}
+
+std::string FormatKeepAlive(KeepAlive keep_alive) {
+  if (keep_alive.count() < 0) return "forever";
+  const int64_t ms = keep_alive.count();
+  if (ms % 1000 != 0) return std::to_string(ms) + "ms";
+  const int64_t s = ms / 1000;
+  std::string out;
+  if (s >= 3600) out += std::to_string(s / 3600) + "h";
+  if (s % 3600 >= 60) out += std::to_string(s % 3600 / 60) + "m";
+  if (s % 60 != 0 || out.empty()) out += std::to_string(s % 60) + "s";
+  return out;
+}
+
+std::string_view ManagerEventName(ManagerEvent event) {
+  switch (event) {
+    case ManagerEvent::kLoaded:
+      return "loaded";
+    case ManagerEvent::kEvicted:
+      return "evicted";
+    case ManagerEvent::kExpired:
+      return "expired";
+    case ManagerEvent::kUnloaded:
+      return "unloaded";
+  }
+  return "?";
+}
+
+// Thread-safety: mu guards everything below it; the timer thread waits on cv.
+struct ModelManager::State {
+  Runtime* runtime = nullptr;  // borrowed; outlives the manager
+  ModelManagerOptions options;
+  std::filesystem::path models_dir_real;  // canonical models_dir; empty when none
+
+  struct Entry {
+    std::shared_ptr<Model> model;  // null while not loaded
+    bool loading = false;
+    std::exception_ptr load_error;  // the last load's failure, for the waiters of that load
+    uint64_t load_generation = 0;   // bumped per finished load attempt
+    int leases = 0;
+    bool pinned = false;
+    std::optional<KeepAlive> keep_alive;  // the effective keep-alive of the last request
+    Clock::time_point expires{};          // when leases == 0 and a finite keep-alive is set
+    bool expiry_set = false;
+    int64_t last_used_unix_ms = 0;
+    OptionList options;  // what it was loaded with
+  };
+
+  mutable std::mutex mu;
+  std::condition_variable cv;  // load finished, lease ended, timer changes, stop
+  std::map<std::string, Entry> entries;
+  bool stop = false;
+  uint64_t evictions = 0;
+  uint64_t expirations = 0;
+  std::function<void(ManagerEvent, const std::string&)> listener;
+  std::thread timer;
+
+  void Emit(ManagerEvent e, const std::string& id) {
+    std::function<void(ManagerEvent, const std::string&)> l;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      l = listener;
+    }
+    if (l) {
+      try {
+        l(e, id);
+      } catch (...) {
+        EBB_LOG_WARN("model manager listener threw; ignored");
+      }
+    }
+  }
+
+  // The spec of `id`: explicit first, then a folder under models_dir. Throws NotFound /
+  // InvalidArgument.
+  ManagedModelSpec Resolve(const std::string& id) const {
+    if (auto it = options.models.find(id); it != options.models.end()) return it->second;
+    if (!ValidManagedId(id)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "model id '" + internal::EscapeForMessage(id, 80) +
+                      "' is not valid: use one folder name of 1 to 128 letters, digits, '.', "
+                      "'_', '-' or ':' (no paths)");
+    }
+    if (!models_dir_real.empty()) {
+      std::error_code ec;
+      const auto candidate = options.models_dir / id;
+      if (std::filesystem::exists(candidate, ec)) {
+        const auto real = std::filesystem::canonical(candidate, ec);
+        if (ec) {
+          throw Error(ErrorCode::NotFound, "model '" + id + "': cannot resolve " +
+                                               candidate.string() + ": " + ec.message());
+        }
+        const auto rel = real.lexically_relative(models_dir_real);
+        if (rel.empty() || *rel.begin() == ".." || rel.is_absolute()) {
+          throw Error(ErrorCode::InvalidArgument,
+                      "model '" + id + "' resolves to " + real.string() +
+                          ", outside the models directory " + models_dir_real.string() +
+                          "; ids are confined to it (copy the model in, or give it with "
+                          "--model ID=PATH)");
+        }
+        if (!std::filesystem::is_directory(real, ec)) {
+          throw Error(ErrorCode::NotFound,
+                      "model '" + id + "': " + real.string() + " is not a model folder");
+        }
+        return ManagedModelSpec{real, {}, std::nullopt, false};
+      }
+    }
+    throw Error(ErrorCode::NotFound, "model '" + id + "' does not exist; known models: " +
+                                         KnownIdsText() + " (see GET /v1/models)");
+  }
+
+  std::vector<std::string> KnownIds() const {
+    std::set<std::string> ids;
+    for (const auto& [id, spec] : options.models) ids.insert(id);
+    if (!models_dir_real.empty()) {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(models_dir_real, ec)) {
+        const std::string name = e.path().filename().string();
+        if (!ValidManagedId(name) || !e.is_directory(ec)) continue;
+        std::error_code ec2;
+        if (std::filesystem::exists(e.path() / "genai_config.json", ec2) ||
+            std::filesystem::exists(e.path() / "config.json", ec2) ||
+            std::filesystem::exists(e.path() / "model.onnx", ec2) ||
+            std::filesystem::exists(e.path() / "onnx" / "model.onnx", ec2)) {
+          ids.insert(name);
+        }
+      }
+    }
+    return {ids.begin(), ids.end()};
+  }
+  std::string KnownIdsText() const {
+    std::string s;
+    for (const auto& id : KnownIds()) s += (s.empty() ? "" : ", ") + id;
+    return s.empty() ? "(none)" : s;
+  }
+
+  // The keep-alive a request gets: the model's (or the admin's) unless the request asks for a
+  // shorter one, or a longer one where allowed.
+  KeepAlive Effective(const ManagedModelSpec& spec, std::optional<KeepAlive> requested) const {
+    const KeepAlive admin = spec.keep_alive.value_or(options.keep_alive);
+    if (!requested) return admin;
+    const auto longer = [](KeepAlive a, KeepAlive b) {  // a strictly longer than b
+      if (a.count() < 0) return b.count() >= 0;
+      if (b.count() < 0) return false;
+      return a > b;
+    };
+    if (longer(*requested, admin) && !options.allow_client_keep_alive) return admin;
+    return *requested;
+  }
+
+  // Bytes charged to memory.limit now (weights + KV in use), and the limit.
+  std::pair<uint64_t, uint64_t> Usage() const {
+    const MemoryStats s = runtime->Stats();
+    return {s.weights_bytes + s.kv.in_use_bytes, runtime->memory_limit()};
+  }
+
+  // Evicts idle models, least recently used first, until `need` more bytes fit. Caller holds
+  // `lock` (released around each unload). Returns whether it fits.
+  bool MakeRoom(std::unique_lock<std::mutex>& lock, const std::string& for_id, uint64_t need) {
+    for (;;) {
+      const auto [used, limit] = Usage();
+      if (limit == 0 || used + need <= limit) return true;
+      // Idle: loaded, no lease, not pinned, not loading, no live generator.
+      std::string victim;
+      int64_t oldest = INT64_MAX;
+      for (const auto& [id, e] : entries) {
+        if (!e.model || e.leases > 0 || e.pinned || e.loading || id == for_id) continue;
+        if (e.model->num_live_generators() > 0) continue;
+        if (e.last_used_unix_ms < oldest) {
+          oldest = e.last_used_unix_ms;
+          victim = id;
+        }
+      }
+      if (victim.empty()) return false;
+      Entry& e = entries[victim];
+      auto model = std::move(e.model);
+      e.expiry_set = false;
+      lock.unlock();
+      try {
+        runtime->Unload(victim, /*force=*/false);
+        EBB_LOG_INFO("evicted idle model '{}' to make room for '{}' ({} needed)", victim, for_id,
+                     internal::FormatBytes(need));
+      } catch (const Error& err) {
+        // A generator started on it outside the manager: put it back and stop evicting it.
+        lock.lock();
+        entries[victim].model = std::move(model);
+        EBB_LOG_WARN("could not evict '{}': {}", victim, err.what());
+        return false;
+      }
+      model.reset();
+      lock.lock();
+      ++evictions;
+      lock.unlock();
+      Emit(ManagerEvent::kEvicted, victim);
+      lock.lock();
+    }
+  }
+
+  std::string BusyText() const {
+    std::string s;
+    for (const auto& [id, e] : entries) {
+      if (!e.model) continue;
+      s += (s.empty() ? "" : ", ") + id + " (" + internal::FormatBytes(e.model->weights_bytes()) +
+           (e.pinned ? ", pinned" : "") +
+           (e.leases > 0 ? ", " + std::to_string(e.leases) + " running" : "") + ")";
+    }
+    return s.empty() ? "none" : s;
+  }
+
+  // Loads `id` if needed and takes a lease. Throws.
+  std::shared_ptr<Model> AcquireModel(const std::string& id, const OptionList& extra,
+                                      bool explicit_load, std::optional<bool> pin) {
+    const ManagedModelSpec spec = Resolve(id);
+    OptionList opts = options.defaults;
+    opts.insert(opts.end(), spec.options.begin(), spec.options.end());
+    opts.insert(opts.end(), extra.begin(), extra.end());
+
+    std::unique_lock<std::mutex> lock(mu);
+    Entry& e = entries[id];
+    for (;;) {
+      if (e.model) {
+        if (explicit_load && !extra.empty() && e.options != opts) {
+          throw Error(ErrorCode::FailedPrecondition,
+                      "model '" + id + "' is loaded with other options (" +
+                          OptionListText(e.options) + "); unload it first to load it with " +
+                          OptionListText(opts));
+        }
+        ++e.leases;
+        e.expiry_set = false;
+        if (pin) e.pinned = *pin;
+        return e.model;
+      }
+      if (!e.loading) break;
+      const uint64_t gen = e.load_generation;
+      cv.wait(lock, [&] { return stop || e.load_generation != gen; });
+      if (stop) throw Error(ErrorCode::Unavailable, "the model manager is shutting down");
+      if (!e.model && e.load_error) std::rethrow_exception(e.load_error);
+    }
+    e.loading = true;
+    e.load_error = nullptr;
+    std::shared_ptr<Model> model;
+    try {
+      // Check that the folder is a model before evicting anything for it.
+      const uint64_t need = internal::EstimateWeightsBytes(spec.path);
+      if (!MakeRoom(lock, id, need)) {
+        const auto [used, limit] = Usage();
+        throw Error(ErrorCode::ResourceExhausted,
+                    "cannot load model '" + id + "': it needs " + internal::FormatBytes(need) +
+                        " of weights, and memory.limit=" + internal::FormatBytes(limit) + " has " +
+                        internal::FormatBytes(used) +
+                        " in use by models that cannot be evicted now: " + BusyText() +
+                        "; retry when requests finish, unload or unpin a model, or raise the "
+                        "memory limit");
+      }
+      lock.unlock();
+      ModelOptions mo;
+      for (const auto& [k, v] : opts) mo.Set(k, v);
+      model = runtime->Load(id, spec.path, mo);
+      lock.lock();
+    } catch (...) {
+      if (!lock.owns_lock()) lock.lock();
+      Entry& f = entries[id];
+      f.loading = false;
+      f.load_error = std::current_exception();
+      ++f.load_generation;
+      cv.notify_all();  // waiters hold references to the entry: it stays
+      throw;
+    }
+    Entry& f = entries[id];
+    f.model = model;
+    f.loading = false;
+    f.load_error = nullptr;
+    ++f.load_generation;
+    f.options = opts;
+    f.pinned = pin.value_or(spec.pin || f.pinned);
+    ++f.leases;
+    f.expiry_set = false;
+    cv.notify_all();
+    lock.unlock();
+    EBB_LOG_INFO("loaded model '{}' from {}", id, spec.path.string());
+    Emit(ManagerEvent::kLoaded, id);
+    return model;
+  }
+
+  void ReleaseLease(const std::string& id, std::optional<KeepAlive> requested) {
+    std::unique_lock<std::mutex> lock(mu);
+    auto it = entries.find(id);
+    if (it == entries.end()) return;
+    Entry& e = it->second;
+    e.leases = std::max(0, e.leases - 1);
+    e.last_used_unix_ms = NowUnixMs();
+    KeepAlive ka = options.keep_alive;
+    try {
+      ka = Effective(Resolve(id), requested);
+    } catch (...) {
+      // The folder vanished: use the admin default.
+    }
+    e.keep_alive = ka;
+    if (e.leases == 0 && ka.count() >= 0) {
+      e.expires = Clock::now() + ka;
+      e.expiry_set = true;
+    }
+    cv.notify_all();
+  }
+
+  // The keep-alive timer: unloads idle models whose keep-alive ran out.
+  void TimerLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stop) {
+      const auto now = Clock::now();
+      std::string due;
+      auto next = now + std::chrono::seconds(1);
+      for (const auto& [id, e] : entries) {
+        if (!e.model || !e.expiry_set || e.leases > 0 || e.pinned || e.loading) continue;
+        if (e.expires <= now) {
+          due = id;
+          break;
+        }
+        next = std::min(next, e.expires);
+      }
+      if (due.empty()) {
+        cv.wait_until(lock, next);
+        continue;
+      }
+      Entry& e = entries[due];
+      if (e.model->num_live_generators() > 0) {
+        e.expires = now + std::chrono::seconds(1);  // someone generates outside a lease
+        continue;
+      }
+      auto model = std::move(e.model);
+      e.expiry_set = false;
+      lock.unlock();
+      bool ok = true;
+      try {
+        runtime->Unload(due, false);
+      } catch (const Error& err) {
+        ok = false;
+        EBB_LOG_WARN("keep-alive could not unload '{}': {}", due, err.what());
+      }
+      model.reset();
+      lock.lock();
+      if (!ok) {
+        // Someone unloaded it already or it is busy: forget it.
+        if (runtime->Contains(due)) {
+          entries[due].model = runtime->Get(due);
+          entries[due].expires = Clock::now() + std::chrono::seconds(1);
+          entries[due].expiry_set = true;
+        }
+        continue;
+      }
+      ++expirations;
+      lock.unlock();
+      EBB_LOG_INFO("unloaded '{}': its keep-alive ran out", due);
+      Emit(ManagerEvent::kExpired, due);
+      lock.lock();
+    }
+  }
+
+  ManagedModel Describe(const std::string& id, const Entry* e,
+                        const std::optional<ManagedModelSpec>& spec) const {
+    ManagedModel m;
+    m.id = id;
+    if (spec) m.path = spec->path;
+    if (e) {
+      m.loaded = e->model != nullptr;
+      m.pinned = e->pinned || (spec && spec->pin);
+      m.running = e->leases;
+      m.last_used_unix_ms = e->last_used_unix_ms;
+      m.options = e->options;
+      if (e->model && e->expiry_set && e->leases == 0 && !m.pinned) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(e->expires - Clock::now());
+        m.expires_at_unix_ms = NowUnixMs() + std::max<int64_t>(0, left.count());
+      }
+      if (e->model) m.path = e->model->info().path;
+    } else if (spec) {
+      m.pinned = spec->pin;
+      m.options = options.defaults;
+      m.options.insert(m.options.end(), spec->options.begin(), spec->options.end());
+    }
+    return m;
+  }
+};
+
+ModelManager::Lease::Lease(Lease&& other) noexcept
+    : owner_(std::move(other.owner_)),
+      model_(std::move(other.model_)),
+      id_(std::move(other.id_)),
+      keep_alive_(other.keep_alive_) {}
+
+ModelManager::Lease& ModelManager::Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    owner_ = std::move(other.owner_);
+    model_ = std::move(other.model_);
+    id_ = std::move(other.id_);
+    keep_alive_ = other.keep_alive_;
+  }
+  return *this;
+}
+
+ModelManager::Lease::~Lease() { Reset(); }
+
+struct ModelManager::Lease::Owner {
+  std::weak_ptr<ModelManager::State> state;
+};
+
+void ModelManager::Lease::Reset() {
+  if (!owner_) return;
+  auto owner = std::move(owner_);
+  model_.reset();
+  if (auto state = owner->state.lock()) state->ReleaseLease(id_, keep_alive_);
+}
+
+ModelManager::ModelManager(Runtime& runtime, ModelManagerOptions options)
+    : state_(std::make_shared<State>()) {
+  state_->runtime = &runtime;
+  for (const auto& [id, spec] : options.models) {
+    if (!ValidManagedId(id)) {
+      throw Error(
+          ErrorCode::InvalidArgument,
+          "model id '" + id + "' is not valid: use 1 to 128 letters, digits, '.', '_', '-' or ':'");
+    }
+  }
+  if (!options.models_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(options.models_dir, ec)) {
+      throw Error(ErrorCode::InvalidArgument, "the models directory " +
+                                                  options.models_dir.string() +
+                                                  " is not a folder; create it or fix the path");
+    }
+    state_->models_dir_real = std::filesystem::canonical(options.models_dir, ec);
+  }
+  state_->options = std::move(options);
+  for (const auto& [id, spec] : state_->options.models) {
+    if (spec.pin) state_->entries[id].pinned = true;
+  }
+  state_->timer = std::thread([s = state_.get()] { s->TimerLoop(); });
+}
+
+ModelManager::~ModelManager() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->cv.notify_all();
+  if (state_->timer.joinable()) state_->timer.join();
+}
+
+ModelManager::Lease ModelManager::Acquire(const std::string& id,
+                                          std::optional<KeepAlive> keep_alive) {
+  Lease lease;
+  lease.model_ = state_->AcquireModel(id, {}, false, std::nullopt);
+  lease.owner_ = std::make_shared<Lease::Owner>(Lease::Owner{state_});
+  lease.id_ = id;
+  lease.keep_alive_ = keep_alive;
+  return lease;
+}
+
+std::shared_ptr<Model> ModelManager::Load(const std::string& id, const OptionList& extra,
+                                          std::optional<KeepAlive> keep_alive,
+                                          std::optional<bool> pin) {
+  auto model = state_->AcquireModel(id, extra, true, pin);
+  state_->ReleaseLease(id, keep_alive);
+  return model;
+}
+
+void ModelManager::Unload(const std::string& id, bool force) {
+  std::shared_ptr<Model> model;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->entries.find(id);
+    if (it == state_->entries.end() || !it->second.model) {
+      if (!state_->runtime->Contains(id)) {
+        throw Error(ErrorCode::NotFound, "model '" + id + "' is not loaded; nothing to unload");
+      }
+    } else if (!force && it->second.leases > 0) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "model '" + id + "' has " + std::to_string(it->second.leases) +
+                      " running request(s); retry when they finish, or unload with force (which "
+                      "waits for them)");
+    }
+  }
+  state_->runtime->Unload(id, force);
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->entries.find(id);
+    if (it != state_->entries.end()) {
+      model = std::move(it->second.model);
+      it->second.expiry_set = false;
+    }
+  }
+  model.reset();
+  state_->Emit(ManagerEvent::kUnloaded, id);
+}
+
+void ModelManager::Pin(const std::string& id, bool pin) {
+  state_->Resolve(id);  // NotFound for an unknown id
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->entries[id].pinned = pin;
+  state_->cv.notify_all();
+}
+
+std::vector<ManagedModel> ModelManager::List() const {
+  std::vector<std::string> ids = state_->KnownIds();
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (const auto& [id, e] : state_->entries) {
+    if (e.model && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  const std::vector<ModelSummary> loaded = state_->runtime->List();
+  std::vector<ManagedModel> out;
+  for (const auto& id : ids) {
+    std::optional<ManagedModelSpec> spec;
+    try {
+      spec = state_->Resolve(id);
+    } catch (const Error&) {
+    }
+    auto it = state_->entries.find(id);
+    ManagedModel m =
+        state_->Describe(id, it == state_->entries.end() ? nullptr : &it->second, spec);
+    for (const auto& s : loaded) {
+      if (s.id == id && m.loaded) m.summary = s;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+ManagedModel ModelManager::Get(const std::string& id) const {
+  std::optional<ManagedModelSpec> spec;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->entries.find(id);
+    if (it == state_->entries.end() || !it->second.model) spec = state_->Resolve(id);
+  }
+  for (auto& m : List()) {
+    if (m.id == id) return m;
+  }
+  if (spec) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->Describe(id, nullptr, spec);
+  }
+  throw Error(ErrorCode::NotFound, "model '" + id + "' does not exist");
+}
+
+uint64_t ModelManager::num_evictions() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->evictions;
+}
+uint64_t ModelManager::num_expirations() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->expirations;
+}
+
+void ModelManager::SetEventListener(
+    std::function<void(ManagerEvent, const std::string& id)> listener) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->listener = std::move(listener);
+}
+
+Runtime& ModelManager::runtime() const { return *state_->runtime; }
+const ModelManagerOptions& ModelManager::options() const { return state_->options; }
+
+}  // namespace ebb

@@ -1,0 +1,251 @@
+#include "server/metrics.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "ebb/error.h"
+#include "ebb/version.h"
+#include "server/admission.h"
+
+namespace ebb::server {
+namespace {
+
+std::string Escape(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Num(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+// Writes families one at a time: HELP and TYPE once, then the samples.
+class Writer {
+ public:
+  void Family(const std::string& name, const std::string& type, const std::string& help) {
+    out_ << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  }
+  void Sample(const std::string& name, const std::string& labels, double value) {
+    out_ << name;
+    if (!labels.empty()) out_ << "{" << labels << "}";
+    out_ << " " << Num(value) << "\n";
+  }
+  void Hist(const std::string& name, const std::string& labels, const Histogram& h) {
+    uint64_t cum = 0;
+    const std::string sep = labels.empty() ? "" : labels + ",";
+    for (size_t i = 0; i < h.upper.size(); ++i) {
+      cum += h.counts[i];
+      Sample(name + "_bucket", sep + "le=\"" + Num(h.upper[i]) + "\"", static_cast<double>(cum));
+    }
+    Sample(name + "_bucket", sep + "le=\"+Inf\"", static_cast<double>(h.count));
+    Sample(name + "_sum", labels, h.sum);
+    Sample(name + "_count", labels, static_cast<double>(h.count));
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+std::string L(const std::string& model) { return "model=\"" + Escape(model) + "\""; }
+
+}  // namespace
+
+void Histogram::Observe(double value) {
+  for (size_t i = 0; i < upper.size(); ++i) {
+    if (value <= upper[i]) {
+      ++counts[i];
+      break;
+    }
+  }
+  ++count;
+  sum += value;
+}
+
+void Metrics::OnRequestStart(const RequestStart& start) {
+  std::lock_guard<std::mutex> lock(mu_);
+  models_[start.model_id];
+  ++in_flight_;
+}
+
+void Metrics::OnRequestEnd(const RequestEnd& end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --in_flight_;
+  PerModel& m = models_[end.model_id];
+  ++m.outcomes[static_cast<size_t>(end.outcome)];
+  m.prompt_tokens += end.prompt_tokens;
+  m.generated_tokens += end.generated_tokens;
+  if (end.ttft_ms >= 0) m.ttft.Observe(end.ttft_ms / 1e3);
+  if (end.generated_tokens > 1 && end.ttft_ms >= 0) {
+    m.tpot.Observe((end.duration_ms - end.ttft_ms) / 1e3 /
+                   static_cast<double>(end.generated_tokens - 1));
+  }
+  m.duration.Observe(end.duration_ms / 1e3);
+}
+
+void Metrics::OnHttpResponse(const std::string& route, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++http_[{route, status}];
+}
+
+void Metrics::OnManagerEvent(ManagerEvent event, const std::string& /*model*/) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++events_[std::string(ManagerEventName(event))];
+}
+
+uint64_t Metrics::requests(RequestOutcome outcome) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& [id, m] : models_) n += m.outcomes[static_cast<size_t>(outcome)];
+  return n;
+}
+
+std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
+                            const Admission& admission) const {
+  Writer w;
+  w.Family("ebb_build_info", "gauge", "ebb's version and the ONNX Runtime it runs on (always 1).");
+  w.Sample("ebb_build_info",
+           "version=\"" + Escape(Version()) + "\",onnxruntime=\"" + Escape(OrtVersion()) + "\"", 1);
+
+  const MemoryStats rs = runtime.Stats();
+  w.Family("ebb_process_resident_memory_bytes", "gauge", "Resident set size of the process.");
+  w.Sample("ebb_process_resident_memory_bytes", "", static_cast<double>(rs.process.rss_bytes));
+  w.Family("ebb_process_anonymous_memory_bytes", "gauge",
+           "Anonymous resident memory plus swap of the process (RssAnon + VmSwap).");
+  w.Sample("ebb_process_anonymous_memory_bytes", "", static_cast<double>(rs.process.anon_bytes));
+  w.Family("ebb_process_file_memory_bytes", "gauge",
+           "File-backed resident memory of the process (RssFile).");
+  w.Sample("ebb_process_file_memory_bytes", "", static_cast<double>(rs.process.file_bytes));
+  w.Family("ebb_process_peak_resident_memory_bytes", "gauge", "Peak resident set size (VmHWM).");
+  w.Sample("ebb_process_peak_resident_memory_bytes", "",
+           static_cast<double>(rs.process.peak_rss_bytes));
+  w.Family("ebb_memory_limit_bytes", "gauge",
+           "memory.limit: the budget for all models' weights and KV (0 = none).");
+  w.Sample("ebb_memory_limit_bytes", "", static_cast<double>(runtime.memory_limit()));
+  w.Family("ebb_memory_used_bytes", "gauge",
+           "What memory.limit counts now: weights of loaded models plus KV in use.");
+  w.Sample("ebb_memory_used_bytes", "", static_cast<double>(rs.weights_bytes + rs.kv.in_use_bytes));
+
+  const std::vector<ManagedModel> list = manager.List();
+  w.Family("ebb_model_loaded", "gauge", "1 when the model is loaded, 0 when it is only known.");
+  for (const auto& m : list) w.Sample("ebb_model_loaded", L(m.id), m.loaded ? 1 : 0);
+  w.Family("ebb_model_weights_bytes", "gauge", "Bytes of a loaded model's weight files.");
+  for (const auto& m : list) {
+    if (m.summary) w.Sample("ebb_model_weights_bytes", L(m.id), m.summary->weights_bytes);
+  }
+  w.Family("ebb_model_kv_bytes", "gauge",
+           "KV cache bytes of a loaded model: in_use (live requests), reserved (held by its "
+           "pool), peak (most in use).");
+  for (const auto& m : list) {
+    if (!m.summary) continue;
+    const auto& kv = m.summary->kv;
+    w.Sample("ebb_model_kv_bytes", L(m.id) + ",state=\"in_use\"", kv.in_use_bytes);
+    w.Sample("ebb_model_kv_bytes", L(m.id) + ",state=\"reserved\"", kv.reserved_bytes);
+    w.Sample("ebb_model_kv_bytes", L(m.id) + ",state=\"peak\"", kv.peak_in_use_bytes);
+  }
+  w.Family("ebb_model_arena_bytes", "gauge",
+           "ORT CPU arena of a loaded model: in_use and allocated (held from the system).");
+  for (const auto& m : list) {
+    if (!m.summary || !m.summary->cpu_arena.available) continue;
+    const auto& a = m.summary->cpu_arena;
+    w.Sample("ebb_model_arena_bytes", L(m.id) + ",state=\"in_use\"",
+             static_cast<double>(a.in_use_bytes));
+    w.Sample("ebb_model_arena_bytes", L(m.id) + ",state=\"allocated\"",
+             static_cast<double>(a.total_allocated_bytes));
+  }
+  w.Family("ebb_model_running_requests", "gauge", "Requests running on a model now.");
+  for (const auto& m : list) w.Sample("ebb_model_running_requests", L(m.id), m.running);
+  w.Family("ebb_model_shrinks_total", "counter",
+           "Shrinks ebb ran on a model since it was loaded (ShrinkArena and the policies).");
+  for (const auto& m : list) {
+    if (!m.loaded) continue;
+    try {
+      w.Sample("ebb_model_shrinks_total", L(m.id),
+               static_cast<double>(runtime.Get(m.id)->memory_stats().num_shrinks));
+    } catch (const Error&) {
+      // Unloaded between the list and now.
+    }
+  }
+  w.Family("ebb_model_pinned", "gauge", "1 when the model is pinned (never evicted).");
+  for (const auto& m : list) w.Sample("ebb_model_pinned", L(m.id), m.pinned ? 1 : 0);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  w.Family("ebb_requests_total", "counter",
+           "Finished requests (generations and embedding calls) by model and outcome.");
+  for (const auto& [id, m] : models_) {
+    for (RequestOutcome o :
+         {RequestOutcome::kCompleted, RequestOutcome::kCancelled, RequestOutcome::kError}) {
+      w.Sample("ebb_requests_total",
+               L(id) + ",outcome=\"" + std::string(RequestOutcomeName(o)) + "\"",
+               static_cast<double>(m.outcomes[static_cast<size_t>(o)]));
+    }
+  }
+  w.Family("ebb_prompt_tokens_total", "counter", "Prompt (input) tokens processed, by model.");
+  for (const auto& [id, m] : models_) {
+    w.Sample("ebb_prompt_tokens_total", L(id), static_cast<double>(m.prompt_tokens));
+  }
+  w.Family("ebb_generation_tokens_total", "counter", "Tokens generated, by model.");
+  for (const auto& [id, m] : models_) {
+    w.Sample("ebb_generation_tokens_total", L(id), static_cast<double>(m.generated_tokens));
+  }
+  w.Family("ebb_time_to_first_token_seconds", "histogram",
+           "Time from a request's first Run() to its first token.");
+  for (const auto& [id, m] : models_) w.Hist("ebb_time_to_first_token_seconds", L(id), m.ttft);
+  w.Family("ebb_time_per_output_token_seconds", "histogram",
+           "Mean time per generated token after the first, per request.");
+  for (const auto& [id, m] : models_) w.Hist("ebb_time_per_output_token_seconds", L(id), m.tpot);
+  w.Family("ebb_request_duration_seconds", "histogram",
+           "Time from a request's first Run() to its end.");
+  for (const auto& [id, m] : models_) w.Hist("ebb_request_duration_seconds", L(id), m.duration);
+
+  w.Family("ebb_requests_running", "gauge", "Requests holding one of the --parallel slots.");
+  w.Sample("ebb_requests_running", "", admission.running());
+  w.Family("ebb_queue_depth", "gauge", "Requests waiting for a slot.");
+  w.Sample("ebb_queue_depth", "", admission.queued());
+  w.Family("ebb_queue_capacity", "gauge", "--max-queue: the most requests that may wait.");
+  w.Sample("ebb_queue_capacity", "", admission.max_queue());
+  w.Family("ebb_requests_rejected_total", "counter",
+           "Requests refused with 429 because the queue was full.");
+  w.Sample("ebb_requests_rejected_total", "", static_cast<double>(admission.rejected()));
+
+  auto event = [&](const char* name) -> double {
+    auto it = events_.find(name);
+    return it == events_.end() ? 0 : static_cast<double>(it->second);
+  };
+  w.Family("ebb_model_loads_total", "counter", "Models loaded (on first use or by request).");
+  w.Sample("ebb_model_loads_total", "", event("loaded"));
+  w.Family("ebb_model_evictions_total", "counter",
+           "Idle models unloaded to make room under memory.limit (least recently used first).");
+  w.Sample("ebb_model_evictions_total", "", event("evicted"));
+  w.Family("ebb_model_expirations_total", "counter",
+           "Models unloaded because their keep-alive ran out.");
+  w.Sample("ebb_model_expirations_total", "", event("expired"));
+  w.Family("ebb_model_unloads_total", "counter", "Models unloaded by request.");
+  w.Sample("ebb_model_unloads_total", "", event("unloaded"));
+
+  w.Family("ebb_http_responses_total", "counter", "HTTP responses by route and status code.");
+  for (const auto& [key, n] : http_) {
+    w.Sample("ebb_http_responses_total",
+             "route=\"" + Escape(key.first) + "\",code=\"" + std::to_string(key.second) + "\"",
+             static_cast<double>(n));
+  }
+  return w.str();
+}
+
+}  // namespace ebb::server

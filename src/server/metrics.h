@@ -1,0 +1,66 @@
+// Metrics: the service's counters and histograms, and their Prometheus text exposition.
+//
+// Request figures come from the runtime's observers (one generation or one embed call is one
+// request, whatever surface started it); memory figures are read from the runtime, the model
+// manager and the admission queue at scrape time, so a scrape never shows stale memory.
+// Names: the ebb_ prefix, base units (bytes, seconds), _total on counters, no colons.
+// Thread-safety: all methods are thread-safe; observers are called on request threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ebb/model_manager.h"
+#include "ebb/observer.h"
+#include "ebb/runtime.h"
+
+namespace ebb::server {
+
+class Admission;
+
+// A cumulative histogram with fixed upper bounds (seconds).
+struct Histogram {
+  explicit Histogram(std::vector<double> bounds) : upper(std::move(bounds)), counts(upper.size()) {}
+  void Observe(double value);
+  std::vector<double> upper;
+  std::vector<uint64_t> counts;  // per bucket (not cumulative)
+  uint64_t count = 0;
+  double sum = 0;
+};
+
+class Metrics final : public RequestObserver {
+ public:
+  void OnRequestStart(const RequestStart& start) override;
+  void OnRequestEnd(const RequestEnd& end) override;
+  // An HTTP response: route pattern (e.g. "/v1/chat/completions") and status.
+  void OnHttpResponse(const std::string& route, int status);
+  void OnManagerEvent(ManagerEvent event, const std::string& model);
+
+  // The whole exposition (text/plain; version=0.0.4).
+  std::string Render(const Runtime& runtime, const ModelManager& manager,
+                     const Admission& admission) const;
+
+  // Snapshot for tests and /v1/runtime: requests by outcome over all models.
+  uint64_t requests(RequestOutcome outcome) const;
+
+ private:
+  struct PerModel {
+    std::array<uint64_t, 3> outcomes{};  // by RequestOutcome
+    uint64_t prompt_tokens = 0;
+    uint64_t generated_tokens = 0;
+    Histogram ttft{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
+    Histogram tpot{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
+    Histogram duration{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, PerModel> models_;                // guarded by mu_
+  std::map<std::pair<std::string, int>, uint64_t> http_;  // guarded by mu_
+  std::map<std::string, uint64_t> events_;                // guarded by mu_: by event name
+  int64_t in_flight_ = 0;                                 // guarded by mu_
+};
+
+}  // namespace ebb::server

@@ -1,0 +1,106 @@
+#include "server/models_file.h"
+
+#include "core/files.h"
+#include "core/json_util.h"
+#include "ebb/error.h"
+#include "server/api_error.h"
+
+namespace ebb::server {
+
+using Json = nlohmann::ordered_json;
+
+std::string JsonScalarText(const Json& v, const std::string& param) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number()) return nlohmann::json(v.get<double>()).dump();
+  ThrowBadField(param, "'" + param + "' must be a string, a number or a boolean");
+}
+
+OptionList OptionListFromJson(const Json& body) {
+  OptionList out;
+  auto object = [&](const char* name) -> const Json* {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return nullptr;
+    if (!it->is_object()) ThrowBadField(name, std::string("'") + name + "' must be an object");
+    return &*it;
+  };
+  if (const Json* s = object("session_options")) {
+    for (const auto& [k, v] : s->items()) {
+      out.emplace_back("session_options." + k, JsonScalarText(v, "session_options." + k));
+    }
+  }
+  if (const Json* p = object("provider_options")) {
+    for (const auto& [ep, kv] : p->items()) {
+      if (!kv.is_object()) {
+        ThrowBadField("provider_options." + ep,
+                      "'provider_options." + ep + "' must be an object of key/value pairs");
+      }
+      for (const auto& [k, v] : kv.items()) {
+        const std::string key = "provider_options." + ep + "." + k;
+        out.emplace_back(key, JsonScalarText(v, key));
+      }
+    }
+  }
+  if (const Json* r = object("run_options")) {
+    for (const auto& [k, v] : r->items()) {
+      out.emplace_back("run_options." + k, JsonScalarText(v, "run_options." + k));
+    }
+  }
+  if (const Json* o = object("options")) {
+    for (const auto& [k, v] : o->items()) out.emplace_back(k, JsonScalarText(v, "options." + k));
+  }
+  // Check every key now, so that a typo is reported naming it rather than as a failed load.
+  ModelOptions probe;
+  for (const auto& [k, v] : out) {
+    try {
+      probe.Set(k, v);
+    } catch (const Error& e) {
+      ThrowBadField(k, e.what());
+    }
+  }
+  return out;
+}
+
+std::map<std::string, ManagedModelSpec> ReadModelsFile(const std::filesystem::path& file) {
+  const std::string text = internal::ReadRegularFile(file, 16u << 20, "the models file");
+  const Json j = internal::ParseJsonDocument<Json>(text, file.string());
+  const std::string where = file.string();
+  if (!j.is_object() || !j.contains("models") || !j["models"].is_object()) {
+    throw Error(ErrorCode::InvalidArgument,
+                where + ": expected {\"models\": {\"ID\": {\"path\": \"DIR\", ...}}}");
+  }
+  std::map<std::string, ManagedModelSpec> out;
+  for (const auto& [id, m] : j["models"].items()) {
+    const std::string at = where + ": models." + id;
+    if (!m.is_object() || !m.contains("path") || !m["path"].is_string()) {
+      throw Error(ErrorCode::InvalidArgument, at + " needs \"path\": the model folder");
+    }
+    ManagedModelSpec spec;
+    spec.path = m["path"].get<std::string>();
+    if (spec.path.is_relative()) spec.path = file.parent_path() / spec.path;
+    try {
+      spec.options = OptionListFromJson(m);
+      if (m.contains("keep_alive") && !m["keep_alive"].is_null()) {
+        spec.keep_alive =
+            ParseKeepAlive(m["keep_alive"].is_string() ? m["keep_alive"].get<std::string>()
+                                                       : m["keep_alive"].dump(),
+                           "keep_alive");
+      }
+      if (m.contains("pin")) {
+        if (!m["pin"].is_boolean()) {
+          throw Error(ErrorCode::InvalidArgument, "\"pin\" must be true or false");
+        }
+        spec.pin = m["pin"].get<bool>();
+      }
+    } catch (const ApiException& e) {
+      throw Error(ErrorCode::InvalidArgument, at + ": " + e.error.message);
+    } catch (const Error& e) {
+      throw Error(e.code(), at + ": " + e.what());
+    }
+    out.emplace(id, std::move(spec));
+  }
+  return out;
+}
+
+}  // namespace ebb::server

@@ -1,0 +1,316 @@
+#include "server/openai_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_util.h"
+#include "server/api_error.h"
+
+namespace ebb::server {
+namespace {
+
+using Json = nlohmann::json;
+
+Json ParseBody(std::string_view body) {
+  if (body.empty()) {
+    throw ApiException({400, "invalid_request_error",
+                        "the request body is empty; send a JSON object (Content-Type: "
+                        "application/json)",
+                        std::nullopt, "invalid_json", 0});
+  }
+  Json j;
+  try {
+    j = internal::ParseJsonDocument(body, "the request body");
+  } catch (const Error& e) {
+    throw ApiException({400, "invalid_request_error", e.what(), std::nullopt, "invalid_json", 0});
+  }
+  if (!j.is_object()) {
+    throw ApiException({400, "invalid_request_error",
+                        "the request body must be a JSON object, not " + std::string(j.type_name()),
+                        std::nullopt, "invalid_json", 0});
+  }
+  return j;
+}
+
+const Json* Field(const Json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::string RequireString(const Json& j, const char* name) {
+  const Json* v = Field(j, name);
+  if (v == nullptr) ThrowBadField(name, std::string("'") + name + "' is required", "missing");
+  if (!v->is_string() || v->get_ref<const std::string&>().empty()) {
+    ThrowBadField(name, std::string("'") + name + "' must be a non-empty string");
+  }
+  return v->get<std::string>();
+}
+
+bool GetBool(const Json& j, const char* name, bool fallback) {
+  const Json* v = Field(j, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) ThrowBadField(name, std::string("'") + name + "' must be true or false");
+  return v->get<bool>();
+}
+
+std::optional<double> GetNumber(const Json& j, const char* name, double lo, double hi) {
+  const Json* v = Field(j, name);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number()) ThrowBadField(name, std::string("'") + name + "' must be a number");
+  const double d = v->get<double>();
+  if (!(d >= lo && d <= hi)) {
+    ThrowBadField(name, std::string("'") + name + "' must be between " + nlohmann::json(lo).dump() +
+                            " and " + nlohmann::json(hi).dump());
+  }
+  return d;
+}
+
+std::optional<int64_t> GetInt(const Json& j, const char* name, int64_t lo, int64_t hi) {
+  const Json* v = Field(j, name);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number_integer() && !v->is_number_unsigned()) {
+    ThrowBadField(name, std::string("'") + name + "' must be an integer");
+  }
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    ThrowBadField(name, std::string("'") + name + "' must be at most " + std::to_string(hi));
+  }
+  const int64_t i = v->get<int64_t>();
+  if (i < lo || i > hi) {
+    ThrowBadField(name, std::string("'") + name + "' must be between " + std::to_string(lo) +
+                            " and " + std::to_string(hi));
+  }
+  return i;
+}
+
+std::optional<KeepAlive> GetKeepAlive(const Json& j) {
+  const Json* v = Field(j, "keep_alive");
+  if (v == nullptr) return std::nullopt;
+  try {
+    if (v->is_number_integer()) return ParseKeepAlive(std::to_string(v->get<int64_t>()));
+    if (v->is_string()) return ParseKeepAlive(v->get<std::string>());
+  } catch (const Error& e) {
+    ThrowBadField("keep_alive", e.what());
+  }
+  ThrowBadField("keep_alive", "'keep_alive' must be a duration string (\"5m\") or seconds");
+}
+
+std::vector<std::pair<std::string, std::string>> GetOptions(const Json& j) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const Json* v = Field(j, "options");
+  if (v == nullptr) return out;
+  if (!v->is_object()) {
+    ThrowBadField("options",
+                  "'options' must be an object of ebb option keys, e.g. "
+                  "{\"top_k\": 40}");
+  }
+  for (const auto& [k, val] : v->items()) {
+    const std::string param = "options." + k;
+    if (val.is_string()) {
+      out.emplace_back(k, val.get<std::string>());
+    } else if (val.is_boolean()) {
+      out.emplace_back(k, val.get<bool>() ? "true" : "false");
+    } else if (val.is_number_integer() || val.is_number_unsigned()) {
+      out.emplace_back(k, val.dump());
+    } else if (val.is_number()) {
+      out.emplace_back(k, nlohmann::json(val.get<double>()).dump());
+    } else {
+      ThrowBadField(param, "'" + param + "' must be a string, a number or a boolean");
+    }
+  }
+  return out;
+}
+
+// Text of a message's content: a string, or OpenAI's list of parts of which only "text" parts
+// are supported.
+std::string ContentText(const Json& content, const std::string& param) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_array()) {
+    std::string text;
+    for (size_t i = 0; i < content.size(); ++i) {
+      const Json& part = content[i];
+      const std::string p = param + "[" + std::to_string(i) + "]";
+      if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
+          !part.contains("text") || !part["text"].is_string()) {
+        ThrowBadField(p, "'" + p +
+                             "' is not supported: only {\"type\": \"text\", \"text\": ...} "
+                             "parts (this is a text model)");
+      }
+      text += part["text"].get<std::string>();
+    }
+    return text;
+  }
+  ThrowBadField(param, "'" + param + "' must be a string or a list of text parts");
+}
+
+void RefuseUnsupported(const Json& j) {
+  if (const Json* n = Field(j, "n")) {
+    if (!n->is_number_integer() || n->get<int64_t>() != 1) {
+      ThrowBadField("n",
+                    "'n' must be 1: ebb generates one choice per request (send several "
+                    "requests for several choices)",
+                    "unsupported_value");
+    }
+  }
+  for (const char* name : {"tools", "functions", "tool_choice", "function_call"}) {
+    const Json* v = Field(j, name);
+    if (v != nullptr && !(v->is_array() && v->empty()) && !(v->is_string() && *v == "none")) {
+      ThrowBadField(name, std::string("'") + name + "' is not supported by ebb yet",
+                    "unsupported_parameter");
+    }
+  }
+  if (GetBool(j, "logprobs", false)) {
+    ThrowBadField("logprobs", "'logprobs' is not supported by ebb yet", "unsupported_parameter");
+  }
+  if (const Json* rf = Field(j, "response_format")) {
+    if (!rf->is_object() || rf->value("type", "") != "text") {
+      ThrowBadField("response_format",
+                    "only {\"type\": \"text\"} is supported as 'response_format'",
+                    "unsupported_value");
+    }
+  }
+}
+
+}  // namespace
+
+CompletionRequest ParseCompletionRequest(std::string_view body, bool chat) {
+  const Json j = ParseBody(body);
+  CompletionRequest r;
+  r.chat = chat;
+  r.model = RequireString(j, "model");
+  RefuseUnsupported(j);
+  if (chat) {
+    const Json* m = Field(j, "messages");
+    if (m == nullptr) ThrowBadField("messages", "'messages' is required", "missing");
+    if (!m->is_array() || m->empty()) {
+      ThrowBadField("messages", "'messages' must be a non-empty list of {role, content}");
+    }
+    for (size_t i = 0; i < m->size(); ++i) {
+      const Json& msg = (*m)[i];
+      const std::string p = "messages[" + std::to_string(i) + "]";
+      if (!msg.is_object()) ThrowBadField(p, "'" + p + "' must be an object {role, content}");
+      const Json* role = Field(msg, "role");
+      if (role == nullptr || !role->is_string() || role->get_ref<const std::string&>().empty()) {
+        ThrowBadField(p + ".role", "'" + p + ".role' must be a non-empty string");
+      }
+      const Json* content = Field(msg, "content");
+      ChatMessage cm;
+      cm.role = role->get<std::string>();
+      if (cm.role == "developer") cm.role = "system";  // OpenAI's newer name for system
+      if (content != nullptr) cm.content = ContentText(*content, p + ".content");
+      r.messages.push_back(std::move(cm));
+    }
+  } else {
+    const Json* p = Field(j, "prompt");
+    if (p == nullptr) ThrowBadField("prompt", "'prompt' is required", "missing");
+    if (p->is_string()) {
+      r.prompt = p->get<std::string>();
+    } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+      r.prompt = (*p)[0].get<std::string>();
+    } else {
+      ThrowBadField("prompt", "'prompt' must be a string (or a list of one string)");
+    }
+    if (r.prompt.empty()) ThrowBadField("prompt", "'prompt' must not be empty");
+    if (GetBool(j, "echo", false)) {
+      ThrowBadField("echo", "'echo' is not supported by ebb yet", "unsupported_parameter");
+    }
+    if (Field(j, "suffix") != nullptr) {
+      ThrowBadField("suffix", "'suffix' is not supported by ebb yet", "unsupported_parameter");
+    }
+  }
+  r.stream = GetBool(j, "stream", false);
+  if (const Json* so = Field(j, "stream_options")) {
+    if (!so->is_object()) ThrowBadField("stream_options", "'stream_options' must be an object");
+    r.include_usage = GetBool(*so, "include_usage", false);
+  }
+  // max_completion_tokens is the newer name; it wins when both are given.
+  auto mt = GetInt(j, "max_completion_tokens", 1, 1 << 30);
+  if (!mt) mt = GetInt(j, "max_tokens", 1, 1 << 30);
+  if (mt) r.max_tokens = static_cast<int32_t>(*mt);
+  if (const Json* stop = Field(j, "stop")) {
+    if (stop->is_string()) {
+      r.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (const Json& s : *stop) {
+        if (!s.is_string()) ThrowBadField("stop", "'stop' must be a string or a list of strings");
+        r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      ThrowBadField("stop", "'stop' must be a string or a list of strings");
+    }
+    if (r.stop.size() > 4) ThrowBadField("stop", "'stop' takes at most 4 sequences");
+    for (const auto& s : r.stop) {
+      if (s.empty()) ThrowBadField("stop", "'stop' sequences must not be empty");
+    }
+  }
+  if (auto t = GetNumber(j, "temperature", 0, 2)) r.temperature = static_cast<float>(*t);
+  if (auto t = GetNumber(j, "top_p", 0, 1)) r.top_p = static_cast<float>(*t);
+  if (auto s = GetInt(j, "seed", INT64_MIN, INT64_MAX)) r.seed = static_cast<uint64_t>(*s);
+  r.keep_alive = GetKeepAlive(j);
+  r.options = GetOptions(j);
+  return r;
+}
+
+EmbeddingsRequest ParseEmbeddingsRequest(std::string_view body) {
+  const Json j = ParseBody(body);
+  EmbeddingsRequest r;
+  r.model = RequireString(j, "model");
+  const Json* in = Field(j, "input");
+  if (in == nullptr) ThrowBadField("input", "'input' is required", "missing");
+  if (in->is_string()) {
+    r.texts.push_back(in->get<std::string>());
+  } else if (in->is_array() && !in->empty()) {
+    const Json& first = (*in)[0];
+    if (first.is_string()) {
+      for (size_t i = 0; i < in->size(); ++i) {
+        if (!(*in)[i].is_string()) {
+          ThrowBadField("input",
+                        "'input' must be a string, a list of strings, a list of token "
+                        "ids or a list of token-id lists; item " +
+                            std::to_string(i) + " is not a string");
+        }
+        r.texts.push_back((*in)[i].get<std::string>());
+      }
+    } else if (first.is_number_integer()) {
+      std::vector<int32_t> row;
+      for (const Json& t : *in) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+          ThrowBadField("input", "'input' token ids must be non-negative integers");
+        }
+        row.push_back(static_cast<int32_t>(t.get<int64_t>()));
+      }
+      r.token_ids.push_back(std::move(row));
+    } else if (first.is_array()) {
+      for (const Json& rowj : *in) {
+        std::vector<int32_t> row;
+        if (!rowj.is_array()) ThrowBadField("input", "'input' must be a list of token-id lists");
+        for (const Json& t : rowj) {
+          if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+            ThrowBadField("input", "'input' token ids must be non-negative integers");
+          }
+          row.push_back(static_cast<int32_t>(t.get<int64_t>()));
+        }
+        r.token_ids.push_back(std::move(row));
+      }
+    } else {
+      ThrowBadField("input", "'input' must be a string or a list of strings or token ids");
+    }
+  } else {
+    ThrowBadField("input", "'input' must be a non-empty string or list");
+  }
+  if (r.texts.size() + r.token_ids.size() > 2048) {
+    ThrowBadField("input", "'input' takes at most 2048 items per request");
+  }
+  if (const Json* ef = Field(j, "encoding_format")) {
+    if (*ef == "base64") {
+      r.base64 = true;
+    } else if (*ef != "float") {
+      ThrowBadField("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
+    }
+  }
+  if (auto d = GetInt(j, "dimensions", 1, 1 << 20)) r.dimensions = static_cast<int32_t>(*d);
+  r.keep_alive = GetKeepAlive(j);
+  r.options = GetOptions(j);
+  return r;
+}
+
+}  // namespace ebb::server

@@ -1,0 +1,54 @@
+// OpenAI request bodies parsed into ebb's requests: /v1/chat/completions, /v1/completions and
+// /v1/embeddings. Pure functions of the JSON (no model needed), so the fuzzer drives them.
+//
+// Every field OpenAI defines is either honoured or refused with a 400 naming it (ApiException
+// with `param`): a request is never half understood. Unknown fields are ignored, as OpenAI's
+// own SDKs send fields newer than a server knows.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ebb/chat_template.h"
+#include "ebb/generation.h"
+#include "ebb/model_manager.h"
+
+namespace ebb::server {
+
+struct CompletionRequest {
+  std::string model;
+  bool chat = true;                   // /v1/chat/completions (messages) or /v1/completions
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completions
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+  std::optional<int32_t> max_tokens;  // max_completion_tokens, else max_tokens
+  std::vector<std::string> stop;      // string or list (at most 4, like OpenAI)
+  std::optional<float> temperature;   // 0 to 2
+  std::optional<float> top_p;         // 0 to 1
+  std::optional<uint64_t> seed;
+  std::optional<KeepAlive> keep_alive;  // ebb/Ollama extension
+  // ebb's request keys given under "options" (the option table's request scope), e.g.
+  // {"options": {"top_k": 40}}: the same names as the CLI and the SDKs.
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
+struct EmbeddingsRequest {
+  std::string model;
+  std::vector<std::string> texts;               // input: string or list of strings
+  std::vector<std::vector<int32_t>> token_ids;  // input: list of ints, or list of lists
+  bool base64 = false;                          // encoding_format
+  std::optional<int32_t> dimensions;
+  std::optional<KeepAlive> keep_alive;
+  std::vector<std::pair<std::string, std::string>> options;  // embed.* keys
+};
+
+// Parses the raw body. Throws ApiException (400) for invalid JSON, a field of the wrong type,
+// an unsupported value (n != 1, logprobs, tools, ...) or a missing model/messages/prompt/input.
+CompletionRequest ParseCompletionRequest(std::string_view body, bool chat);
+EmbeddingsRequest ParseEmbeddingsRequest(std::string_view body);
+
+}  // namespace ebb::server

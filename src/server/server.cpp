@@ -1,0 +1,224 @@
+#include "server/server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/log.h"
+#include "ebb/error.h"
+#include "server/admission.h"
+#include "server/api_error.h"
+#include "server/metrics.h"
+
+namespace ebb::server {
+namespace {
+
+// The route label of a path for metrics and logs: model ids collapse to {id}.
+std::string RouteLabel(const std::string& path) {
+  static const char* kPrefix = "/v1/models/";
+  if (path.rfind(kPrefix, 0) == 0) {
+    const std::string rest = path.substr(std::strlen(kPrefix));
+    const auto slash = rest.find('/');
+    return std::string(kPrefix) + "{id}" + (slash == std::string::npos ? "" : rest.substr(slash));
+  }
+  for (const char* known : {"/v1/chat/completions", "/v1/completions", "/v1/embeddings",
+                            "/v1/models", "/v1/runtime", "/metrics", "/health", "/ready", "/"}) {
+    if (path == known) return path;
+  }
+  return "other";
+}
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::atomic<uint64_t> g_next_request{1};
+
+}  // namespace
+
+Server::Server(ServeOptions options) : options_(std::move(options)) {
+  if (options_.parallel < 1) {
+    throw Error(ErrorCode::InvalidArgument, "--parallel must be at least 1");
+  }
+  if (options_.max_queue < 0) {
+    throw Error(ErrorCode::InvalidArgument, "--max-queue must not be negative");
+  }
+  runtime_ = std::make_unique<Runtime>(options_.runtime);
+  manager_ = std::make_unique<ModelManager>(*runtime_, options_.models);
+  metrics_ = std::make_shared<Metrics>();
+  runtime_->AddObserver(metrics_);
+  manager_->SetEventListener(
+      [m = metrics_](ManagerEvent e, const std::string& id) { m->OnManagerEvent(e, id); });
+  admission_ = std::make_unique<Admission>(options_.parallel, options_.max_queue);
+  http_ = std::make_unique<httplib::Server>();
+  started_ = std::chrono::steady_clock::now();
+
+  // One thread per connection: the running and queued requests, plus room for the health,
+  // metrics and admin routes (and 429 answers) while every slot is busy.
+  const size_t threads = static_cast<size_t>(options_.parallel + options_.max_queue + 8);
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_read_timeout(std::chrono::seconds(30));
+  http_->set_write_timeout(std::chrono::seconds(30));
+  http_->set_keep_alive_max_count(1000);
+  // Kernel socket options: reuse the address so that a restart binds at once after the old
+  // process is gone (a live listener still makes bind fail: SO_REUSEPORT is not set).
+  http_->set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    std::string rid = req.get_header_value("X-Request-Id");
+    if (rid.empty() || rid.size() > 128) rid = "req-" + std::to_string(g_next_request++);
+    res.set_header("X-Request-Id", rid);
+    if (options_.api_key.empty() || req.path == "/health" || req.path == "/ready") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    const bool ok = auth.rfind(prefix, 0) == 0 &&
+                    ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key);
+    if (ok) return httplib::Server::HandlerResponse::Unhandled;
+    SendError(res, ApiError{401, "invalid_request_error",
+                            auth.empty() ? "no API key: send the header 'Authorization: Bearer "
+                                           "KEY' with the key the service was started with "
+                                           "(--api-key)"
+                                         : "the API key is not correct; use the key the service "
+                                           "was started with (--api-key)",
+                            std::nullopt, "invalid_api_key", 0});
+    res.set_header("WWW-Authenticate", "Bearer");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  // Statuses httplib answers by itself (404 no route, 413 body too large, 400 bad request line)
+  // get the OpenAI shape too.
+  http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    switch (res.status) {
+      case 404:
+        SendError(res, ApiError{404, "not_found_error",
+                                "no route " + req.method + " " + req.path +
+                                    "; see docs/http_api.md for the endpoints",
+                                std::nullopt, "unknown_route", 0});
+        break;
+      case 413:
+        SendError(res, ApiError{413, "invalid_request_error",
+                                "the request body is larger than the service's limit of " +
+                                    std::to_string(options_.max_body_bytes) +
+                                    " bytes; send less, or restart the service with a larger "
+                                    "--max-body",
+                                std::nullopt, "request_too_large", 0});
+        break;
+      default:
+        SendError(res, ApiError{res.status, "invalid_request_error",
+                                "the HTTP request was refused (status " +
+                                    std::to_string(res.status) + ")",
+                                std::nullopt, "http_error", 0});
+    }
+  });
+  http_->set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        try {
+          std::rethrow_exception(ep);
+        } catch (...) {
+          SendError(res, FromCurrentException());
+        }
+      });
+  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics_->OnHttpResponse(RouteLabel(req.path), res.status);
+    EBB_LOG_INFO("{} {} {} {} {}", res.get_header_value("X-Request-Id"), req.method, req.path,
+                 res.status, req.remote_addr);
+  });
+
+  http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  http_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+    if (admission_->draining()) {
+      res.status = 503;
+      res.set_content(R"({"status":"draining"})", "application/json");
+    } else {
+      res.set_content(R"({"status":"ready"})", "application/json");
+    }
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    Guard(res, [&] {
+      res.set_content(metrics_->Render(*runtime_, *manager_, *admission_),
+                      "text/plain; version=0.0.4; charset=utf-8");
+    });
+  });
+  RegisterOpenAiRoutes();
+  RegisterAdminRoutes();
+}
+
+Server::~Server() {
+  if (http_ && http_->is_running()) http_->stop();
+  if (runtime_ && metrics_) runtime_->RemoveObserver(metrics_.get());
+  manager_.reset();  // stops the keep-alive timer before the runtime goes
+}
+
+void Server::Bind() {
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host);
+    if (port_ <= 0) {
+      throw Error(ErrorCode::Unavailable,
+                  "cannot bind any port on " + options_.host + "; check --host");
+    }
+    return;
+  }
+  if (!http_->bind_to_port(options_.host, options_.port)) {
+    throw Error(ErrorCode::Unavailable,
+                "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                    ": the address is in use (another ebb serve, or another program) or not "
+                    "available on this machine; stop it, or pick another --port");
+  }
+  port_ = options_.port;
+}
+
+int Server::port() const { return port_; }
+
+void Server::Run() {
+  EBB_LOG_INFO("ebb serve listening on http://{}:{}", options_.host, port_);
+  http_->listen_after_bind();
+}
+
+void Server::Shutdown() {
+  admission_->Drain();
+  const auto deadline = std::chrono::steady_clock::now() + options_.drain_timeout;
+  while ((admission_->running() > 0 || admission_->queued() > 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (admission_->running() > 0) {
+    EBB_LOG_WARN("drain timeout: {} request(s) still running are cut", admission_->running());
+  }
+  http_->stop();
+}
+
+Runtime& Server::runtime() { return *runtime_; }
+ModelManager& Server::manager() { return *manager_; }
+
+void Server::SendError(httplib::Response& res, const ApiError& error) {
+  res.status = error.status;
+  if (error.retry_after_s > 0) res.set_header("Retry-After", std::to_string(error.retry_after_s));
+  res.set_content(error.ToJson(), "application/json");
+}
+
+void Server::Guard(httplib::Response& res, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (...) {
+    const ApiError e = FromCurrentException();
+    if (e.status >= 500) EBB_LOG_WARN("request failed with {}: {}", e.status, e.message);
+    SendError(res, e);
+  }
+}
+
+}  // namespace ebb::server

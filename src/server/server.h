@@ -1,0 +1,87 @@
+// ebb's HTTP service: the OpenAI-compatible API, the memory endpoints and /metrics over one
+// Runtime and its ModelManager (docs/http_api.md, docs/metrics.md).
+//
+// Routes are thin: they parse the request (openai_request), wait for a slot (admission), take
+// the model from the manager (loading or evicting as needed), call ebb::Generate or ebb::Embed,
+// and format the answer. Every failure is an OpenAI-shaped error with a fitting status.
+//
+// Ownership: the Server owns its Runtime, ModelManager, Metrics and the HTTP server.
+// Thread-safety: Run() blocks the calling thread; Shutdown() may be called from any other
+// thread (e.g. a signal watcher).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ebb/model_manager.h"
+#include "ebb/runtime.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace ebb::server {
+
+class Admission;
+class Metrics;
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 11435;        // 0: any free port (see Server::port())
+  RuntimeOptions runtime;  // memory.limit: the budget of all models (weights + KV)
+  ModelManagerOptions models;
+  int parallel = 2;                  // generations/embeddings running at once
+  int max_queue = 16;                // requests waiting for a slot; more get 429
+  std::string api_key;               // empty: no authentication
+  size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
+  std::chrono::seconds drain_timeout{30};
+};
+
+class Server {
+ public:
+  // Creates the runtime and the manager. Throws ebb::Error for bad options.
+  explicit Server(ServeOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds host:port. Throws ebb::Error(Unavailable) naming the address when it is taken.
+  void Bind();
+  int port() const;
+  // Serves until Shutdown(). Call after Bind().
+  void Run();
+  // Stops admitting (503 to new requests, /ready answers 503), lets running requests finish for
+  // up to drain_timeout, then stops the HTTP server (open streams are cut). Idempotent.
+  void Shutdown();
+
+  Runtime& runtime();
+  ModelManager& manager();
+
+ private:
+  // Routes (server_openai.cpp, server_admin.cpp).
+  void RegisterOpenAiRoutes();
+  void RegisterAdminRoutes();
+  void ChatOrCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  void Embeddings(const httplib::Request& req, httplib::Response& res);
+
+  // Writes `error` as the response.
+  static void SendError(httplib::Response& res, const struct ApiError& error);
+  // Runs `body`, turning any exception into an OpenAI-shaped error response.
+  static void Guard(httplib::Response& res, const std::function<void()>& body);
+
+  ServeOptions options_;
+  std::unique_ptr<Runtime> runtime_;
+  std::unique_ptr<ModelManager> manager_;
+  std::shared_ptr<Metrics> metrics_;
+  std::unique_ptr<Admission> admission_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace ebb::server

@@ -1,0 +1,261 @@
+// The memory routes of Server, named as the SDK names them: load/unload, a model's runtime
+// (stats, run options, shrink policies, shrink now / after the next run), and the service-wide
+// /v1/runtime.
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_util.h"
+#include "ebb/error.h"
+#include "ebb/options.h"
+#include "ebb/version.h"
+#include "server/admission.h"
+#include "server/api_error.h"
+#include "server/metrics.h"
+#include "server/models_file.h"
+#include "server/server.h"
+
+namespace ebb::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Dump(const Json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The body as an object; an empty body is {}.
+Json BodyObject(const httplib::Request& req) {
+  if (req.body.empty()) return Json::object();
+  Json j;
+  try {
+    j = internal::ParseJsonDocument<Json>(req.body, "the request body");
+  } catch (const Error& e) {
+    throw ApiException({400, "invalid_request_error", e.what(), std::nullopt, "invalid_json", 0});
+  }
+  if (!j.is_object()) ThrowBadField("body", "the request body must be a JSON object");
+  return j;
+}
+
+std::optional<KeepAlive> KeepAliveField(const Json& body) {
+  auto it = body.find("keep_alive");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  try {
+    if (it->is_number_integer()) return ParseKeepAlive(std::to_string(it->get<int64_t>()));
+    if (it->is_string()) return ParseKeepAlive(it->get<std::string>());
+  } catch (const Error& e) {
+    ThrowBadField("keep_alive", e.what());
+  }
+  ThrowBadField("keep_alive", "'keep_alive' must be a duration (\"5m\") or seconds");
+}
+
+Json OptionsJson(const OptionList& list) {
+  Json j = Json::object();
+  for (const auto& [k, v] : list) j[k] = v;
+  return j;
+}
+
+Json ManagedJson(const ManagedModel& m) {
+  Json j = {
+      {"id", m.id},
+      {"path", m.path.string()},
+      {"loaded", m.loaded},
+      {"pinned", m.pinned},
+      {"running", m.running},
+      {"expires_at_unix_ms", m.expires_at_unix_ms > 0 ? Json(m.expires_at_unix_ms) : Json(nullptr)},
+      {"last_used_unix_ms", m.last_used_unix_ms},
+      {"options", OptionsJson(m.options)}};
+  if (m.summary) {
+    // The runtime's figures, as ebb::ToJson(List()) names them.
+    const Json s = Json::parse(ToJson(std::vector<ModelSummary>{*m.summary}))[0];
+    for (const auto& [k, v] : s.items()) {
+      if (!j.contains(k)) j[k] = v;
+    }
+  }
+  return j;
+}
+
+// The loaded model `id`, or 404 naming how to load it.
+std::shared_ptr<Model> LoadedModel(Runtime& runtime, const std::string& id) {
+  if (!runtime.Contains(id)) {
+    throw ApiException({404, "not_found_error",
+                        "model '" + id + "' is not loaded; load it with POST /v1/models/" + id +
+                            "/load (or send it a request)",
+                        "model", "model_not_loaded", 0});
+  }
+  try {
+    return runtime.Get(id);
+  } catch (const Error& e) {
+    throw ApiException({404, "not_found_error", e.what(), "model", "model_not_loaded", 0});
+  }
+}
+
+Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& managed) {
+  Json run_options = Json::object();
+  for (const auto& [k, v] : model.runtime().Options()) run_options[k] = v;
+  Json j = ManagedJson(managed);
+  j["stats"] = Json::parse(ToJson(model.runtime().Stats()));
+  j["runtime_options"] = run_options;
+  j["id"] = id;
+  return j;
+}
+
+}  // namespace
+
+void Server::RegisterAdminRoutes() {
+  http_->Post(R"(/v1/models/([^/]+)/load)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                Guard(res, [&] {
+                  const std::string id = req.matches[1];
+                  const Json body = BodyObject(req);
+                  const OptionList extra = OptionListFromJson(body);
+                  std::optional<bool> pin;
+                  if (auto it = body.find("pin"); it != body.end() && !it->is_null()) {
+                    if (!it->is_boolean()) ThrowBadField("pin", "'pin' must be true or false");
+                    pin = it->get<bool>();
+                  }
+                  try {
+                    manager_->Load(id, extra, KeepAliveField(body), pin);
+                  } catch (const Error& e) {
+                    ApiError a = FromError(e);
+                    if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
+                    throw ApiException(a);
+                  }
+                  res.set_content(Dump(ManagedJson(manager_->Get(id))), "application/json");
+                });
+              });
+  http_->Post(R"(/v1/models/([^/]+)/unload)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                Guard(res, [&] {
+                  const std::string id = req.matches[1];
+                  const Json body = BodyObject(req);
+                  bool force = false;
+                  if (auto it = body.find("force"); it != body.end() && !it->is_null()) {
+                    if (!it->is_boolean()) ThrowBadField("force", "'force' must be true or false");
+                    force = it->get<bool>();
+                  }
+                  manager_->Unload(id, force);
+                  res.set_content(Dump(Json{{"id", id}, {"unloaded", true}}), "application/json");
+                });
+              });
+  http_->Get(R"(/v1/models/([^/]+)/runtime)", [this](const httplib::Request& req,
+                                                     httplib::Response& res) {
+    Guard(res, [&] {
+      const std::string id = req.matches[1];
+      auto model = LoadedModel(*runtime_, id);
+      res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))), "application/json");
+    });
+  });
+  http_->Patch(R"(/v1/models/([^/]+)/runtime)", [this](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    Guard(res, [&] {
+      const std::string id = req.matches[1];
+      const Json body = BodyObject(req);
+      auto model = LoadedModel(*runtime_, id);
+      RuntimeHandle& h = model->runtime();
+      // Check everything first, then apply: a bad field changes nothing.
+      std::vector<std::pair<std::string, std::optional<std::string>>> run;
+      if (auto it = body.find("run_options"); it != body.end() && !it->is_null()) {
+        if (!it->is_object()) {
+          ThrowBadField("run_options", "'run_options' must be an object (null clears a key)");
+        }
+        for (const auto& [k, v] : it->items()) {
+          if (v.is_null()) {
+            run.emplace_back(k, std::nullopt);
+          } else {
+            run.emplace_back(k, JsonScalarText(v, "run_options." + k));
+          }
+        }
+      }
+      std::optional<uint32_t> every;
+      if (auto it = body.find("shrink_every"); it != body.end() && !it->is_null()) {
+        if (!it->is_number_unsigned() || it->get<uint64_t>() > UINT32_MAX) {
+          ThrowBadField("shrink_every", "'shrink_every' must be a number of requests (0 = off)");
+        }
+        every = static_cast<uint32_t>(it->get<uint64_t>());
+      }
+      std::optional<uint64_t> above;
+      if (auto it = body.find("shrink_above"); it != body.end() && !it->is_null()) {
+        try {
+          above = ParseByteSize(JsonScalarText(*it, "shrink_above"), "shrink_above");
+        } catch (const Error& e) {
+          ThrowBadField("shrink_above", e.what());
+        }
+      }
+      for (const auto& [k, v] : run) {
+        if (v) {
+          try {
+            h.SetRunOption(k, *v);
+          } catch (const Error& e) {
+            ThrowBadField("run_options." + k, e.what());
+          }
+        } else {
+          h.ClearRunOption(k);
+        }
+      }
+      if (every) h.ShrinkEvery(*every);
+      if (above) h.ShrinkAbove(*above);
+      res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))), "application/json");
+    });
+  });
+  http_->Post(R"(/v1/models/([^/]+)/runtime/shrink)", [this](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    Guard(res, [&] {
+      const std::string id = req.matches[1];
+      const Json body = BodyObject(req);
+      std::string when = "now";
+      if (auto it = body.find("when"); it != body.end() && !it->is_null()) {
+        if (!it->is_string()) ThrowBadField("when", "'when' must be a string");
+        when = it->get<std::string>();
+      }
+      if (when != "now" && when != "after_next_run") {
+        ThrowBadField("when", "'when' must be \"now\" or \"after_next_run\"");
+      }
+      auto model = LoadedModel(*runtime_, id);
+      if (when == "now") {
+        model->runtime().ShrinkArena();
+      } else {
+        model->runtime().ShrinkAfterNextRun();
+      }
+      res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))), "application/json");
+    });
+  });
+  http_->Get("/v1/runtime", [this](const httplib::Request&, httplib::Response& res) {
+    Guard(res, [&] {
+      const MemoryStats s = runtime_->Stats();
+      Json models = Json::array();
+      for (const auto& m : manager_->List()) models.push_back(ManagedJson(m));
+      const Json stats = Json::parse(ToJson(s));
+      Json body = {
+          {"version", Version()},
+          {"onnxruntime", OrtVersion()},
+          {"uptime_s",
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()},
+          {"process", stats["process"]},
+          {"memory",
+           {{"limit_bytes", runtime_->memory_limit()},
+            {"used_bytes", s.weights_bytes + s.kv.in_use_bytes},
+            {"weights_bytes", s.weights_bytes},
+            {"kv_in_use_bytes", s.kv.in_use_bytes},
+            {"kv_peak_bytes", s.kv.peak_in_use_bytes}}},
+          {"queue",
+           {{"running", admission_->running()},
+            {"queued", admission_->queued()},
+            {"parallel", admission_->parallel()},
+            {"max_queue", admission_->max_queue()},
+            {"rejected", admission_->rejected()}}},
+          {"requests",
+           {{"completed", metrics_->requests(RequestOutcome::kCompleted)},
+            {"cancelled", metrics_->requests(RequestOutcome::kCancelled)},
+            {"error", metrics_->requests(RequestOutcome::kError)}}},
+          {"evictions", manager_->num_evictions()},
+          {"expirations", manager_->num_expirations()},
+          {"keep_alive", FormatKeepAlive(options_.models.keep_alive)},
+          {"draining", admission_->draining()},
+          {"models", models}};
+      res.set_content(Dump(body), "application/json");
+    });
+  });
+}
+
+}  // namespace ebb::server

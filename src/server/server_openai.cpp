@@ -1,0 +1,351 @@
+// The OpenAI-compatible routes of Server: /v1/chat/completions, /v1/completions,
+// /v1/embeddings, /v1/models.
+#include <httplib.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "core/log.h"
+#include "ebb/embedding.h"
+#include "ebb/error.h"
+#include "ebb/generation.h"
+#include "ebb/model.h"
+#include "server/admission.h"
+#include "server/api_error.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/server.h"
+
+namespace ebb::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Dump(const Json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string Base64(const void* data, size_t n) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < n; i += 3) {
+    const uint32_t v = (p[i] << 16) | (p[i + 1] << 8) | p[i + 2];
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < n) {
+    uint32_t v = p[i] << 16;
+    if (i + 1 < n) v |= p[i + 1] << 8;
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Acquires `id` from the manager; a NotFound becomes OpenAI's model_not_found on `model`.
+ModelManager::Lease AcquireModel(ModelManager& manager, const std::string& id,
+                                 std::optional<KeepAlive> keep_alive) {
+  try {
+    return manager.Acquire(id, keep_alive);
+  } catch (const Error& e) {
+    ApiError a = FromError(e);
+    a.param = "model";
+    if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
+    throw ApiException(a);
+  }
+}
+
+// The request as ebb::Generate takes it, with the prompt encoded and checked against the
+// model's context. Throws ApiException (400 context_length_exceeded, bad options).
+GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& model) {
+  GenerateRequest g;
+  if (r.chat) {
+    g.messages = r.messages;
+  } else {
+    g.prompt = r.prompt;
+  }
+  g.input_ids = EncodeInput(model, g);
+  g.messages.clear();
+  g.prompt.clear();
+  const size_t n = g.input_ids[0].size();
+  const int32_t context = model.info().context_length;
+  if (context > 0 && n >= static_cast<size_t>(context)) {
+    throw ApiException(
+        ApiError{400, "invalid_request_error",
+                 "this model's maximum context length is " + std::to_string(context) +
+                     " tokens, but the " + (r.chat ? "messages" : "prompt") + " resulted in " +
+                     std::to_string(n) + " tokens, which leaves no room to generate; shorten the " +
+                     (r.chat ? "messages" : "prompt"),
+                 r.chat ? "messages" : "prompt", "context_length_exceeded", 0});
+  }
+  for (const auto& [k, v] : r.options) {
+    try {
+      g.params.Set(k, v);
+    } catch (const Error& e) {
+      ThrowBadField("options." + k, e.what());
+    }
+  }
+  if (r.max_tokens) {
+    g.max_new_tokens = *r.max_tokens;
+    const int64_t want = static_cast<int64_t>(n) + *r.max_tokens;
+    g.params.max_length =
+        static_cast<int32_t>(context > 0 ? std::min<int64_t>(want, context) : want);
+  }
+  // OpenAI's sampling fields: temperature 0 is greedy; any other temperature samples.
+  if (r.temperature) {
+    g.params.temperature = *r.temperature;
+    g.params.do_sample = *r.temperature > 0;
+  }
+  if (r.top_p) {
+    g.params.top_p = *r.top_p;
+    if (*r.top_p < 1 && !r.temperature) g.params.do_sample = true;
+  }
+  if (r.seed) g.params.seed = *r.seed;
+  g.stop = r.stop;
+  return g;
+}
+
+Json UsageJson(const GenerateUsage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+// The finish_reason OpenAI clients know; an error or a cancel ends like "stop" in the stream's
+// last chunk only when nothing better applies (errors are sent as error events).
+std::string FinishName(FinishReason f) { return std::string(FinishReasonName(f)); }
+
+}  // namespace
+
+void Server::RegisterOpenAiRoutes() {
+  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    ChatOrCompletion(req, res, true);
+  });
+  http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    ChatOrCompletion(req, res, false);
+  });
+  http_->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
+    Embeddings(req, res);
+  });
+  auto model_json = [](const ManagedModel& m) {
+    return Json{{"id", m.id},         {"object", "model"},
+                {"created", 0},       {"owned_by", "ebb"},
+                {"loaded", m.loaded}, {"is_encoder", m.summary ? m.summary->is_encoder : false}};
+  };
+  http_->Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
+    Guard(res, [&] {
+      Json data = Json::array();
+      for (const auto& m : manager_->List()) data.push_back(model_json(m));
+      res.set_content(Dump(Json{{"object", "list"}, {"data", data}}), "application/json");
+    });
+  });
+  http_->Get(R"(/v1/models/([^/]+))", [this, model_json](const httplib::Request& req,
+                                                         httplib::Response& res) {
+    Guard(res, [&] {
+      try {
+        res.set_content(Dump(model_json(manager_->Get(req.matches[1]))), "application/json");
+      } catch (const Error& e) {
+        ApiError a = FromError(e);
+        if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
+        a.param = "model";
+        throw ApiException(a);
+      }
+    });
+  });
+}
+
+void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  Guard(res, [&] {
+    const CompletionRequest r = ParseCompletionRequest(req.body, chat);
+    auto ticket = std::make_shared<Admission::Ticket>(admission_->Enter());
+    auto lease =
+        std::make_shared<ModelManager::Lease>(AcquireModel(*manager_, r.model, r.keep_alive));
+    const std::shared_ptr<Model>& model = lease->model();
+    if (model->info().is_encoder) {
+      ThrowBadField(
+          "model", "model '" + r.model + "' is an embedding model; use POST /v1/embeddings with it",
+          "wrong_model_kind");
+    }
+    auto g = std::make_shared<GenerateRequest>(BuildGenerateRequest(r, *model));
+    const std::string id = (chat ? "chatcmpl-" : "cmpl-") + res.get_header_value("X-Request-Id");
+    const int64_t created = NowSeconds();
+    const std::string object = chat ? "chat.completion" : "text_completion";
+
+    if (!r.stream) {
+      std::string text;
+      const GenerateResult out = Generate(model, *g);
+      if (out.error) throw *out.error;
+      const GenerateRow& row = out.rows.at(0);
+      Json choice;
+      if (chat) {
+        choice = {{"index", 0},
+                  {"message", {{"role", "assistant"}, {"content", row.text}, {"refusal", nullptr}}},
+                  {"logprobs", nullptr},
+                  {"finish_reason", FinishName(row.finish_reason)}};
+      } else {
+        choice = {{"index", 0},
+                  {"text", row.text},
+                  {"logprobs", nullptr},
+                  {"finish_reason", FinishName(row.finish_reason)}};
+      }
+      Json body = {{"id", id},
+                   {"object", object},
+                   {"created", created},
+                   {"model", r.model},
+                   {"system_fingerprint", nullptr},
+                   {"choices", Json::array({choice})},
+                   {"usage", UsageJson(out.usage)}};
+      res.set_content(Dump(body), "application/json");
+      return;
+    }
+
+    // Streamed: server-sent events, one chunk per piece of text. The generation runs in the
+    // content provider, on this connection's thread; a failed write means the client is gone,
+    // which cancels the generation before its next step (its KV is freed when Generate
+    // returns).
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    const bool include_usage = r.include_usage;
+    const std::string model_name = r.model;
+    res.set_chunked_content_provider(
+        "text/event-stream", [ticket, lease, g, id, created, chat, include_usage, model_name](
+                                 size_t /*offset*/, httplib::DataSink& sink) {
+          const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+          auto chunk = [&](Json choice_delta, const Json& finish) {
+            Json choice;
+            if (chat) {
+              choice = {{"index", 0},
+                        {"delta", std::move(choice_delta)},
+                        {"logprobs", nullptr},
+                        {"finish_reason", finish}};
+            } else {
+              choice = {{"index", 0},
+                        {"text", choice_delta.value("content", "")},
+                        {"logprobs", nullptr},
+                        {"finish_reason", finish}};
+            }
+            Json c = {{"id", id},
+                      {"object", chunk_object},
+                      {"created", created},
+                      {"model", model_name},
+                      {"system_fingerprint", nullptr},
+                      {"choices", Json::array({choice})}};
+            if (include_usage) c["usage"] = nullptr;
+            return c;
+          };
+          auto send = [&](const Json& j) {
+            const std::string line = "data: " + Dump(j) + "\n\n";
+            if (!sink.write(line.data(), line.size())) g->cancel.Cancel();
+          };
+          if (chat) send(chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr));
+          GenerateResult out;
+          try {
+            out = Generate(lease->model(), *g, [&](size_t, std::string_view piece) {
+              if (g->cancel.cancelled()) return;
+              send(chunk(Json{{"content", std::string(piece)}}, nullptr));
+            });
+          } catch (...) {
+            const ApiError e = FromCurrentException();
+            send(Json::parse(e.ToJson()));
+            static const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+            sink.done();
+            return true;
+          }
+          if (g->cancel.cancelled()) {
+            EBB_LOG_INFO("{}: the client went away; generation cancelled", id);
+            sink.done();
+            return false;
+          }
+          if (out.error) {
+            send(Json::parse(FromError(*out.error).ToJson()));
+          } else {
+            send(chunk(Json::object(), FinishName(out.rows.at(0).finish_reason)));
+            if (include_usage) {
+              Json u = {{"id", id},
+                        {"object", chunk_object},
+                        {"created", created},
+                        {"model", model_name},
+                        {"system_fingerprint", nullptr},
+                        {"choices", Json::array()},
+                        {"usage", UsageJson(out.usage)}};
+              send(u);
+            }
+          }
+          static const std::string done = "data: [DONE]\n\n";
+          sink.write(done.data(), done.size());
+          sink.done();
+          return true;
+        });
+  });
+}
+
+void Server::Embeddings(const httplib::Request& req, httplib::Response& res) {
+  Guard(res, [&] {
+    const EmbeddingsRequest r = ParseEmbeddingsRequest(req.body);
+    auto ticket = admission_->Enter();
+    auto lease = AcquireModel(*manager_, r.model, r.keep_alive);
+    if (!lease->info().is_encoder) {
+      ThrowBadField("model",
+                    "model '" + r.model +
+                        "' generates text; /v1/embeddings needs an embedding (encoder) "
+                        "model",
+                    "wrong_model_kind");
+    }
+    EmbedRequest e;
+    e.texts = r.texts;
+    e.input_ids = r.token_ids;
+    for (const auto& [k, v] : r.options) {
+      try {
+        e.Set(k, v);
+      } catch (const Error& err) {
+        ThrowBadField("options." + k, err.what());
+      }
+    }
+    if (r.dimensions) e.options.dimensions = *r.dimensions;
+    EmbedResult out;
+    try {
+      out = Embed(lease.model(), e);
+    } catch (const Error& err) {
+      ApiError a = FromError(err);
+      if (err.code() == ErrorCode::InvalidArgument) {
+        const std::string msg = err.what();
+        a.param = msg.find("dimensions") != std::string::npos ? "dimensions" : "input";
+      }
+      throw ApiException(a);
+    }
+    Json data = Json::array();
+    for (size_t i = 0; i < out.embeddings.size(); ++i) {
+      const auto& v = out.embeddings[i];
+      Json item = {{"object", "embedding"}, {"index", i}};
+      if (r.base64) {
+        item["embedding"] = Base64(v.data(), v.size() * sizeof(float));
+      } else {
+        item["embedding"] = v;
+      }
+      data.push_back(std::move(item));
+    }
+    Json body = {
+        {"object", "list"},
+        {"data", data},
+        {"model", r.model},
+        {"usage",
+         {{"prompt_tokens", out.usage.prompt_tokens}, {"total_tokens", out.usage.total_tokens}}}};
+    res.set_content(Dump(body), "application/json");
+  });
+}
+
+}  // namespace ebb::server
