@@ -88,5 +88,12 @@ void TrimHeap() {
   malloc_trim(0);
 }
 
+int LimitMallocArenas(int n) {
+  if (const char* env = std::getenv("MALLOC_ARENA_MAX"); env != nullptr && *env != '\0') {
+    return std::atoi(env);  // the user's choice wins (glibc read it at startup)
+  }
+  return mallopt(M_ARENA_MAX, n) == 1 ? n : 0;
+}
+
 }  // namespace internal
 }  // namespace ebb

@@ -210,6 +210,10 @@ struct ModelManager::State {
       for (const auto& e : std::filesystem::directory_iterator(models_dir_real, ec)) {
         const std::string name = e.path().filename().string();
         if (!ValidManagedId(name) || !e.is_directory(ec)) continue;
+        // A symlink out of the directory is not a model of it (Resolve refuses it too).
+        const auto real = std::filesystem::canonical(e.path(), ec);
+        const auto rel = real.lexically_relative(models_dir_real);
+        if (ec || rel.empty() || *rel.begin() == "..") continue;
         std::error_code ec2;
         if (std::filesystem::exists(e.path() / "genai_config.json", ec2) ||
             std::filesystem::exists(e.path() / "config.json", ec2) ||

@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "ebb/error.h"
+#include "memory/heap_trim.h"
 #include "server/admission.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
@@ -49,6 +50,10 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   if (options_.max_queue < 0) {
     throw Error(ErrorCode::InvalidArgument, "--max-queue must not be negative");
   }
+  // The connection threads take turns serving requests; with glibc's per-thread arenas, freed
+  // memory would stay split across up to 8 arenas per core (see LimitMallocArenas).
+  const int arenas = internal::LimitMallocArenas(2);
+  EBB_LOG_INFO("malloc arenas: {}", arenas > 0 ? std::to_string(arenas) : "glibc default");
   runtime_ = std::make_unique<Runtime>(options_.runtime);
   manager_ = std::make_unique<ModelManager>(*runtime_, options_.models);
   metrics_ = std::make_shared<Metrics>();

@@ -1,0 +1,234 @@
+// ModelManager: models on demand under memory.limit (keep-alive, LRU eviction, pins, leases).
+#include "ebb/model_manager.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "ebb/error.h"
+#include "ebb/generation.h"
+#include "test_env.h"
+
+namespace ebb {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+std::filesystem::path Tiny() { return testing::TestModelsDir() / "llama-tiny-fp32"; }
+
+uint64_t TinyWeights() {
+  Runtime rt;
+  return rt.Load("probe", Tiny())->weights_bytes();
+}
+
+// Three ids over one folder, and a budget that fits two of them (plus a request's KV).
+ModelManagerOptions ThreeModels(KeepAlive keep_alive = kKeepAliveForever) {
+  ModelManagerOptions o;
+  for (const char* id : {"a", "b", "c"}) o.models[id].path = Tiny();
+  o.keep_alive = keep_alive;
+  return o;
+}
+
+bool Loaded(const ModelManager& m, const std::string& id) { return m.Get(id).loaded; }
+
+TEST(KeepAlive, ParsesOllamaDurations) {
+  EXPECT_EQ(ParseKeepAlive("5m"), 5min);
+  EXPECT_EQ(ParseKeepAlive("30s"), 30s);
+  EXPECT_EQ(ParseKeepAlive("1h30m"), 90min);
+  EXPECT_EQ(ParseKeepAlive("250ms"), 250ms);
+  EXPECT_EQ(ParseKeepAlive("300"), 300s);
+  EXPECT_EQ(ParseKeepAlive("0"), 0ms);
+  EXPECT_EQ(ParseKeepAlive("-1"), kKeepAliveForever);
+  EXPECT_EQ(ParseKeepAlive("-1m"), kKeepAliveForever);
+  for (const char* bad : {"", "soon", "5x", "m", "-", "1e9h", "99999999999"}) {
+    try {
+      ParseKeepAlive(bad, "--keep-alive");
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_THAT(e.what(), HasSubstr("--keep-alive"));
+    }
+  }
+  EXPECT_EQ(FormatKeepAlive(90min), "1h30m");
+  EXPECT_EQ(FormatKeepAlive(kKeepAliveForever), "forever");
+  EXPECT_EQ(FormatKeepAlive(1500ms), "1500ms");
+}
+
+TEST(ModelManager, EvictsTheLeastRecentlyUsedIdleModelAndNeverOneInUse) {
+  const uint64_t w = TinyWeights();
+  Runtime rt;
+  rt.SetMemoryLimit(2 * w + w / 2);
+  ModelManager m(rt, ThreeModels());
+  std::vector<std::string> events;
+  m.SetEventListener([&](ManagerEvent e, const std::string& id) {
+    events.push_back(std::string(ManagerEventName(e)) + ":" + id);
+  });
+  {
+    auto a = m.Acquire("a");  // held: a request running on a
+    m.Acquire("b").Reset();
+    EXPECT_TRUE(Loaded(m, "a") && Loaded(m, "b"));
+    auto c = m.Acquire("c");  // b is idle, a is not: b goes
+    EXPECT_TRUE(Loaded(m, "a"));
+    EXPECT_FALSE(Loaded(m, "b"));
+    EXPECT_TRUE(Loaded(m, "c"));
+    EXPECT_EQ(m.num_evictions(), 1u);
+    // Both loaded models are in use: a third cannot fit, and nothing running is disturbed.
+    try {
+      m.Acquire("b");
+      FAIL() << "expected ResourceExhausted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+      EXPECT_THAT(e.what(), HasSubstr("cannot load model 'b'"));
+      EXPECT_THAT(e.what(), HasSubstr("a ("));
+    }
+    EXPECT_TRUE(Loaded(m, "a") && Loaded(m, "c"));
+    GenerateRequest req;
+    req.input_ids = {{1, 2, 3}};
+    req.max_new_tokens = 4;
+    req.params.max_length = 16;  // its KV fits beside the two models' weights
+    EXPECT_EQ(Generate(a.model(), req).rows[0].generated_ids.size(), 4u);
+  }
+  // Now both are idle; c was used last, so a goes first.
+  m.Acquire("b").Reset();
+  EXPECT_FALSE(Loaded(m, "a"));
+  EXPECT_TRUE(Loaded(m, "b") && Loaded(m, "c"));
+  EXPECT_EQ(m.num_evictions(), 2u);
+  EXPECT_THAT(events, ::testing::ElementsAre("loaded:a", "loaded:b", "evicted:b", "loaded:c",
+                                             "evicted:a", "loaded:b"));
+  const MemoryStats s = rt.Stats();
+  EXPECT_LE(s.weights_bytes + s.kv.in_use_bytes, rt.memory_limit());
+}
+
+TEST(ModelManager, APinnedModelIsNeverEvicted) {
+  const uint64_t w = TinyWeights();
+  Runtime rt;
+  rt.SetMemoryLimit(2 * w + w / 2);
+  ModelManager m(rt, ThreeModels());
+  m.Load("a", {}, std::nullopt, /*pin=*/true);
+  m.Acquire("b").Reset();
+  m.Acquire("c").Reset();  // a is older but pinned: b goes
+  EXPECT_TRUE(Loaded(m, "a"));
+  EXPECT_FALSE(Loaded(m, "b"));
+  EXPECT_TRUE(m.Get("a").pinned);
+  m.Pin("a", false);
+  m.Acquire("b").Reset();  // now a, the least recently used, goes
+  EXPECT_FALSE(Loaded(m, "a"));
+}
+
+TEST(ModelManager, ConcurrentFirstUsesShareOneLoad) {
+  Runtime rt;
+  ModelManager m(rt, ThreeModels());
+  std::atomic<int> loads{0};
+  m.SetEventListener([&](ManagerEvent e, const std::string&) {
+    if (e == ManagerEvent::kLoaded) ++loads;
+  });
+  std::vector<std::thread> threads;
+  std::vector<std::shared_ptr<Model>> got(6);
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] { got[i] = m.Acquire("a").model(); });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(loads.load(), 1);
+  for (const auto& g : got) EXPECT_EQ(g, got[0]);
+}
+
+TEST(ModelManager, KeepAliveUnloadsAndARequestMayOnlyShortenIt) {
+  Runtime rt;
+  ModelManager m(rt, ThreeModels(/*keep_alive=*/300ms));
+  m.Acquire("a", /*keep_alive=*/std::chrono::hours(1)).Reset();  // longer: not allowed
+  EXPECT_TRUE(Loaded(m, "a"));
+  EXPECT_GT(m.Get("a").expires_at_unix_ms, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (Loaded(m, "a") && std::chrono::steady_clock::now() - t0 < 5s) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_FALSE(Loaded(m, "a"));
+  EXPECT_EQ(m.num_expirations(), 1u);
+  EXPECT_FALSE(rt.Contains("a"));
+  // A lease holds the model past its keep-alive.
+  {
+    auto b = m.Acquire("b", 0ms);
+    std::this_thread::sleep_for(400ms);
+    EXPECT_TRUE(Loaded(m, "b"));
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  while (Loaded(m, "b") && std::chrono::steady_clock::now() - t1 < 5s) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_FALSE(Loaded(m, "b")) << "keep_alive 0 unloads when the request ends";
+}
+
+TEST(ModelManager, ClientKeepAliveLongerThanTheAdminsWhenAllowed) {
+  Runtime rt;
+  ModelManagerOptions o = ThreeModels(100ms);
+  o.allow_client_keep_alive = true;
+  ModelManager m(rt, o);
+  m.Acquire("a", std::chrono::hours(1)).Reset();
+  std::this_thread::sleep_for(400ms);
+  EXPECT_TRUE(Loaded(m, "a"));
+}
+
+TEST(ModelManager, IdsAreConfinedToTheModelsDirectory) {
+  const auto dir = std::filesystem::temp_directory_path() / "ebb_mm_confine";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "models");
+  std::filesystem::create_directory_symlink(Tiny(), dir / "models" / "escape");
+  std::filesystem::copy(Tiny(), dir / "models" / "inside");
+  Runtime rt;
+  ModelManagerOptions o;
+  o.models_dir = dir / "models";
+  ModelManager m(rt, o);
+  EXPECT_NO_THROW(m.Acquire("inside"));
+  for (const char* bad : {"..", ".", "../models/inside", "/etc", "a/b", ""}) {
+    try {
+      m.Acquire(bad);
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << bad << ": " << e.what();
+    }
+  }
+  try {
+    m.Acquire("escape");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("outside the models directory"));
+  }
+  try {
+    m.Acquire("missing");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::NotFound);
+    EXPECT_THAT(e.what(), HasSubstr("known models: inside"));
+  }
+  std::vector<std::string> ids;
+  for (const auto& mm : m.List()) ids.push_back(mm.id);
+  EXPECT_THAT(ids, ::testing::Contains("inside"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ModelManager, AFailedLoadLeavesNothingAndIsReportedToEveryWaiter) {
+  const auto dir = std::filesystem::temp_directory_path() / "ebb_mm_broken";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy(Tiny(), dir / "m");
+  { std::ofstream(dir / "m" / "model.onnx", std::ios::trunc) << "not onnx"; }
+  Runtime rt;
+  ModelManagerOptions o;
+  o.models["broken"].path = dir / "m";
+  ModelManager m(rt, o);
+  EXPECT_THROW(m.Acquire("broken"), Error);
+  EXPECT_FALSE(rt.Contains("broken"));
+  EXPECT_FALSE(m.Get("broken").loaded);
+  EXPECT_EQ(rt.Stats().weights_bytes, 0u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ebb
