@@ -36,8 +36,9 @@ namespace ebb {
 
 // The runtime-scope keys of the option table (docs/options.md).
 struct EBB_API RuntimeOptions {
-  // memory.limit: the KV memory of all the runtime's models together may not exceed this;
-  // 0 = no limit.
+  // memory.limit: the weights (their files' bytes, charged from load to unload) and the KV of
+  // all the runtime's models together may not exceed this; 0 = no limit. ORT's arena is not
+  // charged (cap it with arena.max_mem).
   uint64_t memory_limit_bytes = 0;
   // arena.* and arena_extend_strategy, checked, as given (values keep their spelling): the
   // process-wide CPU arena, registered when the Runtime is created and used by every model that
@@ -99,15 +100,16 @@ class EBB_API Runtime {
   // Every loaded model, by id.
   std::vector<ModelSummary> List() const;
 
-  // memory.limit for this runtime's models (0 = none). A generator whose KV would go over it is
-  // refused with ResourceExhausted naming the bytes needed, in use and allowed; running
-  // generators are unaffected. The per-model kv_cache.max_bytes applies as well.
+  // memory.limit for this runtime's models (0 = none): weights + KV. A load whose weights would
+  // go over it, and a generator whose KV would, are refused with ResourceExhausted naming the
+  // bytes needed, in use and allowed; running generators are unaffected. The per-model
+  // kv_cache.max_bytes applies as well. Lowering it below what is in use refuses new work only.
   void SetMemoryLimit(uint64_t bytes);
   uint64_t memory_limit() const;
   const RuntimeOptions& options() const;
 
-  // Process figures, and KV summed over this runtime's models (cpu_arena: see List() or
-  // Model::memory_stats for a model's arena).
+  // Process figures, KV and weights summed over this runtime's models (cpu_arena: see List()
+  // or Model::memory_stats for a model's arena).
   MemoryStats Stats() const;
   int num_models() const;
 

@@ -29,8 +29,8 @@ using T = OptionType;
 constexpr std::array kTable = {
     // ---- runtime (process-wide) ----
     OptionSpec{"memory.limit", T::kSize, kRt | kMo, "bytes", "0", "",
-               "KV memory of all the runtime's models together; 0 = no limit. As a model option "
-               "it sets the runtime's limit"},
+               "weights + KV of all the runtime's models together (ebb serve: idle models are "
+               "evicted to fit); 0 = no limit. As a model option it sets the runtime's limit"},
     OptionSpec{"arena.max_mem", T::kSize, kRt | kSe, "bytes", "ORT's (none)", "",
                "hard cap on the process-wide CPU arena; a step that needs more fails with "
                "resource_exhausted"},

@@ -1,0 +1,25 @@
+// Fuzzes the service's request parsing (src/server/openai_request): any bytes as the body of
+// /v1/chat/completions, /v1/completions and /v1/embeddings. A bad body must be an ApiException
+// (a 400), never a crash, a hang or another exception.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  for (int kind = 0; kind < 3; ++kind) {
+    try {
+      if (kind == 2) {
+        ebb::server::ParseEmbeddingsRequest(body);
+      } else {
+        ebb::server::ParseCompletionRequest(body, kind == 0);
+      }
+    } catch (const ebb::server::ApiException& e) {
+      if (e.error.status != 400) __builtin_trap();
+    }
+  }
+  return 0;
+}
