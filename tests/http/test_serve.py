@@ -494,3 +494,41 @@ def test_sigterm_stops_cleanly_and_reports_bad_flags():
         bad = subprocess.run([EBB, "serve", "--models-dir", str(MODELS), "--port",
                               str(first.port)], capture_output=True, text=True, timeout=30)
         assert bad.returncode != 0 and str(first.port) in bad.stderr
+
+
+def test_models_file_gives_ids_options_and_pins(tmp_path):
+    (tmp_path / "models.json").write_text(json.dumps({"models": {
+        "pinned-chat": {"path": str(MODELS / TINY), "pin": True,
+                        "options": {"kv_cache.max_bytes": "32MiB"},
+                        "session_options": {"intra_op_num_threads": 1}},
+        "emb": {"path": str(MODELS / BERT), "keep_alive": "2s"}}}))
+    with Server("--models-file", str(tmp_path / "models.json"), "--keep-alive", "500ms") as s:
+        st, _, j = s.post("/v1/chat/completions", chat_body("pinned-chat", max_tokens=2))
+        assert st == 200, j
+        st, _, j = s.get("/v1/models/pinned-chat/runtime")
+        assert j["pinned"] is True and j["stats"]["kv"]["max_bytes"] == 32 << 20
+        assert j["options"]["session_options.intra_op_num_threads"] == "1"
+        time.sleep(1.0)
+        assert s.model("pinned-chat")["loaded"], "a pinned model outlives its keep-alive"
+    (tmp_path / "bad.json").write_text(json.dumps({"models": {"x": {
+        "path": str(MODELS / TINY), "options": {"kv_cache.mod": "static"}}}}))
+    bad = subprocess.run([EBB, "serve", "--models-file", str(tmp_path / "bad.json")],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode != 0
+    assert "models.x" in bad.stderr and "did you mean" in bad.stderr
+
+
+def test_a_slow_client_does_not_block_others(srv):
+    # A stream whose client reads nothing; the other slot still serves requests at once.
+    c = srv.conn()
+    c.request("POST", "/v1/chat/completions",
+              body=json.dumps(chat_body(TINY, max_tokens=1500, stream=True)),
+              headers={"Content-Type": "application/json"})
+    try:
+        t0 = time.monotonic()
+        for _ in range(3):
+            st, _, j = srv.post("/v1/chat/completions", chat_body(TINY, max_tokens=4))
+            assert st == 200, j
+        assert time.monotonic() - t0 < 30
+    finally:
+        c.close()
