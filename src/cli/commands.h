@@ -43,6 +43,8 @@ void RegisterGenerateCommand(CLI::App& app);
 void RegisterOptionsCommand(CLI::App& app);
 void RegisterEmbedCommand(CLI::App& app);
 void RegisterServeCommand(CLI::App& app);
+// ps, model list|load|unload|stats|shrink|set-runtime-option|clear-runtime-option, run, chat.
+void RegisterServiceClientCommands(CLI::App& app);
 // The option table as docs/options.md shows it (`ebb options --markdown`).
 std::string OptionTableMarkdown();
 #ifdef EBB_HAVE_TOKENIZE_CLI

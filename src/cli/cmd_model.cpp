@@ -1,0 +1,415 @@
+// The CLI's mirror of the SDK against the running service: `ebb ps`, `ebb model
+// list|load|unload|stats|shrink|set-runtime-option|clear-runtime-option`, `ebb run` and
+// `ebb chat` (docs/service.md). The flags and keys are the SDK's: --session-option,
+// --provider-option, --run-option, --option, and the option table's names.
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/options_flags.h"
+#include "cli/service_client.h"
+#include "core/strings.h"
+#include "ebb/chat_template.h"
+#include "ebb/error.h"
+#include "ebb/generation.h"
+#include "ebb/model.h"
+
+namespace ebb::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Conn {
+  std::string url;
+  std::string api_key;
+  bool json = false;
+};
+
+void AddConnFlags(CLI::App* cmd, Conn& c) {
+  cmd->add_option("--url", c.url, "The service (default: $EBB_URL, else the running service)");
+  cmd->add_option("--api-key", c.api_key, "API key (default: $EBB_API_KEY)");
+  cmd->add_flag("--json", c.json, "Print the service's JSON");
+}
+
+std::string Mib(const Json& v) {
+  if (!v.is_number() || v.get<double>() < 0) return "-";
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << v.get<double>() / (1024.0 * 1024.0) << " MiB";
+  return s.str();
+}
+
+std::string Until(const Json& m) {
+  if (m.value("pinned", false)) return "pinned";
+  if (m.value("running", 0) > 0) return "running";
+  const Json& e = m["expires_at_unix_ms"];
+  if (!e.is_number()) return m.value("loaded", false) ? "forever" : "-";
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t left = std::max<int64_t>(0, e.get<int64_t>() - now) / 1000;
+  std::ostringstream s;
+  if (left >= 60) s << left / 60 << "m";
+  s << left % 60 << "s";
+  return "in " + s.str();
+}
+
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> w;
+  for (const auto& r : rows) {
+    w.resize(std::max(w.size(), r.size()));
+    for (size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  }
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      std::cout << r[i];
+      if (i + 1 < r.size()) std::cout << std::string(w[i] - r[i].size() + 3, ' ');
+    }
+    std::cout << "\n";
+  }
+}
+
+void Ps(const Conn& c, bool all) {
+  ServiceClient s(c.url, c.api_key);
+  const Json rt = s.Call("GET", "/v1/runtime");
+  if (c.json) {
+    std::cout << rt.dump(2) << "\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"MODEL", "SIZE", "KV IN USE", "KV RESERVED", "ARENA", "RUNNING", "UNTIL"}};
+  for (const Json& m : rt["models"]) {
+    if (!all && !m.value("loaded", false)) continue;
+    const bool loaded = m.value("loaded", false);
+    rows.push_back({m["id"].get<std::string>(), loaded ? Mib(m["weights_bytes"]) : "-",
+                    loaded ? Mib(m["kv"]["in_use_bytes"]) : "-",
+                    loaded ? Mib(m["kv"]["reserved_bytes"]) : "-",
+                    loaded && m["cpu_arena"].value("available", false)
+                        ? Mib(m["cpu_arena"]["total_allocated_bytes"])
+                        : "-",
+                    std::to_string(m.value("running", 0)), Until(m)});
+  }
+  PrintTable(rows);
+  const Json& mem = rt["memory"];
+  std::cout << "process RSS " << Mib(rt["process"]["rss_bytes"]) << " · budget "
+            << (mem["limit_bytes"].get<uint64_t>() > 0 ? Mib(mem["limit_bytes"]) : "none")
+            << " · used " << Mib(mem["used_bytes"]) << " · " << rt["queue"]["running"]
+            << " running, " << rt["queue"]["queued"] << " queued\n";
+}
+
+void PrintModel(const Conn& c, const Json& j) {
+  if (c.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << j["id"].get<std::string>() << (j.value("loaded", false) ? " (loaded)" : "")
+            << (j.value("pinned", false) ? " pinned" : "") << "\n";
+  if (j.contains("weights_bytes")) std::cout << "  weights   " << Mib(j["weights_bytes"]) << "\n";
+  if (j.contains("kv")) {
+    std::cout << "  KV        in use " << Mib(j["kv"]["in_use_bytes"]) << ", reserved "
+              << Mib(j["kv"]["reserved_bytes"]) << ", peak " << Mib(j["kv"]["peak_in_use_bytes"])
+              << "\n";
+  }
+  if (j.contains("cpu_arena") && j["cpu_arena"].value("available", false)) {
+    std::cout << "  arena     in use " << Mib(j["cpu_arena"]["in_use_bytes"]) << ", allocated "
+              << Mib(j["cpu_arena"]["total_allocated_bytes"]) << "\n";
+  }
+  if (j.contains("stats")) {
+    std::cout << "  shrinks   " << j["stats"]["num_shrinks"] << ", requests "
+              << j["stats"]["num_requests"] << "\n";
+  }
+  if (j.contains("options") && !j["options"].empty()) {
+    std::cout << "  options  ";
+    for (const auto& [k, v] : j["options"].items())
+      std::cout << " " << k << "=" << v.get<std::string>();
+    std::cout << "\n";
+  }
+  if (j.contains("runtime_options") && !j["runtime_options"].empty()) {
+    std::cout << "  run options";
+    for (const auto& [k, v] : j["runtime_options"].items()) {
+      std::cout << " " << k << "=" << v.get<std::string>();
+    }
+    std::cout << "\n";
+  }
+  std::cout << "  until     " << Until(j) << "\n";
+}
+
+// A runtime key as PATCH /v1/models/{id}/runtime takes it: the shrink policies by their
+// option-table names, anything else a run option (with or without "run_options.").
+void AddRuntimeOption(Json& patch, const std::string& key, const std::optional<std::string>& v) {
+  if (key == "memory.shrink_every") {
+    patch["shrink_every"] = v ? std::stoull(*v) : 0;
+    return;
+  }
+  if (key == "memory.shrink_above") {
+    patch["shrink_above"] = v ? *v : "0";
+    return;
+  }
+  const std::string run = key.rfind("run_options.", 0) == 0 ? key.substr(12) : key;
+  if (!patch.contains("run_options")) patch["run_options"] = Json::object();
+  patch["run_options"][run] = v ? Json(*v) : Json(nullptr);
+}
+
+// Interactive or one-shot chat: through the service when one is reachable (MODEL is its id),
+// else in process (MODEL is a model folder).
+struct ChatFlags {
+  Conn conn;
+  std::string model;
+  std::string prompt;
+  int max_tokens = 0;
+  std::string temperature;
+  std::string system;
+  bool local = false;
+};
+
+std::string Reply(ServiceClient* svc, const std::shared_ptr<Model>& local, const ChatFlags& f,
+                  const std::vector<ChatMessage>& messages) {
+  std::string text;
+  if (svc != nullptr) {
+    Json body = {{"model", f.model}, {"stream", true}, {"messages", Json::array()}};
+    for (const auto& m : messages)
+      body["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    if (f.max_tokens > 0) body["max_tokens"] = f.max_tokens;
+    if (!f.temperature.empty()) body["temperature"] = std::stod(f.temperature);
+    svc->Stream("/v1/chat/completions", body, [&](const Json& chunk) {
+      if (chunk["choices"].empty()) return;
+      const Json& d = chunk["choices"][0]["delta"];
+      if (d.contains("content") && d["content"].is_string()) {
+        const std::string piece = d["content"].get<std::string>();
+        text += piece;
+        std::cout << piece << std::flush;
+      }
+    });
+  } else {
+    GenerateRequest req;
+    req.messages = messages;
+    if (f.max_tokens > 0) req.max_new_tokens = f.max_tokens;
+    if (!f.temperature.empty()) req.params.Set("temperature", f.temperature);
+    const GenerateResult r = Generate(
+        local, req, [&](size_t, std::string_view piece) { std::cout << piece << std::flush; });
+    if (r.error) throw *r.error;
+    text = r.rows[0].text;
+  }
+  std::cout << "\n";
+  return text;
+}
+
+void Chat(ChatFlags& f, bool interactive) {
+  std::unique_ptr<ServiceClient> svc;
+  std::shared_ptr<Model> local;
+  if (!f.local && (!f.conn.url.empty() || DiscoverServiceUrl())) {
+    svc = std::make_unique<ServiceClient>(f.conn.url, f.conn.api_key);
+  } else {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(f.model, ec)) {
+      throw Error(ErrorCode::NotFound,
+                  "no ebb service is running and '" + f.model +
+                      "' is not a model folder; start the service (`ebb service start`) or give "
+                      "a folder to run in process");
+    }
+    local = Model::Load(f.model);
+  }
+  std::vector<ChatMessage> messages;
+  if (!f.system.empty()) messages.push_back({"system", f.system});
+  if (!interactive) {
+    messages.push_back({"user", f.prompt});
+    Reply(svc.get(), local, f, messages);
+    return;
+  }
+  std::string line;
+  for (;;) {
+    std::cout << ">>> " << std::flush;
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/bye" || line == "/exit") break;
+    if (internal::Trim(line).empty()) continue;
+    messages.push_back({"user", line});
+    messages.push_back({"assistant", Reply(svc.get(), local, f, messages)});
+  }
+  std::cout << "\n";
+}
+
+}  // namespace
+
+void RegisterServiceClientCommands(CLI::App& app) {
+  // ebb ps
+  {
+    auto c = std::make_shared<Conn>();
+    auto all = std::make_shared<bool>(false);
+    CLI::App* cmd = app.add_subcommand(
+        "ps",
+        "Models loaded by the running service: size, KV, arena, running requests, "
+        "keep-alive");
+    AddConnFlags(cmd, *c);
+    cmd->add_flag("--all", *all, "Also models the service knows but has not loaded");
+    cmd->callback([c, all] { Ps(*c, *all); });
+  }
+  // ebb model ...
+  CLI::App* model = app.add_subcommand("model",
+                                       "Manage the running service's models (the SDK's "
+                                       "calls, the same option names)");
+  model->require_subcommand(1);
+  {
+    auto c = std::make_shared<Conn>();
+    CLI::App* cmd = model->add_subcommand("list", "Every model the service knows, loaded or not");
+    AddConnFlags(cmd, *c);
+    cmd->callback([c] {
+      ServiceClient s(c->url, c->api_key);
+      const Json rt = s.Call("GET", "/v1/runtime");
+      if (c->json) {
+        std::cout << rt["models"].dump(2) << "\n";
+        return;
+      }
+      std::vector<std::vector<std::string>> rows = {{"MODEL", "LOADED", "PATH"}};
+      for (const Json& m : rt["models"]) {
+        rows.push_back({m["id"].get<std::string>(), m.value("loaded", false) ? "yes" : "no",
+                        m.value("path", "")});
+      }
+      PrintTable(rows);
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    auto flags = std::make_shared<OptionFlags>();
+    auto keep_alive = std::make_shared<std::string>();
+    auto pin = std::make_shared<bool>(false);
+    CLI::App* cmd = model->add_subcommand("load", "Load a model now, with options");
+    cmd->add_option("ID", *id, "Model id")->required();
+    AddConnFlags(cmd, *c);
+    cmd->add_option("--keep-alive", *keep_alive, "Keep-alive after its last request (e.g. 10m)");
+    cmd->add_flag("--pin", *pin, "Never evict or expire it");
+    AddOptionFlags(*cmd, *flags);
+    cmd->callback([c, id, flags, keep_alive, pin] {
+      Json body = {{"session_options", Json::object()},
+                   {"provider_options", Json::object()},
+                   {"run_options", Json::object()},
+                   {"options", Json::object()}};
+      for (const auto& [k, v] : flags->ToOptionList()) {
+        if (k.rfind("session_options.", 0) == 0) {
+          body["session_options"][k.substr(16)] = v;
+        } else if (k.rfind("run_options.", 0) == 0) {
+          body["run_options"][k.substr(12)] = v;
+        } else if (k.rfind("provider_options.", 0) == 0) {
+          const std::string rest = k.substr(17);
+          const auto dot = rest.find('.');
+          if (dot == std::string::npos) {
+            throw Error(ErrorCode::InvalidArgument,
+                        "--provider-option " + rest + " must be written EP.KEY=VALUE");
+          }
+          body["provider_options"][rest.substr(0, dot)][rest.substr(dot + 1)] = v;
+        } else {
+          body["options"][k] = v;
+        }
+      }
+      if (!keep_alive->empty()) body["keep_alive"] = *keep_alive;
+      if (*pin) body["pin"] = true;
+      ServiceClient s(c->url, c->api_key);
+      PrintModel(*c, s.Call("POST", "/v1/models/" + *id + "/load", body));
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    auto force = std::make_shared<bool>(false);
+    CLI::App* cmd = model->add_subcommand("unload", "Unload a model and free its memory");
+    cmd->add_option("ID", *id, "Model id")->required();
+    cmd->add_flag("--force", *force, "Wait for its running requests instead of refusing");
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id, force] {
+      ServiceClient s(c->url, c->api_key);
+      const Json j = s.Call("POST", "/v1/models/" + *id + "/unload", Json{{"force", *force}});
+      if (c->json) {
+        std::cout << j.dump(2) << "\n";
+      } else {
+        std::cout << "unloaded " << *id << "\n";
+      }
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    CLI::App* cmd = model->add_subcommand("stats", "A loaded model's memory figures and options");
+    cmd->add_option("ID", *id, "Model id")->required();
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id] {
+      ServiceClient s(c->url, c->api_key);
+      PrintModel(*c, s.Call("GET", "/v1/models/" + *id + "/runtime"));
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    auto after = std::make_shared<bool>(false);
+    CLI::App* cmd = model->add_subcommand(
+        "shrink", "Shrink a model's arena, KV pool and heap now (or once after its next request)");
+    cmd->add_option("ID", *id, "Model id")->required();
+    cmd->add_flag("--after-next-run", *after, "Once, at the end of the next request");
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id, after] {
+      ServiceClient s(c->url, c->api_key);
+      PrintModel(*c, s.Call("POST", "/v1/models/" + *id + "/runtime/shrink",
+                            Json{{"when", *after ? "after_next_run" : "now"}}));
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    auto kvs = std::make_shared<std::vector<std::string>>();
+    CLI::App* cmd = model->add_subcommand(
+        "set-runtime-option",
+        "Set run options or shrink policies without a reload: K=V ... (memory.shrink_every, "
+        "memory.shrink_above, or an ORT run option such as "
+        "memory.enable_memory_arena_shrinkage=cpu:0)");
+    cmd->add_option("ID", *id, "Model id")->required();
+    cmd->add_option("KV", *kvs, "KEY=VALUE")->required();
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id, kvs] {
+      Json patch = Json::object();
+      for (const auto& kv : *kvs) {
+        auto [k, v] = SplitKeyValue(kv, "set-runtime-option");
+        AddRuntimeOption(patch, k, v);
+      }
+      ServiceClient s(c->url, c->api_key);
+      PrintModel(*c, s.Call("PATCH", "/v1/models/" + *id + "/runtime", patch));
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    auto keys = std::make_shared<std::vector<std::string>>();
+    CLI::App* cmd = model->add_subcommand("clear-runtime-option",
+                                          "Clear run options (or turn a shrink policy off)");
+    cmd->add_option("ID", *id, "Model id")->required();
+    cmd->add_option("KEY", *keys, "Keys")->required();
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id, keys] {
+      Json patch = Json::object();
+      for (const auto& k : *keys) AddRuntimeOption(patch, k, std::nullopt);
+      ServiceClient s(c->url, c->api_key);
+      PrintModel(*c, s.Call("PATCH", "/v1/models/" + *id + "/runtime", patch));
+    });
+  }
+  // ebb run MODEL PROMPT / ebb chat MODEL
+  for (const bool interactive : {false, true}) {
+    auto f = std::make_shared<ChatFlags>();
+    CLI::App* cmd = app.add_subcommand(
+        interactive ? "chat" : "run",
+        interactive ? "Chat with a model, streamed: through the running service (MODEL is its "
+                      "id), else in process (MODEL is a folder). /bye ends"
+                    : "One chat turn: PROMPT in, the streamed reply out (through the service "
+                      "when one runs, else in process)");
+    cmd->add_option("MODEL", f->model, "Model id (service) or folder (in process)")->required();
+    if (!interactive) cmd->add_option("PROMPT", f->prompt, "The message")->required();
+    cmd->add_option("--max-tokens", f->max_tokens, "Tokens per reply (default: the model's)");
+    cmd->add_option("--temperature", f->temperature, "Sampling temperature (0: greedy)");
+    cmd->add_option("--system", f->system, "A system message first");
+    cmd->add_flag("--local", f->local, "Run in process even when a service runs");
+    cmd->add_option("--url", f->conn.url, "The service (default: $EBB_URL, else the running one)");
+    cmd->add_option("--api-key", f->conn.api_key, "API key (default: $EBB_API_KEY)");
+    cmd->callback([f, interactive] { Chat(*f, interactive); });
+  }
+}
+
+}  // namespace ebb::cli

@@ -1,0 +1,178 @@
+#include "cli/service_client.h"
+
+#include <httplib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "ebb/error.h"
+
+namespace ebb::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::filesystem::path StateDir() {
+  if (const char* h = std::getenv("EBB_HOME"); h != nullptr && *h != '\0') return h;
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x != '\0') {
+    return std::filesystem::path(x) / "ebb";
+  }
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home != nullptr ? home : ".") / ".local" / "state" / "ebb";
+}
+
+ErrorCode CodeOfStatus(int status) {
+  switch (status) {
+    case 400:
+    case 413:
+      return ErrorCode::InvalidArgument;
+    case 401:
+    case 403:
+      return ErrorCode::FailedPrecondition;
+    case 404:
+      return ErrorCode::NotFound;
+    case 409:
+      return ErrorCode::FailedPrecondition;
+    case 429:
+    case 503:
+      return ErrorCode::Unavailable;
+    case 504:
+      return ErrorCode::DeadlineExceeded;
+    case 507:
+      return ErrorCode::ResourceExhausted;
+    default:
+      return ErrorCode::Internal;
+  }
+}
+
+[[noreturn]] void ThrowServiceError(int status, const std::string& body) {
+  std::string message = "the service answered " + std::to_string(status);
+  try {
+    const Json j = Json::parse(body);
+    if (j.contains("error") && j["error"].contains("message")) {
+      message = j["error"]["message"].get<std::string>();
+    }
+  } catch (const std::exception&) {
+    if (!body.empty()) message += ": " + body.substr(0, 200);
+  }
+  throw Error(CodeOfStatus(status), message);
+}
+
+}  // namespace
+
+std::optional<std::string> DiscoverServiceUrl() {
+  if (const char* u = std::getenv("EBB_URL"); u != nullptr && *u != '\0') return std::string(u);
+  std::ifstream in(StateDir() / "service.json");
+  if (!in) return std::nullopt;
+  try {
+    const Json j = Json::parse(in);
+    if (j.contains("url") && j["url"].is_string()) return j["url"].get<std::string>();
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+ServiceClient::ServiceClient(std::string url, std::string api_key)
+    : url_(std::move(url)), api_key_(std::move(api_key)) {
+  if (url_.empty()) {
+    auto found = DiscoverServiceUrl();
+    if (!found) {
+      throw Error(ErrorCode::Unavailable,
+                  "no ebb service is running (no $EBB_URL and no service.json in " +
+                      StateDir().string() +
+                      "); start one with `ebb service start --models-dir DIR`, or give --url");
+    }
+    url_ = *found;
+  }
+  if (api_key_.empty()) {
+    if (const char* k = std::getenv("EBB_API_KEY"); k != nullptr) api_key_ = k;
+  }
+  while (!url_.empty() && url_.back() == '/') url_.pop_back();
+  http_ = std::make_unique<httplib::Client>(url_);
+  if (!http_->is_valid()) {
+    throw Error(ErrorCode::InvalidArgument, "'" + url_ +
+                                                "' is not a service address; use "
+                                                "http://HOST:PORT");
+  }
+  http_->set_connection_timeout(std::chrono::seconds(5));
+  http_->set_read_timeout(std::chrono::seconds(600));
+  if (!api_key_.empty()) http_->set_bearer_token_auth(api_key_);
+}
+
+ServiceClient::~ServiceClient() = default;
+
+Json ServiceClient::Call(std::string_view method, const std::string& path,
+                         const std::optional<Json>& body) {
+  httplib::Request req;
+  req.method = std::string(method);
+  req.path = path;
+  if (body) {
+    req.body = body->dump();
+    req.set_header("Content-Type", "application/json");
+  }
+  auto res = http_->send(req);
+  if (!res) {
+    throw Error(ErrorCode::Unavailable, "cannot reach the ebb service at " + url_ + " (" +
+                                            httplib::to_string(res.error()) +
+                                            "); is it running? (`ebb service status`)");
+  }
+  if (res->status >= 400) ThrowServiceError(res->status, res->body);
+  try {
+    return Json::parse(res->body);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::Internal,
+                "the service's answer to " + path + " is not JSON: " + std::string(e.what()));
+  }
+}
+
+void ServiceClient::Stream(const std::string& path, const Json& body,
+                           const std::function<void(const Json&)>& on_event) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  std::string buf;
+  std::string error_body;
+  int status = 0;
+  std::optional<Json> error_event;
+  req.response_handler = [&](const httplib::Response& r) {
+    status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    if (status >= 400) {
+      error_body.append(data, len);
+      return true;
+    }
+    buf.append(data, len);
+    size_t pos;
+    while ((pos = buf.find("\n\n")) != std::string::npos) {
+      const std::string event = buf.substr(0, pos);
+      buf.erase(0, pos + 2);
+      if (event.rfind("data: ", 0) != 0) continue;
+      const std::string payload = event.substr(6);
+      if (payload == "[DONE]") continue;
+      Json j = Json::parse(payload);
+      if (j.contains("error")) {
+        error_event = j;
+        continue;
+      }
+      on_event(j);
+    }
+    return true;
+  };
+  auto res = http_->send(req);
+  if (!res) {
+    throw Error(ErrorCode::Unavailable, "cannot reach the ebb service at " + url_ + " (" +
+                                            httplib::to_string(res.error()) + ")");
+  }
+  if (status >= 400 || res->status >= 400) {
+    ThrowServiceError(status >= 400 ? status : res->status,
+                      error_body.empty() ? res->body : error_body);
+  }
+  if (error_event) ThrowServiceError(500, error_event->dump());
+}
+
+}  // namespace ebb::cli

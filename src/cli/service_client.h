@@ -1,0 +1,51 @@
+// A client of the running `ebb serve`, for the CLI commands that mirror the SDK against it
+// (`ebb ps`, `ebb model ...`, `ebb run`, `ebb chat`).
+//
+// The address: --url, else $EBB_URL, else the running service's state file (`service.json` in
+// $EBB_HOME, else $XDG_STATE_HOME/ebb, else ~/.local/state/ebb; docs/service.md). The API key:
+// --api-key, else $EBB_API_KEY.
+// Errors: a service error becomes ebb::Error with the service's own message and the code its
+// HTTP status maps to; an unreachable service is Unavailable naming the address and how to
+// start one.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace httplib {
+class Client;
+}
+
+namespace ebb::cli {
+
+// Where a running service would be found without --url: $EBB_URL, else the url of the state
+// file; nullopt when neither exists.
+std::optional<std::string> DiscoverServiceUrl();
+
+class ServiceClient {
+ public:
+  // `url` empty: DiscoverServiceUrl(), else Unavailable.
+  ServiceClient(std::string url, std::string api_key);
+  ~ServiceClient();
+
+  const std::string& url() const { return url_; }
+
+  // The JSON answer of a request with an optional JSON body. Throws ebb::Error (see above).
+  nlohmann::ordered_json Call(std::string_view method, const std::string& path,
+                              const std::optional<nlohmann::ordered_json>& body = std::nullopt);
+  // POST with "stream": true: calls `on_event` with each server-sent event's JSON (not
+  // [DONE]). Throws ebb::Error for an error status or an error event.
+  void Stream(const std::string& path, const nlohmann::ordered_json& body,
+              const std::function<void(const nlohmann::ordered_json&)>& on_event);
+
+ private:
+  std::string url_;
+  std::string api_key_;
+  std::unique_ptr<httplib::Client> http_;
+};
+
+}  // namespace ebb::cli
