@@ -20,17 +20,24 @@ std::string_view PoolingName(Pooling pooling) {
       return "last";
     case Pooling::kModel:
       return "model";
+    case Pooling::kMax:
+      return "max";
+    case Pooling::kMeanSqrtLen:
+      return "mean_sqrt_len";
+    case Pooling::kWeightedMean:
+      return "weightedmean";
   }
   return "?";
 }
 
 Pooling ParsePooling(std::string_view name) {
-  for (Pooling p :
-       {Pooling::kAuto, Pooling::kMean, Pooling::kCls, Pooling::kLast, Pooling::kModel}) {
+  for (Pooling p : {Pooling::kAuto, Pooling::kMean, Pooling::kCls, Pooling::kLast, Pooling::kModel,
+                    Pooling::kMax, Pooling::kMeanSqrtLen, Pooling::kWeightedMean}) {
     if (PoolingName(p) == name) return p;
   }
   throw Error(ErrorCode::InvalidArgument,
-              "embed.pooling='" + std::string(name) + "' is not one of: auto mean cls last model");
+              "embed.pooling='" + std::string(name) +
+                  "' is not one of: auto mean cls last model max mean_sqrt_len weightedmean");
 }
 
 std::string_view TruncateName(Truncate truncate) {
