@@ -4,11 +4,12 @@
 // Embed() tokenizes, truncates to the model's maximum length (or refuses, per `truncate`),
 // sorts the inputs into length buckets so that short texts are not padded to the longest, runs
 // them through the encoder in batches (at most `batch_size` rows and `max_batch_tokens` padded
-// tokens per Run()), pools each row (mean over the attention mask, [CLS], last token, masked max,
-// mean_sqrt_len, weighted mean, or the graph's own sentence_embedding), optionally keeps a
-// Matryoshka prefix (`dimensions`) and L2-normalises (by default unless the folder's modules.json
-// lists no Normalize module). Results come back in input order. Only one batch's activations are
-// alive at a time. docs/embeddings.md describes the folder layouts and the options.
+// tokens per Run(), and at most `max_padding` x the batch's real tokens), pools each row (mean over
+// the attention mask, [CLS], last token, masked max, mean_sqrt_len, weighted mean, or the graph's
+// own sentence_embedding), optionally keeps a Matryoshka prefix (`dimensions`) and L2-normalises
+// (by default unless the folder's modules.json lists no Normalize module). Results come back in
+// input order. Only one batch's activations are alive at a time. docs/embeddings.md describes the
+// folder layouts and the options.
 //
 // One Embed() call is one request: observers see RequestStart/RequestEnd (generated_tokens 0),
 // and the model's shrink policies (memory.shrink_every, ShrinkAfterNextRun, ...) count it. No KV
@@ -74,6 +75,10 @@ struct EBB_API EmbedOptions {
   int32_t batch_size = 32;             // embed.batch_size: rows per Run()
   int64_t max_batch_tokens = 8192;     // embed.max_batch_tokens: rows x longest row per Run();
                                        // a row longer than this runs alone
+  // embed.max_padding: a row joins a batch only while the batch's padded tokens (rows x longest)
+  // stay within max_padding x its real tokens, or within 128 tokens (a Run that small costs
+  // about the same whatever its padding). 0 = no limit (batches cut by the two caps above only).
+  double max_padding = 1.25;
 };
 
 struct EBB_API EmbedRequest {
@@ -85,9 +90,9 @@ struct EBB_API EmbedRequest {
   EmbedOptions options;
 
   // Sets one embed.* request key (embed.pooling, embed.normalize, embed.truncate,
-  // embed.dimensions, embed.batch_size, embed.max_batch_tokens). Throws ebb::Error
-  // (InvalidArgument) for a bad value, an unknown key (with a suggestion) or a key of another
-  // scope or of generation (naming where it belongs).
+  // embed.dimensions, embed.batch_size, embed.max_batch_tokens, embed.max_padding). Throws
+  // ebb::Error (InvalidArgument) for a bad value, an unknown key (with a suggestion) or a key of
+  // another scope or of generation (naming where it belongs).
   void Set(std::string_view key, std::string_view value);
 };
 

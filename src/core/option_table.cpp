@@ -115,6 +115,9 @@ constexpr std::array kTable = {
                "inputs per encoder Run(); inputs are grouped by length"},
     OptionSpec{"embed.max_batch_tokens", T::kInt, kRq, "tokens", "8192", "1 to 9223372036854775807",
                "rows x longest row per encoder Run(); a longer single input runs alone"},
+    OptionSpec{"embed.max_padding", T::kFloat, kRq, "", "1.25", "0, or 1 to 1000",
+               "padded tokens per encoder Run() at most this x its real tokens (Runs of up to "
+               "128 tokens exempt); 0 = no limit"},
     // ---- ORT run options ebb knows (others pass through) ----
     OptionSpec{"memory.enable_memory_arena_shrinkage", T::kString, kRo, "", "(unset)",
                "cpu:0, gpu:0, cpu:0;gpu:0 or empty",

@@ -250,6 +250,10 @@ void CheckOptions(const EmbedOptions& o) {
         ErrorCode::InvalidArgument,
         "embed.max_batch_tokens=" + std::to_string(o.max_batch_tokens) + " must be at least 1");
   }
+  if (o.max_padding < 0 || (o.max_padding > 0 && o.max_padding < 1)) {
+    throw Error(ErrorCode::InvalidArgument, "embed.max_padding=" + std::to_string(o.max_padding) +
+                                                " must be 0 (no limit) or at least 1");
+  }
   if (o.dimensions < 0) {
     throw Error(ErrorCode::InvalidArgument,
                 "embed.dimensions=" + std::to_string(o.dimensions) + " must be >= 0 (0 = all)");
@@ -305,17 +309,27 @@ void Normalize(std::vector<float>& v) {
 }  // namespace
 
 std::vector<std::vector<size_t>> PlanEmbedBatches(const std::vector<size_t>& lengths,
-                                                  int32_t batch_size, int64_t max_batch_tokens) {
+                                                  int32_t batch_size, int64_t max_batch_tokens,
+                                                  double max_padding) {
   std::vector<size_t> order(lengths.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
   std::vector<std::vector<size_t>> batches;
   for (size_t i = 0; i < order.size();) {
-    std::vector<size_t> batch{order[i++]};
+    std::vector<size_t> batch{order[i]};
+    uint64_t real = lengths[order[i++]];
     // Sorted ascending: the row being added is the longest of the batch.
-    while (i < order.size() && static_cast<int32_t>(batch.size()) < batch_size &&
-           static_cast<int64_t>((batch.size() + 1) * lengths[order[i]]) <= max_batch_tokens) {
+    auto fits = [&](size_t len) {
+      const int64_t padded = static_cast<int64_t>((batch.size() + 1) * len);
+      if (static_cast<int32_t>(batch.size()) >= batch_size || padded > max_batch_tokens) {
+        return false;
+      }
+      return max_padding <= 0 || padded <= kSmallRunTokens ||
+             static_cast<double>(padded) <= max_padding * static_cast<double>(real + len);
+    };
+    while (i < order.size() && fits(lengths[order[i]])) {
+      real += lengths[order[i]];
       batch.push_back(order[i++]);
     }
     batches.push_back(std::move(batch));
@@ -364,7 +378,7 @@ EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) 
   const std::vector<std::vector<int32_t>> rows = TokenRows(m, req, result);
   std::vector<size_t> lengths(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) lengths[i] = rows[i].size();
-  const auto batches = PlanEmbedBatches(lengths, o.batch_size, o.max_batch_tokens);
+  const auto batches = PlanEmbedBatches(lengths, o.batch_size, o.max_batch_tokens, o.max_padding);
   const std::string& output =
       result.pooling == Pooling::kModel ? m.encoder.pooled : m.encoder.last_hidden_state;
 

@@ -160,12 +160,14 @@ TEST(EmbedBatching, EachVectorIsTheSameAloneInAMixedBatchAndInAnyOrder) {
   EmbedOptions one_batch;  // everything in one padded Run
   one_batch.batch_size = 64;
   one_batch.max_batch_tokens = 1 << 20;
+  one_batch.max_padding = 0;  // no padding cap: all eight texts in one Run
   const EmbedResult mixed = EmbedTexts(m, texts, one_batch);
   EXPECT_EQ(mixed.num_runs, 1);
   EXPECT_GT(mixed.padded_tokens, mixed.usage.prompt_tokens) << "the batch must be padded";
 
   EmbedOptions small;  // length buckets of two
   small.batch_size = 2;
+  small.max_padding = 0;
   std::vector<std::string> reversed(texts.rbegin(), texts.rend());
   const EmbedResult rev = EmbedTexts(m, reversed, small);
   EXPECT_EQ(rev.num_runs, 4);
@@ -201,6 +203,22 @@ TEST(EmbedBatching, BucketsAreSortedByLengthAndRespectBothCaps) {
   // A row over the budget runs alone.
   const auto big = internal::PlanEmbedBatches({5000, 4}, 64, 100);
   ASSERT_EQ(big.size(), 2u);
+}
+
+TEST(EmbedBatching, MaxPaddingCutsABucketWhenPaddingWouldExceedTheRatio) {
+  const std::vector<size_t> lengths{400, 10, 110, 12, 100, 10};
+  // No cap: one Run of 6 x 400.
+  EXPECT_EQ(internal::PlanEmbedBatches(lengths, 64, 1 << 20, 0).size(), 1u);
+  // 1.25: the three short rows (36 padded, under the 128-token floor), then 100 and 110
+  // (220 padded <= 1.25 x 210), then 400 alone (1,200 > 1.25 x 610).
+  const auto b = internal::PlanEmbedBatches(lengths, 64, 1 << 20, 1.25);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0], (std::vector<size_t>{1, 5, 3}));
+  EXPECT_EQ(b[1], (std::vector<size_t>{4, 2}));
+  EXPECT_EQ(b[2], (std::vector<size_t>{0}));
+  // Rows whose Run stays within 128 padded tokens share it whatever their lengths.
+  EXPECT_EQ(internal::PlanEmbedBatches({3, 60}, 64, 1 << 20, 1.0).size(), 1u);
+  EXPECT_EQ(internal::PlanEmbedBatches({3, 70}, 64, 1 << 20, 1.0).size(), 2u);
 }
 
 // ---- Done-when 3: truncation and input errors -------------------------------------------------
@@ -315,12 +333,22 @@ TEST(EmbedOptions, RequestKeysGoThroughTheOptionTable) {
   r.Set("embed.dimensions", "8");
   r.Set("embed.batch_size", "4");
   r.Set("embed.max_batch_tokens", "1024");
+  r.Set("embed.max_padding", "1.5");
   EXPECT_EQ(r.options.pooling, Pooling::kCls);
   EXPECT_EQ(r.options.normalize, std::optional<bool>(false));
   EXPECT_EQ(r.options.truncate, Truncate::kError);
   EXPECT_EQ(r.options.dimensions, 8);
   EXPECT_EQ(r.options.batch_size, 4);
   EXPECT_EQ(r.options.max_batch_tokens, 1024);
+  EXPECT_EQ(r.options.max_padding, 1.5);
+  r.Set("embed.max_padding", "0");
+  EXPECT_EQ(r.options.max_padding, 0);
+  try {
+    r.Set("embed.max_padding", "0.5");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("use 0 for no limit or a ratio of 1 or more"));
+  }
   r.Set("embed.pooling", "max");
   EXPECT_EQ(r.options.pooling, Pooling::kMax);
   r.Set("embed.pooling", "mean_sqrt_len");
