@@ -6,16 +6,15 @@
 #include <cmath>
 #include <vector>
 
-#include "ebb/embedding.h"
-#include "ebb/model.h"
-#include "test_env.h"
-
 #include "bench/bench_runner.h"
 #include "bench/embed_documents.h"
 #include "bench/naive_embed_loop.h"
 #include "bench/prompts.h"
 #include "bench/report_csv.h"
 #include "bench/stats_math.h"
+#include "ebb/embedding.h"
+#include "ebb/model.h"
+#include "test_env.h"
 
 namespace ebb::bench {
 namespace {
