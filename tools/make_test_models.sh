@@ -4,7 +4,8 @@
 # Folders: llama-tiny-fp32 llama-tiny-int4 phi3-tiny-fp32-unfused qwen2-tiny-fp32 gpt2-tiny-fp32
 #          bert-tiny-fp32 minilm-shape-fp32. Each decoder folder also gets reference_greedy.json
 #          from tools/reference_forward.py (greedy tokens and logits for two right-padded prompts);
-#          bert-tiny-fp32 gets reference_embed.json (mean/CLS pooled vectors of $BERT_ROWS).
+#          bert-tiny-fp32 gets reference_embed.json (mean/CLS/max/mean_sqrt_len/weightedmean vectors
+#          of $BERT_ROWS).
 #          minilm-shape-fp32 is all-MiniLM-L6-v2's shape (6 layers, 384 hidden, 12 heads, vocab
 #          30522) with random weights and 1_Pooling/config.json (mean); its tokenizer is the real
 #          ../shared/models/tokenizers/all-minilm-l6-v2/tokenizer.json when that file exists (or

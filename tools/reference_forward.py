@@ -24,8 +24,9 @@ have accuracy_level 4, "none" keeps fp32 activations.
 
 bert (encoder, --embed): each row alone (no padding), BERT post-norm layers as synth_model.py
 writes them (Attention with packed qkv weights, bidirectional; exact erf Gelu; LayerNorm eps 1e-12);
-prints {"input_ids": rows, "hidden_size": H, "mean": [...], "cls": [...], "mean_normalized": [...],
-"cls_normalized": [...]} (one vector per row; mean over all the row's tokens).
+prints {"input_ids": rows, "hidden_size": H, "mean": [...], "cls": [...], "max": [...],
+"mean_sqrt_len": [...], "weightedmean": [...], and each KIND + "_normalized"} (one vector per row,
+pooled over all the row's tokens as sentence-transformers' Pooling module does).
 
 This file deliberately shares no code with synth_model.py: it is the independent reference.
 """
@@ -253,11 +254,24 @@ class Model:
 
 
 def embed(model, rows):
-    out = {"input_ids": rows, "mean": [], "cls": [], "mean_normalized": [], "cls_normalized": []}
+    """Each row alone (no padding), pooled as sentence-transformers' Pooling module does:
+    mean, cls, max (element-wise over tokens), mean_sqrt_len (sum / sqrt(n)) and weightedmean
+    (token t, 1-based, weighs t: sum t*h_t / sum t); each also L2-normalised."""
+    kinds = ("mean", "cls", "max", "mean_sqrt_len", "weightedmean")
+    out = {"input_ids": rows}
+    for kind in kinds:
+        out[kind] = []
+        out[kind + "_normalized"] = []
     for ids in rows:
         h = model.forward_bert(list(ids))
+        n = h.shape[0]
+        weights = np.arange(1, n + 1, dtype=np.float64)[:, None]
         out["hidden_size"] = int(h.shape[1])
-        for kind, v in (("mean", h.mean(axis=0)), ("cls", h[0])):
+        pooled = {"mean": h.mean(axis=0), "cls": h[0], "max": h.max(axis=0),
+                  "mean_sqrt_len": h.sum(axis=0) / np.sqrt(n),
+                  "weightedmean": (h * weights).sum(axis=0) / weights.sum()}
+        for kind in kinds:
+            v = pooled[kind]
             out[kind].append(v.tolist())
             out[kind + "_normalized"].append((v / np.linalg.norm(v)).tolist())
     return out

@@ -4,10 +4,12 @@
 // Embed() tokenizes, truncates to the model's maximum length (or refuses, per `truncate`),
 // sorts the inputs into length buckets so that short texts are not padded to the longest, runs
 // them through the encoder in batches (at most `batch_size` rows and `max_batch_tokens` padded
-// tokens per Run()), pools each row (mean over the attention mask, [CLS], last token, or the
-// graph's own sentence_embedding), optionally keeps a Matryoshka prefix (`dimensions`) and
-// L2-normalises. Results come back in input order. Only one batch's activations are alive at a
-// time. docs/embeddings.md describes the folder layouts and the options.
+// tokens per Run(), and at most `max_padding` x the batch's real tokens), pools each row (mean over
+// the attention mask, [CLS], last token, masked max, mean_sqrt_len, weighted mean, or the graph's
+// own sentence_embedding), optionally keeps a Matryoshka prefix (`dimensions`) and L2-normalises
+// (by default unless the folder's modules.json lists no Normalize module). Results come back in
+// input order. Only one batch's activations are alive at a time. docs/embeddings.md describes the
+// folder layouts and the options.
 //
 // One Embed() call is one request: observers see RequestStart/RequestEnd (generated_tokens 0),
 // and the model's shrink policies (memory.shrink_every, ShrinkAfterNextRun, ...) count it. No KV
@@ -42,8 +44,14 @@ enum class Pooling {
   kCls,    // the first token's vector
   kLast,   // the last real token's vector
   kModel,  // the graph's own pooled output: sentence_embedding, else pooler_output
+  // The other sentence-transformers modes (pooling_mode_*_tokens of 1_Pooling/config.json):
+  kMax,           // element-wise maximum over the real (unmasked) tokens
+  kMeanSqrtLen,   // sum over the real tokens divided by sqrt(number of real tokens)
+  kWeightedMean,  // position-weighted mean: token t (1-based) has weight t, so
+                  // sum_t t * h_t / sum_t t over the real tokens
 };
-EBB_API std::string_view PoolingName(Pooling pooling);  // "auto", "mean", "cls", "last", "model"
+// "auto", "mean", "cls", "last", "model", "max", "mean_sqrt_len", "weightedmean"
+EBB_API std::string_view PoolingName(Pooling pooling);
 // Parses a PoolingName; throws ebb::Error(InvalidArgument) otherwise.
 EBB_API Pooling ParsePooling(std::string_view name);
 
@@ -58,13 +66,19 @@ EBB_API Truncate ParseTruncate(std::string_view name);
 
 // The request keys embed.* of the option table (docs/options.md).
 struct EBB_API EmbedOptions {
-  Pooling pooling = Pooling::kAuto;    // embed.pooling
-  bool normalize = true;               // embed.normalize: L2-normalise each vector
+  Pooling pooling = Pooling::kAuto;  // embed.pooling
+  // embed.normalize: L2-normalise each vector. Unset: the model's default, which is on unless
+  // the folder has a modules.json that lists no sentence_transformers.models.Normalize module.
+  std::optional<bool> normalize;
   Truncate truncate = Truncate::kEnd;  // embed.truncate
   int32_t dimensions = 0;              // embed.dimensions: keep the first N values; 0 = all
   int32_t batch_size = 32;             // embed.batch_size: rows per Run()
   int64_t max_batch_tokens = 8192;     // embed.max_batch_tokens: rows x longest row per Run();
                                        // a row longer than this runs alone
+  // embed.max_padding: a row joins a batch only while the batch's padded tokens (rows x longest)
+  // stay within max_padding x its real tokens, or within 128 tokens (a Run that small costs
+  // about the same whatever its padding). 0 = no limit (batches cut by the two caps above only).
+  double max_padding = 1.25;
 };
 
 struct EBB_API EmbedRequest {
@@ -76,9 +90,9 @@ struct EBB_API EmbedRequest {
   EmbedOptions options;
 
   // Sets one embed.* request key (embed.pooling, embed.normalize, embed.truncate,
-  // embed.dimensions, embed.batch_size, embed.max_batch_tokens). Throws ebb::Error
-  // (InvalidArgument) for a bad value, an unknown key (with a suggestion) or a key of another
-  // scope or of generation (naming where it belongs).
+  // embed.dimensions, embed.batch_size, embed.max_batch_tokens, embed.max_padding). Throws
+  // ebb::Error (InvalidArgument) for a bad value, an unknown key (with a suggestion) or a key of
+  // another scope or of generation (naming where it belongs).
   void Set(std::string_view key, std::string_view value);
 };
 
@@ -91,6 +105,7 @@ struct EmbedResult {
   std::vector<std::vector<float>> embeddings;  // one per input, in input order
   EmbedUsage usage;
   Pooling pooling = Pooling::kMean;  // the pooling that was applied (kAuto resolved)
+  bool normalized = false;           // whether the vectors were L2-normalised
   int32_t dimensions = 0;            // length of each vector
   int32_t max_tokens = 0;            // the model's maximum input length, special tokens included
   int32_t num_truncated = 0;         // inputs that were truncated

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ebb/options.h"
@@ -14,7 +15,7 @@ namespace ebb::bench {
 
 struct BenchOptions {
   std::filesystem::path model_dir;
-  std::string scenario = "seed-loop";  // seed-loop | reuse | rag | load-unload
+  std::string scenario = "seed-loop";  // seed-loop | reuse | rag | load-unload | embed
   int32_t iterations = 10;             // measured iterations (after the warm-up)
   int32_t warmup = 1;                  // iterations run first and left out of the summary
   int32_t process_warmup = 0;          // requests of the first run's spec before any run, discarded
@@ -22,11 +23,15 @@ struct BenchOptions {
   int32_t prompt_tokens = 128;         // synthesized prompt length (rag: ignored)
   std::filesystem::path prompt_file;   // empty: synthesize token ids
   int32_t gen_tokens = 32;             // tokens to generate per sequence (fewer on EOS)
-  int32_t batch = 1;                   // sequences per request
+  int32_t batch = 1;                   // sequences per request (embed: texts per request)
   std::optional<KvMode> kv_mode;       // unset: the model's kv_cache.mode
   int32_t shrink_every = 0;            // 0: never; N: Workload::Shrink() after every N-th
   std::vector<std::string> compare;    // extra runs: run specs (scenarios.h), e.g. naive-ort
   ModelOptions model_options;  // from --session-option/--provider-option/--run-option/--option
+  // embed.* request keys (from --option or a run spec's overrides), in order; applied with
+  // EmbedRequest::Set to every request of an embed run. embed.batch_size is also the naive
+  // embedding loop's rows per Run().
+  std::vector<std::pair<std::string, std::string>> embed_options;
   std::vector<std::string> option_flags;       // the raw option flags, for the report
   std::string json_path, csv_path, plot_path;  // "" : not written; json "-" : stdout
 };

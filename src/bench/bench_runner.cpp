@@ -61,6 +61,22 @@ RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations) {
     e2e.push_back(r.timing.e2e_s);
   }
   s.measured_iterations = static_cast<int32_t>(measured.size());
+  std::vector<double> token_rates;
+  EmbedSummary e;
+  for (const auto* r : measured) {
+    if (r->timing.texts <= 0) continue;
+    e.texts += r->timing.texts;
+    e.tokens += r->timing.prompt_tokens;
+    e.padded_tokens += r->timing.padded_tokens;
+    e.seconds += r->timing.e2e_s;
+    if (r->timing.e2e_s > 0) token_rates.push_back(r->timing.prompt_tokens / r->timing.e2e_s);
+  }
+  if (e.texts > 0) {
+    e.texts_per_s = e.seconds > 0 ? static_cast<double>(e.texts) / e.seconds : 0;
+    e.tokens_per_s = e.seconds > 0 ? static_cast<double>(e.tokens) / e.seconds : 0;
+    e.tokens_per_s_per_request = ebb::bench::Summarize(token_rates);
+    s.embed = e;
+  }
   s.ttft_s = ebb::bench::Summarize(ttft);
   s.tps = ebb::bench::Summarize(tps);
   s.e2e_s = ebb::bench::Summarize(e2e);

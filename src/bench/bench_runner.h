@@ -50,6 +50,19 @@ struct StepCount {
   int64_t largest_step_bytes = 0;  // the change largest in magnitude, signed; 0 when none
 };
 
+// Throughput of an embed run over its measured iterations: totals, and rates as totals over the
+// summed request times (texts / seconds, real tokens / seconds), which weighs every token the
+// same whatever its request's size; plus the spread of the per-request token rates.
+struct EmbedSummary {
+  int64_t texts = 0;
+  int64_t tokens = 0;         // real (unpadded) tokens
+  int64_t padded_tokens = 0;  // tokens computed, padding included
+  double seconds = 0;         // sum of the requests' e2e_s
+  double texts_per_s = 0;
+  double tokens_per_s = 0;
+  Summary tokens_per_s_per_request;
+};
+
 struct RunSummary {
   int32_t measured_iterations = 0;
   Summary ttft_s, tps, e2e_s;
@@ -62,6 +75,7 @@ struct RunSummary {
   StepCount rss_steps;  // of the same "after" samples as rss_slope
   std::optional<LinearFit> kv_reserved_slope;
   std::optional<LinearFit> arena_total_slope;
+  std::optional<EmbedSummary> embed;  // runs whose requests embed texts (RequestTiming::texts)
 };
 
 struct RunResult {

@@ -31,13 +31,20 @@ struct KvSample {
 // definition (tokens after the first, per second, per sequence); 0 when fewer than two tokens.
 // e2e_s = last - start. load_s: model load time inside the iteration (load-unload, recycle:K),
 // absent when the iteration loaded nothing.
+// An embedding request (scenario embed) has no token stream: its one output, the vectors, is
+// available at the end, so ttft_s = e2e_s and tps = 0; prompt_tokens counts the real (unpadded)
+// tokens of all its texts, `texts` the texts and `padded_tokens` the tokens the encoder computed
+// (sum over Run() calls of rows x longest row). texts/s and tokens/s are texts and
+// prompt_tokens over e2e_s.
 struct RequestTiming {
-  int32_t prompt_tokens = 0;     // per sequence
+  int32_t prompt_tokens = 0;     // per sequence (embed: all texts' real tokens)
   int32_t generated_tokens = 0;  // per sequence (row 0)
   double ttft_s = 0;
   double tps = 0;
   double e2e_s = 0;
   std::optional<double> load_s;
+  int32_t texts = 0;          // embed only: texts embedded; 0 for generation
+  int64_t padded_tokens = 0;  // embed only: tokens fed including padding; 0 for generation
 };
 
 // Collects the stamps of one request and turns them into a RequestTiming.

@@ -44,7 +44,7 @@ std::string ReportCsv(const std::vector<RunResult>& runs) {
       out += std::string(",") + when + "_" + col;
     }
   }
-  out += ",peak_rss_bytes\n";
+  out += ",peak_rss_bytes,texts,padded_tokens\n";
   for (const auto& r : runs) {
     for (const auto& it : r.iterations) {
       std::string row = Field(r.name) + "," + Field(r.engine) + "," + Field(r.scenario) + "," +
@@ -56,7 +56,8 @@ std::string ReportCsv(const std::vector<RunResult>& runs) {
       AppendMemory(row, it.before);
       AppendMemory(row, it.last_token);
       AppendMemory(row, it.after);
-      out += row + "," + std::to_string(it.peak_rss_bytes) + "\n";
+      out += row + "," + std::to_string(it.peak_rss_bytes) + "," + std::to_string(it.timing.texts) +
+             "," + std::to_string(it.timing.padded_tokens) + "\n";
     }
   }
   return out;

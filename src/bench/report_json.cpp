@@ -38,6 +38,17 @@ json Fit(const LinearFit& f) {
 
 json Fit(const std::optional<LinearFit>& f) { return f ? Fit(*f) : json(nullptr); }
 
+json Embed(const std::optional<EmbedSummary>& e) {
+  if (!e) return nullptr;
+  return {{"texts", e->texts},
+          {"tokens", e->tokens},
+          {"padded_tokens", e->padded_tokens},
+          {"seconds", e->seconds},
+          {"texts_per_s", e->texts_per_s},
+          {"tokens_per_s", e->tokens_per_s},
+          {"tokens_per_s_per_request", Stat(e->tokens_per_s_per_request)}};
+}
+
 json Run(const RunResult& r) {
   json its = json::array();
   for (const auto& it : r.iterations) {
@@ -49,6 +60,8 @@ json Run(const RunResult& r) {
                    {"tps", it.timing.tps},
                    {"e2e_s", it.timing.e2e_s},
                    {"load_s", Opt(it.timing.load_s)},
+                   {"texts", it.timing.texts},
+                   {"padded_tokens", it.timing.padded_tokens},
                    {"memory_before", Memory(it.before)},
                    {"memory_last_token", Memory(it.last_token)},
                    {"memory_after", Memory(it.after)},
@@ -70,7 +83,8 @@ json Run(const RunResult& r) {
                   {"rss_after_steps",
                    {{"changed", s.rss_steps.changed},
                     {"intervals", s.rss_steps.intervals},
-                    {"largest_step_bytes", s.rss_steps.largest_step_bytes}}}};
+                    {"largest_step_bytes", s.rss_steps.largest_step_bytes}}},
+                  {"embed", Embed(s.embed)}};
   return {{"name", r.name},
           {"engine", r.engine},
           {"scenario", r.scenario},
@@ -120,7 +134,13 @@ json ReportJson(const Environment& env, const BenchOptions& o, const std::vector
          {"e2e_p50_ratio", Ratio(a.e2e_s.p50, b.e2e_s.p50)},
          {"peak_rss_ratio",
           Ratio(static_cast<double>(a.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes))},
-         {"rss_slope_difference_bytes_per_iteration", a.rss_slope.slope - b.rss_slope.slope}});
+         {"rss_slope_difference_bytes_per_iteration", a.rss_slope.slope - b.rss_slope.slope},
+         {"texts_per_s_ratio", a.embed && b.embed
+                                   ? json(Ratio(a.embed->texts_per_s, b.embed->texts_per_s))
+                                   : json(nullptr)},
+         {"tokens_per_s_ratio", a.embed && b.embed
+                                    ? json(Ratio(a.embed->tokens_per_s, b.embed->tokens_per_s))
+                                    : json(nullptr)}});
   }
   return {{"schema_version", kBenchSchemaVersion},
           {"tool", "ebb bench"},

@@ -4,8 +4,11 @@
 #include <optional>
 #include <string_view>
 
+#include "bench/embed_workload.h"
+#include "bench/naive_embed_loop.h"
 #include "bench/naive_ort_loop.h"
 #include "core/strings.h"
+#include "ebb/embedding.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
@@ -160,7 +163,7 @@ constexpr std::string_view kRecyclePrefix = "recycle:";
 }  // namespace
 
 const std::vector<std::string>& ScenarioNames() {
-  static const std::vector<std::string> names{"seed-loop", "reuse", "rag", "load-unload"};
+  static const std::vector<std::string> names{"seed-loop", "reuse", "rag", "load-unload", "embed"};
   return names;
 }
 
@@ -171,7 +174,8 @@ void CheckScenarioName(const std::string& name) {
   }
   throw Error(ErrorCode::InvalidArgument,
               "unknown scenario '" + name + "'" + Suggest(name, candidates) +
-                  "; --scenario takes one of: seed-loop, reuse, rag, load-unload");
+                  "; --scenario takes one of: seed-loop, reuse, rag, load-unload (decoders), "
+                  "embed (encoders)");
 }
 
 namespace {
@@ -204,7 +208,7 @@ void CheckBase(const std::string& spec, const std::string& base, const std::stri
               flag + " '" + spec + (spec == base ? "'" : "': '" + base + "'") +
                   " is not a baseline" + Suggest(base, candidates) +
                   "; use naive-ort, recycle:K (K >= 1) or a scenario (seed-loop, reuse, rag, "
-                  "load-unload), optionally followed by ,KEY=VALUE overrides");
+                  "load-unload, embed), optionally followed by ,KEY=VALUE overrides");
 }
 
 }  // namespace
@@ -235,10 +239,18 @@ RunSpec ParseRunSpec(const std::string& spec, const std::string& flag) {
       continue;
     }
     if (r.base == kNaiveOrt && key.rfind("session_options.", 0) != 0 &&
-        key.rfind("run_options.", 0) != 0) {
+        key.rfind("run_options.", 0) != 0 && key != "embed.batch_size") {
       throw Error(ErrorCode::InvalidArgument,
-                  flag + " '" + spec + "': naive-ort takes shrink-every, session_options.* and " +
-                      "run_options.* only ('" + key + "' is an ebb option it has no use for)");
+                  flag + " '" + spec + "': naive-ort takes shrink-every, session_options.*, " +
+                      "run_options.* and (with --scenario embed) embed.batch_size only ('" + key +
+                      "' is an ebb option it has no use for)");
+    }
+    if (key.rfind("embed.", 0) == 0 && r.base != "embed" && r.base != kNaiveOrt) {
+      throw Error(ErrorCode::InvalidArgument,
+                  flag + " '" + spec + "': '" + key +
+                      "' is an embedding request key; it applies to embed runs only (write "
+                      "embed," +
+                      kv + ")");
     }
     r.options.emplace_back(key, value);
   }
@@ -250,6 +262,12 @@ BenchOptions RunOptions(const RunSpec& spec, const BenchOptions& base, const std
   if (spec.shrink_every) o.shrink_every = *spec.shrink_every;
   for (const auto& [k, v] : spec.options) {
     try {
+      if (k.rfind("embed.", 0) == 0) {
+        EmbedRequest probe;
+        probe.Set(k, v);  // throws for a bad key or value
+        o.embed_options.emplace_back(k, v);
+        continue;
+      }
       o.model_options.Set(k, v);
     } catch (const Error& e) {
       throw Error(ErrorCode::InvalidArgument, flag + " '" + spec.text + "': " + e.what());
@@ -264,9 +282,19 @@ void CheckRunSpec(const std::string& spec, const std::string& flag, const BenchO
 }
 
 std::unique_ptr<Workload> MakeWorkload(const RunSpec& spec, const BenchOptions& options,
-                                       const PromptSet& prompts) {
+                                       const PromptSet& prompts, const EmbedDocuments* documents) {
   const std::string& text = spec.text;
-  if (spec.base == kNaiveOrt) return std::make_unique<NaiveOrtWorkload>(text, options, prompts);
+  const bool embed =
+      spec.base == "embed" || (spec.base == kNaiveOrt && options.scenario == "embed");
+  if (embed && documents == nullptr) {
+    throw Error(ErrorCode::Internal, "run '" + text + "' is an embed run but has no documents");
+  }
+  if (spec.base == kNaiveOrt) {
+    if (embed) return std::make_unique<NaiveEmbedWorkload>(text, options, *documents);
+    return std::make_unique<NaiveOrtWorkload>(text, options, prompts);
+  }
+  if (spec.base == "embed")
+    return std::make_unique<EmbedWorkload>("ebb:" + text, options, *documents);
   if (spec.base.rfind(kRecyclePrefix, 0) == 0) {
     const int32_t k = std::stoi(spec.base.substr(kRecyclePrefix.size()));
     return std::make_unique<EbbWorkload>(Mode::kRecycle, k, text, options, prompts);

@@ -6,6 +6,9 @@
 //   load-unload  the model loaded and destroyed every iteration (load time recorded)
 //   recycle:K    seed-loop, but the model is destroyed after every K-th iteration and reloaded
 //                before the next (a common leak workaround, as a baseline)
+//   embed        an encoder model alive for the run; every iteration embeds `batch` documents of
+//                mixed lengths in one ebb::Embed call (embed_workload.h); its naive-ort baseline
+//                is naive_embed_loop.h
 // Every request sizes its generator at prompt + gen_tokens (max_length), as a server would.
 // Ownership: the workload owns the model and generators; `options` and `prompts` are borrowed
 // and must outlive it.
@@ -19,6 +22,7 @@
 
 #include "bench/bench_options.h"
 #include "bench/bench_workload.h"
+#include "bench/embed_documents.h"
 #include "bench/prompts.h"
 
 namespace ebb::bench {
@@ -36,8 +40,9 @@ void CheckScenarioName(const std::string& name);
 //   shrink-every=N   the bench's own --shrink-every for this run
 //   any other KEY    an ebb option key, as `--option`/`--session-option` would set it
 //                    (ModelOptions::Set: kv_cache.mode, prefill_chunk_size, memory.shrink_every,
-//                    session_options.enable_cpu_mem_arena, ...). naive-ort takes session_options.*
-//                    and run_options.* only: it has no KV pool or Tier 2 policy.
+//                    session_options.enable_cpu_mem_arena, ...), or an embed.* request key
+//                    (embed runs only). naive-ort takes session_options.*, run_options.* and
+//                    embed.batch_size only: it has no KV pool or Tier 2 policy.
 // e.g. "rag,memory.shrink_every=10", "seed-loop,prefill_chunk_size=0",
 // "naive-ort,shrink-every=5".
 struct RunSpec {
@@ -58,9 +63,11 @@ void CheckRunSpec(const std::string& spec, const std::string& flag, const BenchO
 BenchOptions RunOptions(const RunSpec& spec, const BenchOptions& base, const std::string& flag);
 
 // Makes the workload of a run spec. `options` are the run's own (RunOptions) and are borrowed:
-// they must outlive the workload. `options.batch` > 1 with `reuse` is refused with
-// InvalidArgument (RewindTo works on a batch of one).
+// they must outlive the workload, as must `documents` (needed, and used, only by embed runs:
+// the spec `embed`, and `naive-ort` when options.scenario is embed). `options.batch` > 1 with
+// `reuse` is refused with InvalidArgument (RewindTo works on a batch of one).
 std::unique_ptr<Workload> MakeWorkload(const RunSpec& spec, const BenchOptions& options,
-                                       const PromptSet& prompts);
+                                       const PromptSet& prompts,
+                                       const EmbedDocuments* documents = nullptr);
 
 }  // namespace ebb::bench

@@ -23,6 +23,7 @@
 #include "cli/commands.h"
 #include "cli/options_flags.h"
 #include "core/strings.h"
+#include "ebb/embedding.h"
 #include "ebb/error.h"
 #include "model/genai_config.h"
 
@@ -39,7 +40,7 @@ struct BenchArgs {
   int64_t prompt_tokens = -1;  // -1: not given (default 128)
   std::string prompt_file;
   int64_t gen_tokens = 32;
-  int64_t batch = 1;
+  int64_t batch = -1;  // -1: not given (1; embed: 32 texts)
   std::string kv_cache;
   int64_t shrink_every = 0;
   std::vector<std::string> compare;
@@ -48,6 +49,7 @@ struct BenchArgs {
 };
 
 constexpr int64_t kDefaultPromptTokens = 128;
+constexpr int64_t kDefaultEmbedTexts = 32;
 
 void Require(bool ok, const std::string& message) {
   if (!ok) throw Error(ErrorCode::InvalidArgument, message);
@@ -77,14 +79,33 @@ bench::BenchOptions Validate(const BenchArgs& a) {
       Positive(a.prompt_tokens < 0 ? kDefaultPromptTokens : a.prompt_tokens, "--prompt-tokens", 1);
   o.prompt_file = a.prompt_file;
   o.gen_tokens = Positive(a.gen_tokens, "--gen-tokens", 1);
-  o.batch = Positive(a.batch, "--batch", 1);
+  const bool embed = a.scenario == "embed";
+  Require(!embed || (a.prompt_tokens < 0 && a.prompt_file.empty()),
+          "--scenario embed synthesizes its own documents of mixed lengths; drop --prompt-tokens "
+          "and --prompt-file (--batch sets the texts per request)");
+  o.batch = Positive(a.batch < 0 ? (embed ? kDefaultEmbedTexts : 1) : a.batch, "--batch", 1);
   if (!a.kv_cache.empty()) {
     Require(a.kv_cache == "static" || a.kv_cache == "dynamic",
             "--kv-cache '" + a.kv_cache + "' is not a KV mode; use static or dynamic");
     o.kv_mode = ParseKvMode(a.kv_cache);
   }
   o.shrink_every = Positive(a.shrink_every, "--shrink-every", 0);
-  o.model_options = a.options.ToModelOptions();
+  // --option embed.* are request keys of every embed request; the rest are model options.
+  OptionFlags model_flags = a.options;
+  model_flags.ebb.clear();
+  for (const auto& flag : a.options.ebb) {
+    auto [k, v] = SplitKeyValue(flag, "--option");
+    if (!k.starts_with("embed.")) {
+      model_flags.ebb.push_back(flag);
+      continue;
+    }
+    Require(embed, "--option " + flag +
+                       " is an embedding request key; it applies with --scenario embed only");
+    EmbedRequest probe;
+    probe.Set(k, v);  // a bad key or value fails here, before any run
+    o.embed_options.emplace_back(k, v);
+  }
+  o.model_options = model_flags.ToModelOptions();
   if (o.kv_mode) o.model_options.kv_mode = *o.kv_mode;
   for (const auto& c : a.compare) bench::CheckRunSpec(c, "--compare", o);
   o.compare = a.compare;
@@ -102,6 +123,18 @@ bench::BenchOptions Validate(const BenchArgs& a) {
 void Progress(const bench::RunResult& run, int32_t done, int32_t total) {
   const auto& it = run.iterations[static_cast<size_t>(done - 1)];
   const std::string mem = internal::FormatBytes(it.after.rss_bytes);
+  if (it.timing.texts > 0) {  // an embed request: texts/s and tokens/s
+    const double sec = it.timing.e2e_s > 0 ? it.timing.e2e_s : 1e-9;
+    std::fprintf(stderr,
+                 "%s iteration %d/%d%s: %d texts, %d tokens (%lld padded), %.3f s, %.1f texts/s, "
+                 "%.0f tokens/s, rss %s\n",
+                 run.name.c_str(), done, total, it.warmup ? " (warm-up)" : "", it.timing.texts,
+                 it.timing.prompt_tokens, static_cast<long long>(it.timing.padded_tokens),
+                 it.timing.e2e_s, it.timing.texts / sec, it.timing.prompt_tokens / sec,
+                 mem.c_str());
+    std::fflush(stderr);
+    return;
+  }
   if (isatty(fileno(stderr))) {
     constexpr int kWidth = 24;
     const int filled = total > 0 ? done * kWidth / total : kWidth;
@@ -123,9 +156,53 @@ std::string SignedBytes(double b) {
   return (b < 0 ? "-" : "+") + s;
 }
 
+// The summary of embed runs: throughput (real tokens) and memory; ratios against the first run.
+void PrintEmbedSummary(std::FILE* f, const std::vector<bench::RunResult>& runs, int w) {
+  std::fprintf(f, "%-*s %5s %10s %12s %8s %10s %9s %12s %12s %22s %10s\n", w, "run", "iters",
+               "texts/s", "tokens/s", "padding", "e2e p50", "setup", "peak rss", "arena peak",
+               "rss slope/iter (+-se)", "rss moved");
+  for (const auto& r : runs) {
+    const auto& s = r.summary;
+    const bench::EmbedSummary e = s.embed.value_or(bench::EmbedSummary{});
+    uint64_t arena_peak = 0;
+    for (const auto& it : r.iterations) {
+      for (const auto* m : {&it.before, &it.last_token, &it.after}) {
+        arena_peak = std::max(arena_peak, m->arena.total_allocated_bytes.value_or(0));
+      }
+    }
+    const std::string slope =
+        SignedBytes(s.rss_slope.slope) + " +- " +
+        internal::FormatBytes(static_cast<uint64_t>(s.rss_slope.slope_stderr));
+    const std::string moved =
+        std::to_string(s.rss_steps.changed) + "/" + std::to_string(s.rss_steps.intervals);
+    const double padding =
+        e.tokens > 0 ? static_cast<double>(e.padded_tokens) / static_cast<double>(e.tokens) : 0;
+    std::fprintf(f, "%-*s %5d %10.1f %12.1f %7.2fx %9.3fs %8.3fs %12s %12s %22s %10s\n", w,
+                 r.name.c_str(), s.measured_iterations, e.texts_per_s, e.tokens_per_s, padding,
+                 s.e2e_s.p50, r.setup_s, internal::FormatBytes(s.peak_rss_bytes).c_str(),
+                 arena_peak ? internal::FormatBytes(arena_peak).c_str() : "-", slope.c_str(),
+                 moved.c_str());
+  }
+  for (size_t i = 1; i < runs.size(); ++i) {
+    const auto& a = runs[i].summary;
+    const auto& b = runs[0].summary;
+    if (!a.embed || !b.embed) continue;
+    auto ratio = [](double x, double y) { return y != 0 ? x / y : 0.0; };
+    std::fprintf(
+        f, "%s vs %s: tokens/s x%.2f, texts/s x%.2f, peak rss x%.2f\n", runs[i].name.c_str(),
+        runs[0].name.c_str(), ratio(a.embed->tokens_per_s, b.embed->tokens_per_s),
+        ratio(a.embed->texts_per_s, b.embed->texts_per_s),
+        ratio(static_cast<double>(a.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)));
+  }
+}
+
 void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs) {
   int w = 16;  // the name column fits the longest run name
   for (const auto& r : runs) w = std::max(w, static_cast<int>(r.name.size()));
+  if (!runs.empty() && runs[0].summary.embed) {
+    PrintEmbedSummary(f, runs, w);
+    return;
+  }
   std::fprintf(f, "%-*s %5s %10s %10s %10s %10s %10s %12s %22s %12s\n", w, "run", "iters",
                "ttft p50", "ttft p90", "tps p50", "e2e p50", "setup", "peak rss",
                "rss slope/iter (+-se)", "rss moved");
@@ -153,27 +230,59 @@ void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs) {
   }
 }
 
+// Generation scenarios need a decoder and `embed` an encoder; every run spec must fit the model.
+void CheckModelKind(const internal::GenaiConfig& config, const bench::BenchOptions& o,
+                    const std::vector<bench::RunSpec>& specs) {
+  const std::string dir = o.model_dir.string();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const std::string& b = specs[i].base;
+    const std::string flag = i == 0 ? "--scenario " : "--compare ";
+    if (config.is_encoder && b != "embed" && !(b == "naive-ort" && o.scenario == "embed")) {
+      throw Error(ErrorCode::InvalidArgument,
+                  dir + " is an encoder (embedding) model, and " + flag + specs[i].text +
+                      (b == "naive-ort" ? " (with --scenario " + o.scenario + ")" : "") +
+                      " generates text, which needs a decoder; use --scenario embed (and "
+                      "--compare naive-ort for the hand-written ORT loop)");
+    }
+    if (!config.is_encoder && b == "embed") {
+      throw Error(ErrorCode::InvalidArgument,
+                  flag + specs[i].text +
+                      " embeds texts, which needs an encoder (embedding) "
+                      "model, and " +
+                      dir + " is a decoder (" + config.model_type +
+                      "); give an encoder folder (docs/embeddings.md) or use a generation "
+                      "scenario: seed-loop, reuse, rag or load-unload");
+    }
+  }
+}
+
 void RunBench(const BenchArgs& args) {
   const bench::BenchOptions o = Validate(args);
-  const internal::GenaiConfig config = internal::LoadGenaiConfig(o.model_dir);
-  Require(!config.is_encoder,
-          o.model_dir.string() + " is an encoder (embedding) model; ebb bench needs a decoder");
+  const internal::GenaiConfig config = internal::LoadModelFolderConfig(o.model_dir);
+  std::vector<bench::RunSpec> specs{bench::ParseRunSpec(o.scenario, "--scenario")};
+  for (const auto& c : o.compare) specs.push_back(bench::ParseRunSpec(c, "--compare"));
+  CheckModelKind(config, o, specs);
   std::vector<int32_t> specials = config.eos_token_ids;
   if (config.bos_token_id >= 0) specials.push_back(config.bos_token_id);
   if (config.pad_token_id >= 0) specials.push_back(config.pad_token_id);
+  const bool embed = o.scenario == "embed";
   std::vector<int32_t> base =
       o.prompt_file.empty()
-          ? bench::PromptSet::Synthesize(o.prompt_tokens, config.vocab_size, specials)
+          ? bench::PromptSet::Synthesize(embed ? 1 : o.prompt_tokens, config.vocab_size, specials)
           : bench::TokenizePromptFile(o.prompt_file, o.model_dir);
   const int32_t context = config.context_length;
-  std::vector<bench::RunSpec> specs{bench::ParseRunSpec(o.scenario, "--scenario")};
-  for (const auto& c : o.compare) specs.push_back(bench::ParseRunSpec(c, "--compare"));
+  // Embed runs: [CLS] body [SEP] rows (the genai layout names them as bos/eos), up to the
+  // model's maximum input length.
+  const bench::EmbedDocuments documents(
+      config.vocab_size, specials, config.bos_token_id,
+      config.eos_token_ids.empty() ? -1 : config.eos_token_ids[0],
+      config.encoder.max_length > 0 ? config.encoder.max_length : std::max(1, context));
   // rag runs (and naive-ort under --scenario rag) pick their own lengths; any other run uses
   // the fixed prompt, which must fit.
   bool any_fixed = false;
   for (const auto& spec : specs) {
-    any_fixed =
-        any_fixed || (spec.base != "rag" && !(spec.base == "naive-ort" && o.scenario == "rag"));
+    any_fixed = any_fixed || (!embed && spec.base != "rag" &&
+                              !(spec.base == "naive-ort" && o.scenario == "rag"));
   }
   if (any_fixed && static_cast<int64_t>(base.size()) + o.gen_tokens > context) {
     throw Error(ErrorCode::InvalidArgument,
@@ -190,12 +299,12 @@ void RunBench(const BenchArgs& args) {
   std::vector<std::unique_ptr<bench::Workload>> workloads;
   for (const auto& spec : specs) {
     run_options.push_back(bench::RunOptions(spec, o, "--compare"));
-    workloads.push_back(bench::MakeWorkload(spec, run_options.back(), prompts));
+    workloads.push_back(bench::MakeWorkload(spec, run_options.back(), prompts, &documents));
   }
 
   const bench::Environment env = bench::ReadEnvironment();
   if (o.process_warmup > 0) {
-    auto w = bench::MakeWorkload(specs[0], run_options[0], prompts);
+    auto w = bench::MakeWorkload(specs[0], run_options[0], prompts, &documents);
     bench::RunProcessWarmup(*w, o.process_warmup, [&](int32_t done, int32_t total) {
       std::fprintf(stderr, "%sprocess warm-up (%s) %d/%d%s", isatty(fileno(stderr)) ? "\r" : "",
                    specs[0].text.c_str(), done, total,
@@ -242,12 +351,14 @@ void RegisterBenchCommand(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand(
       "bench", "Benchmark TTFT/TPS and memory per iteration and per pool, with baselines");
-  cmd->add_option("MODEL_DIR", a->dir, "onnxruntime-genai model folder")
+  cmd->add_option("MODEL_DIR", a->dir,
+                  "onnxruntime-genai model folder (embed: an encoder folder, either layout)")
       ->required()
       ->check(ModelDir());
   cmd->add_option("--scenario", a->scenario,
                   "seed-loop (generator per iteration) | reuse (RewindTo(0)) | rag (prompt "
-                  "lengths 64..2048) | load-unload (model per iteration)")
+                  "lengths 64..2048) | load-unload (model per iteration) | embed (encoder "
+                  "models: --batch texts of mixed lengths per Embed call)")
       ->capture_default_str();
   cmd->add_option("--iterations", a->iterations, "Measured iterations (>= 1)")
       ->capture_default_str();
@@ -265,7 +376,8 @@ void RegisterBenchCommand(CLI::App& app) {
                   "Text file tokenized with the model's tokenizer.json, as the prompt");
   cmd->add_option("--gen-tokens", a->gen_tokens, "Tokens to generate per sequence")
       ->capture_default_str();
-  cmd->add_option("--batch", a->batch, "Sequences per request")->capture_default_str();
+  cmd->add_option("--batch", a->batch,
+                  "Sequences per request (default 1); embed: texts per request (default 32)");
   cmd->add_option("--kv-cache", a->kv_cache, "KV mode: static|dynamic (default: the model's)");
   cmd->add_option(
          "--shrink-every", a->shrink_every,

@@ -100,6 +100,7 @@ void Run(const EmbedArgs& a) {
          {{"prompt_tokens", r.usage.prompt_tokens}, {"total_tokens", r.usage.total_tokens}}},
         {"ebb",
          {{"pooling", PoolingName(r.pooling)},
+          {"normalized", r.normalized},
           {"dimensions", r.dimensions},
           {"max_tokens", r.max_tokens},
           {"truncated", r.num_truncated},

@@ -100,10 +100,13 @@ constexpr std::array kTable = {
     OptionSpec{"seed", T::kInt, kRq, "", "0", "0 to 9223372036854775807",
                "RNG seed for sampling: same seed, same tokens"},
     // ---- per embedding request (EmbedRequest, ebb/embedding.h) ----
-    OptionSpec{"embed.pooling", T::kEnum, kRq, "", "auto", "auto|mean|cls|last|model",
+    OptionSpec{"embed.pooling", T::kEnum, kRq, "", "auto",
+               "auto|mean|cls|last|model|max|mean_sqrt_len|weightedmean",
                "how token vectors become one: auto = 1_Pooling/config.json, else the graph's "
                "sentence_embedding, else mean"},
-    OptionSpec{"embed.normalize", T::kBool, kRq, "", "true", "", "L2-normalise each embedding"},
+    OptionSpec{"embed.normalize", T::kBool, kRq, "",
+               "false if modules.json lists no Normalize module, else true", "",
+               "L2-normalise each embedding"},
     OptionSpec{"embed.truncate", T::kEnum, kRq, "", "end", "end|start|error",
                "an input over the model's maximum length: drop its end, its start, or refuse it"},
     OptionSpec{"embed.dimensions", T::kInt, kRq, "", "0", "0 to 2147483647",
@@ -112,6 +115,9 @@ constexpr std::array kTable = {
                "inputs per encoder Run(); inputs are grouped by length"},
     OptionSpec{"embed.max_batch_tokens", T::kInt, kRq, "tokens", "8192", "1 to 9223372036854775807",
                "rows x longest row per encoder Run(); a longer single input runs alone"},
+    OptionSpec{"embed.max_padding", T::kFloat, kRq, "", "1.25", "0, or 1 to 1000",
+               "padded tokens per encoder Run() at most this x its real tokens (Runs of up to "
+               "128 tokens exempt); 0 = no limit"},
     // ---- ORT run options ebb knows (others pass through) ----
     OptionSpec{"memory.enable_memory_arena_shrinkage", T::kString, kRo, "", "(unset)",
                "cpu:0, gpu:0, cpu:0;gpu:0 or empty",

@@ -20,17 +20,24 @@ std::string_view PoolingName(Pooling pooling) {
       return "last";
     case Pooling::kModel:
       return "model";
+    case Pooling::kMax:
+      return "max";
+    case Pooling::kMeanSqrtLen:
+      return "mean_sqrt_len";
+    case Pooling::kWeightedMean:
+      return "weightedmean";
   }
   return "?";
 }
 
 Pooling ParsePooling(std::string_view name) {
-  for (Pooling p :
-       {Pooling::kAuto, Pooling::kMean, Pooling::kCls, Pooling::kLast, Pooling::kModel}) {
+  for (Pooling p : {Pooling::kAuto, Pooling::kMean, Pooling::kCls, Pooling::kLast, Pooling::kModel,
+                    Pooling::kMax, Pooling::kMeanSqrtLen, Pooling::kWeightedMean}) {
     if (PoolingName(p) == name) return p;
   }
   throw Error(ErrorCode::InvalidArgument,
-              "embed.pooling='" + std::string(name) + "' is not one of: auto mean cls last model");
+              "embed.pooling='" + std::string(name) +
+                  "' is not one of: auto mean cls last model max mean_sqrt_len weightedmean");
 }
 
 std::string_view TruncateName(Truncate truncate) {
@@ -79,6 +86,14 @@ void EmbedRequest::Set(std::string_view key, std::string_view value) {
     o.batch_size = static_cast<int32_t>(internal::ParseInt(key, value, 1, 65536));
   } else if (key == "embed.max_batch_tokens") {
     o.max_batch_tokens = internal::ParseInt(key, value, 1, INT64_MAX);
+  } else if (key == "embed.max_padding") {
+    o.max_padding = internal::ParseFloat(key, value, 0, 1000);
+    if (o.max_padding > 0 && o.max_padding < 1) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "embed.max_padding=" + std::string(value) +
+                      " is below 1 (a batch always holds at least its real tokens); use 0 for no "
+                      "limit or a ratio of 1 or more, e.g. 1.25");
+    }
   } else {
     throw Error(ErrorCode::Internal,
                 "option table row '" + std::string(key) + "' has no EmbedOptions field");

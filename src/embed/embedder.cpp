@@ -122,8 +122,8 @@ Pooling ResolvePooling(const ModelImpl& m, Pooling asked) {
     } else if (!f.pooling_unsupported.empty()) {
       throw Error(ErrorCode::InvalidArgument,
                   f.pooling_config.string() + ": " + f.pooling_unsupported +
-                      " is a pooling ebb does not implement; set embed.pooling to mean, cls, "
-                      "last or model");
+                      " is a pooling ebb cannot follow; set embed.pooling to one of mean, cls, "
+                      "last, max, mean_sqrt_len, weightedmean or model");
     } else if (io.pooled == "sentence_embedding") {
       p = Pooling::kModel;
     } else {
@@ -133,8 +133,8 @@ Pooling ResolvePooling(const ModelImpl& m, Pooling asked) {
   if (p == Pooling::kModel && io.pooled.empty()) {
     throw Error(ErrorCode::InvalidArgument,
                 "embed.pooling=model: the graph of '" + m.id +
-                    "' has no pooled output (sentence_embedding or pooler_output); use mean, cls "
-                    "or last");
+                    "' has no pooled output (sentence_embedding or pooler_output); use mean, cls, "
+                    "last, max, mean_sqrt_len or weightedmean");
   }
   if (p != Pooling::kModel && io.last_hidden_state.empty()) {
     throw Error(ErrorCode::InvalidArgument, "embed.pooling=" + std::string(PoolingName(p)) +
@@ -250,6 +250,10 @@ void CheckOptions(const EmbedOptions& o) {
         ErrorCode::InvalidArgument,
         "embed.max_batch_tokens=" + std::to_string(o.max_batch_tokens) + " must be at least 1");
   }
+  if (o.max_padding < 0 || (o.max_padding > 0 && o.max_padding < 1)) {
+    throw Error(ErrorCode::InvalidArgument, "embed.max_padding=" + std::to_string(o.max_padding) +
+                                                " must be 0 (no limit) or at least 1");
+  }
   if (o.dimensions < 0) {
     throw Error(ErrorCode::InvalidArgument,
                 "embed.dimensions=" + std::to_string(o.dimensions) + " must be >= 0 (0 = all)");
@@ -257,6 +261,7 @@ void CheckOptions(const EmbedOptions& o) {
 }
 
 // Pools row b of a [B, L, H] hidden state (or takes row b of [B, H]) into `out` (H floats).
+// `len` is the row's real (unpadded) length; padded positions are never read.
 void PoolRow(const float* data, const std::vector<int64_t>& shape, int64_t b, size_t len, Pooling p,
              std::vector<float>& out) {
   if (shape.size() == 2) {
@@ -271,12 +276,24 @@ void PoolRow(const float* data, const std::vector<int64_t>& shape, int64_t b, si
     std::copy(row, row + H, out.begin());
   } else if (p == Pooling::kLast) {
     std::copy(row + (len - 1) * H, row + len * H, out.begin());
-  } else {
-    std::vector<double> acc(H, 0.0);
-    for (size_t t = 0; t < len; ++t) {
-      for (int64_t h = 0; h < H; ++h) acc[h] += row[t * H + h];
+  } else if (p == Pooling::kMax) {
+    std::copy(row, row + H, out.begin());
+    for (size_t t = 1; t < len; ++t) {
+      for (int64_t h = 0; h < H; ++h) out[h] = std::max(out[h], row[t * H + h]);
     }
-    for (int64_t h = 0; h < H; ++h) out[h] = static_cast<float>(acc[h] / static_cast<double>(len));
+  } else {
+    // mean, mean_sqrt_len and weightedmean: a weighted sum in double, then one division.
+    const bool weighted = p == Pooling::kWeightedMean;
+    std::vector<double> acc(H, 0.0);
+    double total_weight = 0;
+    for (size_t t = 0; t < len; ++t) {
+      const double w = weighted ? static_cast<double>(t + 1) : 1.0;
+      total_weight += w;
+      for (int64_t h = 0; h < H; ++h) acc[h] += w * row[t * H + h];
+    }
+    const double divisor =
+        p == Pooling::kMeanSqrtLen ? std::sqrt(static_cast<double>(len)) : total_weight;
+    for (int64_t h = 0; h < H; ++h) out[h] = static_cast<float>(acc[h] / divisor);
   }
 }
 
@@ -292,17 +309,27 @@ void Normalize(std::vector<float>& v) {
 }  // namespace
 
 std::vector<std::vector<size_t>> PlanEmbedBatches(const std::vector<size_t>& lengths,
-                                                  int32_t batch_size, int64_t max_batch_tokens) {
+                                                  int32_t batch_size, int64_t max_batch_tokens,
+                                                  double max_padding) {
   std::vector<size_t> order(lengths.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
   std::vector<std::vector<size_t>> batches;
   for (size_t i = 0; i < order.size();) {
-    std::vector<size_t> batch{order[i++]};
+    std::vector<size_t> batch{order[i]};
+    uint64_t real = lengths[order[i++]];
     // Sorted ascending: the row being added is the longest of the batch.
-    while (i < order.size() && static_cast<int32_t>(batch.size()) < batch_size &&
-           static_cast<int64_t>((batch.size() + 1) * lengths[order[i]]) <= max_batch_tokens) {
+    auto fits = [&](size_t len) {
+      const int64_t padded = static_cast<int64_t>((batch.size() + 1) * len);
+      if (static_cast<int32_t>(batch.size()) >= batch_size || padded > max_batch_tokens) {
+        return false;
+      }
+      return max_padding <= 0 || padded <= kSmallRunTokens ||
+             static_cast<double>(padded) <= max_padding * static_cast<double>(real + len);
+    };
+    while (i < order.size() && fits(lengths[order[i]])) {
+      real += lengths[order[i]];
       batch.push_back(order[i++]);
     }
     batches.push_back(std::move(batch));
@@ -341,6 +368,7 @@ EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) 
   EmbedResult result;
   result.max_tokens = m.info.context_length;
   result.pooling = ResolvePooling(m, o.pooling);
+  result.normalized = o.normalize.value_or(m.config.encoder.normalize_default);
   if (o.dimensions > 0 && m.encoder.hidden_size > 0 && o.dimensions > m.encoder.hidden_size) {
     throw Error(ErrorCode::InvalidArgument, "embed.dimensions=" + std::to_string(o.dimensions) +
                                                 " is larger than the model's " +
@@ -350,7 +378,7 @@ EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) 
   const std::vector<std::vector<int32_t>> rows = TokenRows(m, req, result);
   std::vector<size_t> lengths(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) lengths[i] = rows[i].size();
-  const auto batches = PlanEmbedBatches(lengths, o.batch_size, o.max_batch_tokens);
+  const auto batches = PlanEmbedBatches(lengths, o.batch_size, o.max_batch_tokens, o.max_padding);
   const std::string& output =
       result.pooling == Pooling::kModel ? m.encoder.pooled : m.encoder.last_hidden_state;
 
@@ -404,7 +432,7 @@ EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) 
       for (size_t k = 0; k < batch.size(); ++k) {
         PoolRow(data, shape, static_cast<int64_t>(k), rows[batch[k]].size(), result.pooling, v);
         if (o.dimensions > 0) v.resize(o.dimensions);
-        if (o.normalize) Normalize(v);
+        if (result.normalized) Normalize(v);
         for (float x : v) {
           if (!std::isfinite(x)) {
             throw Error(ErrorCode::Internal,

@@ -18,9 +18,12 @@ void RunEmbedShrinkStep(Model& model);
 
 // The batches Embed runs: indices of `lengths` sorted by length (stable), cut into groups of at
 // most `batch_size` rows whose rows x longest stays within `max_batch_tokens` (a longer row runs
-// alone). Exposed for tests.
+// alone) and, when `max_padding` > 0, within max(kSmallRunTokens, max_padding x the group's
+// summed lengths). Exposed for tests.
+constexpr int64_t kSmallRunTokens = 128;
 std::vector<std::vector<size_t>> PlanEmbedBatches(const std::vector<size_t>& lengths,
-                                                  int32_t batch_size, int64_t max_batch_tokens);
+                                                  int32_t batch_size, int64_t max_batch_tokens,
+                                                  double max_padding = 0);
 
 }  // namespace internal
 }  // namespace ebb

@@ -3,6 +3,9 @@
 // sentence_bert_config.json), or a genai_config.json whose model.type is an encoder.
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/files.h"
 #include "core/json_util.h"
@@ -56,19 +59,49 @@ void ReadEncoderFolderInfo(GenaiConfig& cfg) {
       return it != p.end() && it->is_boolean() && it->get<bool>();
     };
     e.pooling_config = pooling;
-    if (on("pooling_mode_cls_token")) {
-      e.pooling = "cls";
-    } else if (on("pooling_mode_mean_tokens")) {
-      e.pooling = "mean";
-    } else if (on("pooling_mode_lasttoken")) {
-      e.pooling = "last";
-    } else {
-      for (const char* k : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
-                            "pooling_mode_weightedmean_tokens"}) {
-        if (on(k)) e.pooling_unsupported = k;
+    // sentence-transformers' modes and ebb's names for them. Several set at once mean a
+    // concatenation of the poolings, which ebb does not do.
+    constexpr std::pair<const char*, const char*> kModes[] = {
+        {"pooling_mode_cls_token", "cls"},
+        {"pooling_mode_mean_tokens", "mean"},
+        {"pooling_mode_lasttoken", "last"},
+        {"pooling_mode_max_tokens", "max"},
+        {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"},
+        {"pooling_mode_weightedmean_tokens", "weightedmean"}};
+    std::vector<std::string> set;
+    for (const auto& [key, name] : kModes) {
+      if (on(key)) {
+        set.push_back(key);
+        e.pooling = name;
       }
-      if (e.pooling_unsupported.empty()) e.pooling_unsupported = "no pooling_mode_* set";
     }
+    if (set.empty()) {
+      e.pooling_unsupported = "no pooling_mode_* set";
+    } else if (set.size() > 1) {
+      e.pooling.clear();
+      std::string names;
+      for (const auto& k : set) names += (names.empty() ? "" : ", ") + k;
+      e.pooling_unsupported =
+          "several pooling modes (" + names + "; sentence-transformers concatenates them)";
+    }
+  }
+  // modules.json: a Normalize module means normalised vectors; a modules.json without one means
+  // raw vectors (e.g. models meant for dot-product scoring). No modules.json: normalise.
+  const fs::path modules = cfg.dir / "modules.json";
+  if (FileExists(modules, "modules.json")) {
+    const json m = ReadJson(modules, "modules.json");
+    bool has_normalize = false;
+    if (m.is_array()) {
+      for (const auto& mod : m) {
+        auto t = mod.is_object() ? mod.find("type") : mod.end();
+        has_normalize =
+            has_normalize || (t != mod.end() && t->is_string() &&
+                              t->get<std::string>() == "sentence_transformers.models.Normalize");
+      }
+    }
+    e.normalize_default = has_normalize;
+    e.normalize_source = has_normalize ? "modules.json lists a Normalize module"
+                                       : "modules.json lists no Normalize module";
   }
   // The maximum length: sentence-transformers' max_seq_length, else the tokenizer's
   // model_max_length (when it is a real number, not HF's 1e30 "unset"), else the positions the

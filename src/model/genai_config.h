@@ -44,11 +44,16 @@ struct EncoderIoNames {
 // sentence_bert_config.json, tokenizer_config.json, config.json).
 struct EncoderFolderInfo {
   std::string layout;  // "genai_config.json" or "sentence-transformers / Hugging Face ONNX export"
-  // 1_Pooling/config.json's mode ("mean", "cls", "last"); empty: no such file. A mode ebb does
-  // not implement (max, mean_sqrt_len, weightedmean) is kept in pooling_unsupported.
+  // 1_Pooling/config.json's mode (a PoolingName: "mean", "cls", "last", "max", "mean_sqrt_len",
+  // "weightedmean"); empty: no such file. A config ebb cannot follow (no mode set, or several,
+  // which sentence-transformers concatenates) is described in pooling_unsupported.
   std::string pooling;
   std::string pooling_unsupported;
   std::filesystem::path pooling_config;
+  // The default of embed.normalize: modules.json, when the folder has one, lists a
+  // sentence_transformers.models.Normalize module (true) or not (false); no modules.json: true.
+  bool normalize_default = true;
+  std::string normalize_source;   // e.g. "modules.json lists no Normalize module"; "" : no file
   int32_t max_length = 0;         // tokens, special tokens included
   std::string max_length_source;  // the file and field it came from
 };

@@ -362,7 +362,18 @@ INSTANTIATE_TEST_SUITE_P(
                 "--compare 'naive-ort,shrink-every=-1': shrink-every needs a whole number N >= 0"},
         BadFlag{"EbbOptionOnNaiveOrt", "--compare naive-ort,prefill_chunk_size=4",
                 "--compare 'naive-ort,prefill_chunk_size=4': naive-ort takes shrink-every, "
-                "session_options.* and run_options.* only"},
+                "session_options.*, run_options.* and (with --scenario embed) embed.batch_size "
+                "only"},
+        BadFlag{"EmbedScenarioOnADecoder", "--scenario embed",
+                "--scenario embed embeds texts, which needs an encoder (embedding) model, and "},
+        BadFlag{"EmbedRunOnADecoder", "--compare embed",
+                "--compare embed embeds texts, which needs an encoder (embedding) model"},
+        BadFlag{"EmbedOptionWithoutEmbed", "--option embed.pooling=cls",
+                "--option embed.pooling=cls is an embedding request key; it applies with "
+                "--scenario embed only"},
+        BadFlag{"EmbedOverrideOnAGenerationRun", "--compare rag,embed.batch_size=4",
+                "--compare 'rag,embed.batch_size=4': 'embed.batch_size' is an embedding request "
+                "key; it applies to embed runs only"},
         BadFlag{"NegativeProcessWarmup", "--process-warmup -1",
                 "--process-warmup must be at least 0 (got -1)"},
         BadFlag{"UnknownKvMode", "--kv-cache paged",
@@ -378,6 +389,100 @@ INSTANTIATE_TEST_SUITE_P(
                 "--json /nonexistent/dir/r.json --iterations 1 --warmup 0 --gen-tokens 1",
                 "cannot write --json '/nonexistent/dir/r.json'"}),
     [](const ::testing::TestParamInfo<BadFlag>& p) { return std::string(p.param.name); });
+
+// ---- --scenario embed (issue 12) ----------------------------------------------------------
+
+std::string Bert() { return (TestModelsDir() / "bert-tiny-fp32").string(); }
+
+// ebb's Embed and the naive padded loop on the same documents, side by side in one process.
+class BenchEmbedRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir("embed");
+    result_ = new CliResult(RunCli("bench " + Bert() +
+                                   " --scenario embed --iterations 3 --warmup 1 --batch 12"
+                                   " --option embed.batch_size=4 --compare naive-ort --json " +
+                                   (*dir_ / "e.json") + " --csv " + (*dir_ / "e.csv")));
+  }
+  static void TearDownTestSuite() {
+    delete result_;
+    delete dir_;
+  }
+  static TempDir* dir_;
+  static CliResult* result_;
+};
+TempDir* BenchEmbedRun::dir_ = nullptr;
+CliResult* BenchEmbedRun::result_ = nullptr;
+
+TEST_F(BenchEmbedRun, JsonValidatesAndCountsTheSameRealTokensForBothEngines) {
+  ASSERT_EQ(result_->status, 0) << result_->out;
+  const auto doc = nlohmann::json::parse(ReadFile(*dir_ / "e.json"));
+  const auto errors = JsonSchemaLite(Schema()).Validate(doc);
+  EXPECT_TRUE(errors.empty()) << Join(errors);
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  const auto& ebb = doc["runs"][0];
+  const auto& naive = doc["runs"][1];
+  EXPECT_EQ(ebb["name"], "ebb:embed");
+  EXPECT_EQ(ebb["scenario"], "embed");
+  EXPECT_EQ(naive["engine"], "naive-ort");
+  EXPECT_EQ(naive["scenario"], "embed");
+  EXPECT_EQ(doc["options"]["batch"], 12);
+  ASSERT_EQ(ebb["iterations"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& a = ebb["iterations"][i];
+    const auto& b = naive["iterations"][i];
+    EXPECT_EQ(a["texts"], 12);
+    EXPECT_EQ(b["texts"], 12);
+    // The same documents, counted the same way: real tokens, no padding.
+    EXPECT_EQ(a["prompt_tokens"], b["prompt_tokens"]) << i;
+    EXPECT_GE(b["padded_tokens"].get<int64_t>(), b["prompt_tokens"].get<int64_t>());
+    // Length buckets pad less than input-order batches of the same size.
+    EXPECT_LE(a["padded_tokens"].get<int64_t>(), b["padded_tokens"].get<int64_t>()) << i;
+    EXPECT_EQ(a["generated_tokens"], 0);
+    EXPECT_FALSE(a["memory_last_token"]["arena_total_allocated_bytes"].is_null());
+    EXPECT_FALSE(b["memory_last_token"]["arena_total_allocated_bytes"].is_null());
+  }
+  for (const auto* run : {&ebb, &naive}) {
+    const auto& e = (*run)["summary"]["embed"];
+    ASSERT_TRUE(e.is_object());
+    EXPECT_EQ(e["texts"], 36) << "3 measured requests of 12";
+    EXPECT_GT(e["tokens_per_s"].get<double>(), 0);
+    EXPECT_NEAR(e["tokens_per_s"].get<double>(),
+                e["tokens"].get<double>() / e["seconds"].get<double>(), 1e-6);
+  }
+  EXPECT_EQ(ebb["summary"]["embed"]["tokens"], naive["summary"]["embed"]["tokens"]);
+  EXPECT_LT(ebb["summary"]["embed"]["padded_tokens"].get<int64_t>(),
+            naive["summary"]["embed"]["padded_tokens"].get<int64_t>())
+      << "over 3 requests of mixed lengths, buckets of 4 save padding";
+  const auto& cmp = doc["comparison"][0];
+  EXPECT_NEAR(cmp["tokens_per_s_ratio"].get<double>(),
+              naive["summary"]["embed"]["tokens_per_s"].get<double>() /
+                  ebb["summary"]["embed"]["tokens_per_s"].get<double>(),
+              1e-9);
+}
+
+TEST_F(BenchEmbedRun, PrintsThroughputAndRatiosAndWritesCsvColumns) {
+  ASSERT_EQ(result_->status, 0) << result_->out;
+  EXPECT_THAT(result_->out, HasSubstr("texts/s"));
+  EXPECT_THAT(result_->out, HasSubstr("tokens/s"));
+  EXPECT_THAT(result_->out, HasSubstr("naive-ort vs ebb:embed: tokens/s x"));
+  EXPECT_THAT(result_->out, HasSubstr("ebb:embed iteration 1/4 (warm-up): 12 texts"));
+  const std::string csv = ReadFile(*dir_ / "e.csv");
+  EXPECT_THAT(csv, HasSubstr(",peak_rss_bytes,texts,padded_tokens\n"));
+  EXPECT_THAT(csv, HasSubstr("ebb:embed,ebb,embed,0,1,"));
+}
+
+TEST(BenchEmbed, GenerationScenariosOnAnEncoderNameTheFix) {
+  for (const std::string args : {"", "--scenario rag", "--scenario embed --compare seed-loop"}) {
+    const auto r = RunCli("bench " + Bert() + " " + args);
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_THAT(r.out, HasSubstr("is an encoder (embedding) model")) << args;
+    EXPECT_THAT(r.out, HasSubstr("use --scenario embed")) << args;
+  }
+  const auto r = RunCli("bench " + Bert() + " --scenario embed --prompt-tokens 16");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("drop --prompt-tokens"));
+}
 
 TEST(BenchBadModel, MissingModelFolderNamesIt) {
   const auto r = RunCli("bench /nonexistent/model");

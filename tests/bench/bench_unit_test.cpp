@@ -1,13 +1,20 @@
-// Unit tests of the `ebb bench` building blocks: statistics, prompts, CSV.
+// Unit tests of the `ebb bench` building blocks: statistics, prompts, embed documents, the naive
+// embedding loop's vectors, CSV.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "bench/bench_runner.h"
+#include "bench/embed_documents.h"
+#include "bench/naive_embed_loop.h"
 #include "bench/prompts.h"
 #include "bench/report_csv.h"
 #include "bench/stats_math.h"
+#include "ebb/embedding.h"
+#include "ebb/model.h"
+#include "test_env.h"
 
 namespace ebb::bench {
 namespace {
@@ -84,6 +91,80 @@ TEST(Prompts, RagLengthsSpanTheRangeAndClamp) {
   const auto rows = narrow.Rows(3, 2, /*rag=*/true);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(static_cast<int>(rows[0].size()), narrow.RagLength(3));
+}
+
+TEST(EmbedDocuments, MixedLengthsWithinTheLimitFramedBySpecialTokensAndDeterministic) {
+  const std::vector<int32_t> specials{0, 2, 3};
+  const EmbedDocuments docs(1024, specials, /*cls=*/2, /*sep=*/3, /*max_tokens=*/512);
+  EXPECT_EQ(docs.Rows(5, 64), EmbedDocuments(1024, specials, 2, 3, 512).Rows(5, 64));
+  EXPECT_NE(docs.Rows(5, 64), docs.Rows(6, 64)) << "each request has its own documents";
+  EXPECT_NE(EmbedDocuments(1024, specials, 2, 3, 512, 99).Rows(5, 64), docs.Rows(5, 64))
+      << "the seed changes them";
+  int n_short = 0, n_medium = 0, n_long = 0;
+  size_t longest = 0;
+  for (int32_t request = 0; request < 20; ++request) {
+    const auto rows = docs.Rows(request, 50);
+    ASSERT_EQ(rows.size(), 50u);
+    for (int32_t j = 0; j < 50; ++j) {
+      const auto& row = rows[static_cast<size_t>(j)];
+      EXPECT_EQ(static_cast<int32_t>(row.size()), docs.Length(request, j));
+      ASSERT_GE(row.size(), 8u);
+      ASSERT_LE(row.size(), 512u);
+      EXPECT_EQ(row.front(), 2);
+      EXPECT_EQ(row.back(), 3);
+      for (size_t t = 1; t + 1 < row.size(); ++t) {
+        EXPECT_TRUE(std::find(specials.begin(), specials.end(), row[t]) == specials.end());
+        EXPECT_LT(row[t], 1024);
+      }
+      n_short += row.size() <= 32;
+      n_medium += row.size() > 32 && row.size() <= 128;
+      n_long += row.size() > 128;
+      longest = std::max(longest, row.size());
+    }
+  }
+  // 1,000 documents: about half short, 35 % medium, 15 % long, the longest near the limit.
+  EXPECT_NEAR(n_short, 500, 60);
+  EXPECT_NEAR(n_medium, 350, 60);
+  EXPECT_NEAR(n_long, 150, 45);
+  EXPECT_GT(longest, 480u);
+  // A small model limit clamps every document.
+  const EmbedDocuments small(1024, specials, 2, 3, 16);
+  for (const auto& row : small.Rows(0, 40)) EXPECT_LE(row.size(), 16u);
+}
+
+// The baseline computes what ebb computes (mean pooling, normalised), so that its throughput is
+// a like-for-like comparison: the same vectors within 1e-4 on the same documents.
+TEST(NaiveEmbedLoop, ComputesEbbsMeanPooledVectors) {
+  BenchOptions o;
+  o.model_dir = ebb::testing::TestModelsDir() / "bert-tiny-fp32";
+  o.scenario = "embed";
+  o.batch = 10;
+  o.embed_options = {{"embed.batch_size", "3"}};
+  auto model = Model::Load(o.model_dir);
+  const EmbedDocuments docs(model->info().vocab_size, {0, 1, 2, 3}, 2, 3,
+                            model->info().context_length);
+  NaiveEmbedWorkload naive("naive-ort", o, docs);
+  naive.Setup();
+  const RequestTiming t = naive.RunIteration(4);
+  EmbedRequest req;
+  req.input_ids = docs.Rows(4, 10);
+  req.options.pooling = Pooling::kMean;
+  req.options.normalize = true;
+  req.options.batch_size = 3;  // the same rows per Run() as the naive loop
+  const EmbedResult r = Embed(model, req);
+  EXPECT_EQ(t.texts, 10);
+  EXPECT_EQ(static_cast<uint64_t>(t.prompt_tokens), r.usage.prompt_tokens);
+  EXPECT_GT(t.padded_tokens, static_cast<int64_t>(r.padded_tokens))
+      << "input-order batches of 3 pad more than length buckets";
+  const auto& got = naive.last_embeddings();
+  ASSERT_EQ(got.size(), r.embeddings.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].size(), r.embeddings[i].size());
+    for (size_t k = 0; k < got[i].size(); ++k) {
+      EXPECT_NEAR(got[i][k], r.embeddings[i][k], 1e-4) << "text " << i << " value " << k;
+    }
+  }
+  naive.Teardown();
 }
 
 TEST(BenchRunner, SummaryLeavesWarmUpOutAndFitsTheAfterSamples) {
@@ -176,9 +257,14 @@ TEST(ReportCsv, EmptyCellsForAbsentFigures) {
   it.before.kv.in_use_bytes = 5;
   r.iterations.push_back(it);
   const std::string csv = ReportCsv({r});
-  EXPECT_NE(csv.find("\n\"a,b\",ebb,seed-loop,0,0,3,0,0,0,0,,0,0,5,,,,0,0,,,,,0,0,,,,,0\n"),
+  // The last two cells: texts and padded_tokens, 0 for a generation request.
+  EXPECT_NE(csv.find("\n\"a,b\",ebb,seed-loop,0,0,3,0,0,0,0,,0,0,5,,,,0,0,,,,,0,0,,,,,0,0,0\n"),
             std::string::npos)
       << csv;
+  it.timing.texts = 7;
+  it.timing.padded_tokens = 96;
+  r.iterations[0] = it;
+  EXPECT_NE(ReportCsv({r}).find(",0,7,96\n"), std::string::npos) << ReportCsv({r});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include "ebb/embedding.h"
 #include "ebb/error.h"
@@ -112,6 +113,41 @@ TEST(EmbedReference, MeanAndClsWithAndWithoutNormalisationMatchNumpy) {
   }
 }
 
+// sentence-transformers' other Pooling modes, on the same rows (of lengths 5, 3 and 15, so one
+// padded Run): masked max, sum / sqrt(n), and the position-weighted mean (weights 1..n).
+TEST(EmbedReference, MaxMeanSqrtLenAndWeightedMeanMatchNumpy) {
+  const auto ref = ReadJson(Bert() / "reference_embed.json");
+  ASSERT_TRUE(ref.contains("weightedmean")) << "regenerate with tools/make_test_models.sh";
+  auto m = Model::Load(Bert());
+  EmbedRequest req;
+  req.input_ids = ref["input_ids"].get<std::vector<std::vector<int32_t>>>();
+  for (const auto& [pooling, key] : {std::pair{Pooling::kMax, "max"},
+                                     {Pooling::kMeanSqrtLen, "mean_sqrt_len"},
+                                     {Pooling::kWeightedMean, "weightedmean"}}) {
+    for (bool normalize : {false, true}) {
+      SCOPED_TRACE(std::string(key) + (normalize ? " normalized" : " raw"));
+      req.options.pooling = pooling;
+      req.options.normalize = normalize;
+      const EmbedResult r = Embed(m, req);
+      EXPECT_EQ(r.pooling, pooling);
+      EXPECT_EQ(r.normalized, normalize);
+      EXPECT_EQ(r.num_runs, 1) << "all rows padded into one batch";
+      const auto want = ref[std::string(key) + (normalize ? "_normalized" : "")]
+                            .get<std::vector<std::vector<float>>>();
+      ASSERT_EQ(r.embeddings.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_LE(MaxAbsDiff(r.embeddings[i], want[i]), 1e-4) << "row " << i;
+        EXPECT_GE(Cosine(r.embeddings[i], want[i]), 0.99999) << "row " << i;
+      }
+    }
+  }
+  // The three are different vectors (a mode silently falling back to mean would match its own
+  // reference only by accident): weightedmean and mean_sqrt_len differ from mean.
+  const auto mean = ref["mean"].get<std::vector<std::vector<float>>>();
+  EXPECT_GT(MaxAbsDiff(mean[0], ref["weightedmean"][0].get<std::vector<float>>()), 1e-3);
+  EXPECT_GT(MaxAbsDiff(mean[0], ref["mean_sqrt_len"][0].get<std::vector<float>>()), 1e-3);
+}
+
 // ---- Done-when 2: padding invariance ----------------------------------------------------------
 
 TEST(EmbedBatching, EachVectorIsTheSameAloneInAMixedBatchAndInAnyOrder) {
@@ -124,12 +160,14 @@ TEST(EmbedBatching, EachVectorIsTheSameAloneInAMixedBatchAndInAnyOrder) {
   EmbedOptions one_batch;  // everything in one padded Run
   one_batch.batch_size = 64;
   one_batch.max_batch_tokens = 1 << 20;
+  one_batch.max_padding = 0;  // no padding cap: all eight texts in one Run
   const EmbedResult mixed = EmbedTexts(m, texts, one_batch);
   EXPECT_EQ(mixed.num_runs, 1);
   EXPECT_GT(mixed.padded_tokens, mixed.usage.prompt_tokens) << "the batch must be padded";
 
   EmbedOptions small;  // length buckets of two
   small.batch_size = 2;
+  small.max_padding = 0;
   std::vector<std::string> reversed(texts.rbegin(), texts.rend());
   const EmbedResult rev = EmbedTexts(m, reversed, small);
   EXPECT_EQ(rev.num_runs, 4);
@@ -165,6 +203,22 @@ TEST(EmbedBatching, BucketsAreSortedByLengthAndRespectBothCaps) {
   // A row over the budget runs alone.
   const auto big = internal::PlanEmbedBatches({5000, 4}, 64, 100);
   ASSERT_EQ(big.size(), 2u);
+}
+
+TEST(EmbedBatching, MaxPaddingCutsABucketWhenPaddingWouldExceedTheRatio) {
+  const std::vector<size_t> lengths{400, 10, 110, 12, 100, 10};
+  // No cap: one Run of 6 x 400.
+  EXPECT_EQ(internal::PlanEmbedBatches(lengths, 64, 1 << 20, 0).size(), 1u);
+  // 1.25: the three short rows (36 padded, under the 128-token floor), then 100 and 110
+  // (220 padded <= 1.25 x 210), then 400 alone (1,200 > 1.25 x 610).
+  const auto b = internal::PlanEmbedBatches(lengths, 64, 1 << 20, 1.25);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0], (std::vector<size_t>{1, 5, 3}));
+  EXPECT_EQ(b[1], (std::vector<size_t>{4, 2}));
+  EXPECT_EQ(b[2], (std::vector<size_t>{0}));
+  // Rows whose Run stays within 128 padded tokens share it whatever their lengths.
+  EXPECT_EQ(internal::PlanEmbedBatches({3, 60}, 64, 1 << 20, 1.0).size(), 1u);
+  EXPECT_EQ(internal::PlanEmbedBatches({3, 70}, 64, 1 << 20, 1.0).size(), 2u);
 }
 
 // ---- Done-when 3: truncation and input errors -------------------------------------------------
@@ -279,13 +333,29 @@ TEST(EmbedOptions, RequestKeysGoThroughTheOptionTable) {
   r.Set("embed.dimensions", "8");
   r.Set("embed.batch_size", "4");
   r.Set("embed.max_batch_tokens", "1024");
+  r.Set("embed.max_padding", "1.5");
   EXPECT_EQ(r.options.pooling, Pooling::kCls);
-  EXPECT_FALSE(r.options.normalize);
+  EXPECT_EQ(r.options.normalize, std::optional<bool>(false));
   EXPECT_EQ(r.options.truncate, Truncate::kError);
   EXPECT_EQ(r.options.dimensions, 8);
   EXPECT_EQ(r.options.batch_size, 4);
   EXPECT_EQ(r.options.max_batch_tokens, 1024);
-  EXPECT_THROW(r.Set("embed.pooling", "max"), Error);
+  EXPECT_EQ(r.options.max_padding, 1.5);
+  r.Set("embed.max_padding", "0");
+  EXPECT_EQ(r.options.max_padding, 0);
+  try {
+    r.Set("embed.max_padding", "0.5");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("use 0 for no limit or a ratio of 1 or more"));
+  }
+  r.Set("embed.pooling", "max");
+  EXPECT_EQ(r.options.pooling, Pooling::kMax);
+  r.Set("embed.pooling", "mean_sqrt_len");
+  EXPECT_EQ(r.options.pooling, Pooling::kMeanSqrtLen);
+  r.Set("embed.pooling", "weightedmean");
+  EXPECT_EQ(r.options.pooling, Pooling::kWeightedMean);
+  EXPECT_THROW(r.Set("embed.pooling", "maximum"), Error);
   EXPECT_THROW(r.Set("embed.batch_size", "0"), Error);
   try {
     r.Set("embed.poolng", "cls");
@@ -501,6 +571,84 @@ TEST(EmbedFolders, MiniLmShapedSynthModelUsesItsPoolingConfig) {
   ASSERT_EQ(r.embeddings.size(), 2u);
   EXPECT_EQ(r.embeddings[0].size(), 384u);
   EXPECT_NEAR(Norm(r.embeddings[1]), 1.0, 1e-5);
+}
+
+// 1_Pooling/config.json with one of the other modes selects it under embed.pooling=auto; several
+// modes at once (a concatenation in sentence-transformers) are refused naming the file and fix.
+TEST(EmbedFolders, PoolingConfigSelectsMaxMeanSqrtLenAndWeightedMean) {
+  const fs::path dir = MakeHfFolder("pool-modes", true);
+  auto bert = Model::Load(Bert());
+  for (const auto& [key, pooling] :
+       {std::pair{"pooling_mode_max_tokens", Pooling::kMax},
+        {"pooling_mode_mean_sqrt_len_tokens", Pooling::kMeanSqrtLen},
+        {"pooling_mode_weightedmean_tokens", Pooling::kWeightedMean}}) {
+    SCOPED_TRACE(key);
+    nlohmann::json cfg = {{"word_embedding_dimension", 64},
+                          {"pooling_mode_cls_token", false},
+                          {"pooling_mode_mean_tokens", false},
+                          {key, true}};
+    std::ofstream(dir / "1_Pooling" / "config.json") << cfg.dump();
+    auto hf = Model::Load(dir);
+    const EmbedResult a = EmbedTexts(hf, {"the river ran low", Text(12)});
+    EXPECT_EQ(a.pooling, pooling);
+    EmbedOptions o;
+    o.pooling = pooling;
+    const EmbedResult b = EmbedTexts(bert, {"the river ran low", Text(12)}, o);
+    EXPECT_LE(MaxAbsDiff(a.embeddings[1], b.embeddings[1]), 1e-6);
+  }
+  std::ofstream(dir / "1_Pooling" / "config.json")
+      << R"({"pooling_mode_max_tokens": true, "pooling_mode_mean_tokens": true})";
+  auto both = Model::Load(dir);
+  try {
+    EmbedTexts(both, {"the river"});
+    FAIL() << "two pooling modes must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("1_Pooling/config.json"));
+    EXPECT_THAT(e.what(), HasSubstr("several pooling modes"));
+    EXPECT_THAT(e.what(), HasSubstr("set embed.pooling"));
+  }
+  EmbedOptions mean;
+  mean.pooling = Pooling::kMean;
+  EXPECT_EQ(EmbedTexts(both, {"the river"}, mean).pooling, Pooling::kMean) << "the override wins";
+  fs::remove_all(dir);
+}
+
+// modules.json decides embed.normalize's default: a Normalize module normalises, a modules.json
+// without one does not, no modules.json normalises; the option overrides either way.
+TEST(EmbedFolders, ModulesJsonDecidesWhetherToNormaliseByDefault) {
+  const fs::path dir = MakeHfFolder("modules", true);
+  const std::string text = Text(7);
+  EmbedOptions raw_opt;
+  raw_opt.normalize = false;
+  const auto raw = EmbedTexts(Model::Load(dir), {text}, raw_opt).embeddings[0];
+  ASSERT_GT(std::fabs(Norm(raw) - 1.0), 1e-2) << "the raw vector must not be unit norm already";
+
+  const EmbedResult none = EmbedTexts(Model::Load(dir), {text});
+  EXPECT_TRUE(none.normalized) << "no modules.json: normalise";
+  EXPECT_NEAR(Norm(none.embeddings[0]), 1.0, 1e-5);
+
+  std::ofstream(dir / "modules.json")
+      << R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+             {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])";
+  const auto no_norm = Model::Load(dir);
+  const EmbedResult plain = EmbedTexts(no_norm, {text});
+  EXPECT_FALSE(plain.normalized) << "modules.json without Normalize: raw vectors";
+  EXPECT_LE(MaxAbsDiff(plain.embeddings[0], raw), 1e-6);
+  EmbedOptions on;
+  on.normalize = true;
+  EXPECT_NEAR(Norm(EmbedTexts(no_norm, {text}, on).embeddings[0]), 1.0, 1e-5);
+
+  std::ofstream(dir / "modules.json")
+      << R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+             {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+             {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])";
+  const auto with_norm = Model::Load(dir);
+  const EmbedResult normed = EmbedTexts(with_norm, {text});
+  EXPECT_TRUE(normed.normalized);
+  EXPECT_NEAR(Norm(normed.embeddings[0]), 1.0, 1e-5);
+  EXPECT_LE(MaxAbsDiff(EmbedTexts(with_norm, {text}, raw_opt).embeddings[0], raw), 1e-6);
+  fs::remove_all(dir);
 }
 
 // A real all-MiniLM-L6-v2 export, when a user puts one at ../shared/models/all-minilm-l6-v2.

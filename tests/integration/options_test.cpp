@@ -41,7 +41,7 @@ std::string Example(const OptionSpec& s) {
     case OptionType::kInt:
       return s.key == "batch_size" ? "1" : "2";
     case OptionType::kFloat:
-      return "0.5";
+      return s.key == "embed.max_padding" ? "1.5" : "0.5";  // a ratio of at least 1 (or 0)
     case OptionType::kSize:
       return "64MiB";
     case OptionType::kEnum:
