@@ -10,6 +10,8 @@
 #include "ebb/error.h"
 #include "ebb/generation.h"
 #include "ebb/model.h"
+#include "ebb/options.h"
+#include "ebb/runtime.h"
 #include "server/admission.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
@@ -118,6 +120,36 @@ GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& mo
   return g;
 }
 
+// A streamed response commits to status 200 with its first byte, so a request whose KV cannot
+// fit is refused before that, with the 507 a non-streamed request gets. Exact for the static KV
+// layout with a known max_length (what the generator reserves at creation); the generator still
+// admits for real, so a race only moves the refusal into the stream as an error event.
+void PrecheckKv(const Model& model, const GenerateRequest& g, const Runtime& runtime) {
+  const KvMode mode = g.params.kv_mode.value_or(model.options().kv_mode);
+  if (mode != KvMode::kStatic || g.params.max_length <= 0) return;
+  const uint64_t need = model.info().kv_bytes_per_token * static_cast<uint64_t>(g.params.max_length);
+  const KvStats kv = model.kv_stats();
+  if (kv.max_bytes > 0 && kv.in_use_bytes + need > kv.max_bytes) {
+    throw Error(ErrorCode::ResourceExhausted,
+                "the request's KV cache needs " + std::to_string(need) + " bytes but the model's "
+                "kv_cache.max_bytes=" + std::to_string(kv.max_bytes) + " has " +
+                    std::to_string(kv.in_use_bytes) +
+                    " in use; lower max_tokens, retry when requests finish, or raise "
+                    "kv_cache.max_bytes");
+  }
+  const uint64_t limit = runtime.memory_limit();
+  if (limit == 0) return;
+  const MemoryStats s = runtime.Stats();
+  const uint64_t used = s.weights_bytes + s.kv.in_use_bytes;
+  if (used + need > limit) {
+    throw Error(ErrorCode::ResourceExhausted,
+                "the request's KV cache needs " + std::to_string(need) +
+                    " bytes but memory.limit=" + std::to_string(limit) + " has " +
+                    std::to_string(used) + " bytes in use by all models (weights and KV); lower "
+                    "max_tokens, retry when requests finish, or raise the memory limit");
+  }
+}
+
 Json UsageJson(const GenerateUsage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
@@ -212,6 +244,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
       return;
     }
 
+    PrecheckKv(*model, *g, *runtime_);
     // Streamed: server-sent events, one chunk per piece of text. The generation runs in the
     // content provider, on this connection's thread; a failed write means the client is gone,
     // which cancels the generation before its next step (its KV is freed when Generate

@@ -532,3 +532,40 @@ def test_a_slow_client_does_not_block_others(srv):
         assert time.monotonic() - t0 < 30
     finally:
         c.close()
+
+
+def test_streamed_request_over_the_kv_budget_gets_507_before_streaming():
+    w = weights_bytes(MODELS / TINY)
+    with Server("--models-dir", str(MODELS), "--memory-limit", str(w + 1024)) as s:
+        st, h, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=64, stream=True))
+        assert st == 507, j
+        assert "KV cache" in error_of(st, j, "memory_budget_exceeded")["message"]
+
+
+def test_a_model_with_a_running_request_is_never_evicted():
+    # a: a slower model with a long streamed request; b and c: one tiny folder under two ids.
+    small, tiny = MODELS / "llama-small-int4", MODELS / TINY
+    ws, wt = weights_bytes(small), weights_bytes(tiny)
+    kv_a = 24576 * 320  # llama-small-int4: 24,576 KV bytes per token, prompt + 300 tokens
+    # a (weights and KV) and one tiny model with room for its small requests; not two tiny ones.
+    args = ["--memory-limit", str(ws + kv_a + wt + (wt // 2)),
+            "--model", f"a={small}", "--model", f"b={tiny}", "--model", f"c={tiny}"]
+    with Server(*args, "--parallel", "3") as s:
+        c = s.conn()
+        c.request("POST", "/v1/chat/completions",
+                  body=json.dumps(chat_body("a", max_tokens=300, stream=True)),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        it = sse_events(r)
+        next(it)
+        next(it)  # a is generating
+        assert s.post("/v1/chat/completions", chat_body("b", max_tokens=2))[0] == 200
+        # a (busy, and the least recently used) and b (idle) are loaded; c needs room: b goes.
+        assert s.post("/v1/chat/completions", chat_body("c", max_tokens=2))[0] == 200
+        loaded = {m["id"] for m in s.runtime()["models"] if m["loaded"]}
+        assert loaded == {"a", "c"}, loaded
+        events = list(it)
+        assert events[-1] == "[DONE]"
+        last = json.loads(events[-2])
+        assert last["choices"][0]["finish_reason"] in ("length", "stop"), last
+        c.close()
