@@ -546,14 +546,14 @@ def test_a_model_with_a_running_request_is_never_evicted():
     # a: a slower model with a long streamed request; b and c: one tiny folder under two ids.
     small, tiny = MODELS / "llama-small-int4", MODELS / TINY
     ws, wt = weights_bytes(small), weights_bytes(tiny)
-    kv_a = 24576 * 320  # llama-small-int4: 24,576 KV bytes per token, prompt + 300 tokens
+    kv_a = 24576 * 140  # llama-small-int4: 24,576 KV bytes per token, prompt + 120 tokens
     # a (weights and KV) and one tiny model with room for its small requests; not two tiny ones.
     args = ["--memory-limit", str(ws + kv_a + wt + (wt // 2)),
             "--model", f"a={small}", "--model", f"b={tiny}", "--model", f"c={tiny}"]
     with Server(*args, "--parallel", "3") as s:
         c = s.conn()
         c.request("POST", "/v1/chat/completions",
-                  body=json.dumps(chat_body("a", max_tokens=300, stream=True)),
+                  body=json.dumps(chat_body("a", max_tokens=120, stream=True)),
                   headers={"Content-Type": "application/json"})
         r = c.getresponse()
         it = sse_events(r)
