@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/load_progress.h"
 #include "cli/input_files.h"
 #include "cli/options_flags.h"
 #include "core/strings.h"
@@ -85,7 +86,11 @@ void Run(const EmbedArgs& a) {
   if (req.texts.empty()) {
     throw Error(ErrorCode::InvalidArgument, "no texts to embed (the input file has none)");
   }
-  auto model = Model::Load(a.model_dir, model_flags.ToModelOptions());
+  std::shared_ptr<Model> model;
+  {
+    LoadProgress progress(a.model_dir);
+    model = Model::Load(a.model_dir, model_flags.ToModelOptions());
+  }
   const EmbedResult r = Embed(model, req);
   if (a.json) {
     nlohmann::json data = nlohmann::json::array();

@@ -24,6 +24,7 @@
 #include <span>
 
 #include "cli/commands.h"
+#include "cli/load_progress.h"
 #include "cli/input_files.h"
 #include "cli/options_flags.h"
 #include "core/json_util.h"
@@ -182,7 +183,11 @@ void RunGenerate(const GenerateArgs& a) {
 
   ModelOptions mo = a.options.ToModelOptions();
   const auto t_load = std::chrono::steady_clock::now();
-  auto model = Model::Load(a.dir, mo);
+  std::shared_ptr<Model> model;
+  {
+    LoadProgress progress(a.dir);
+    model = Model::Load(a.dir, mo);
+  }
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
   const Tokenizer* tok = model->tokenizer();

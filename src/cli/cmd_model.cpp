@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/load_progress.h"
 #include "cli/options_flags.h"
 #include "cli/service_client.h"
 #include "core/strings.h"
@@ -209,6 +210,7 @@ void Chat(ChatFlags& f, bool interactive) {
                       "' is not a model folder; start the service (`ebb service start`) or give "
                       "a folder to run in process");
     }
+    LoadProgress progress(f.model);
     local = Model::Load(f.model);
   }
   std::vector<ChatMessage> messages;
