@@ -148,6 +148,8 @@ def script(rt, tiny_path):
             lambda: m.generate("hello world " * ctx, max_new_tokens=4))
         errs["embed_on_generator"] = error_type(lambda: m.embed("hello"))
         errs["bad_message"] = error_type(lambda: m.chat([{"content": "no role"}]))
+        errs["load_again_other_options"] = error_type(
+            lambda: rt.load(tiny_path, id=m.id, options={"kv_cache.max_bytes": "32MiB"}))
         errs["shrink_every_negative"] = error_type(lambda: h.shrink_every(-1))
         out["errors"] = errs
     out["loaded_after_with"] = m.loaded
@@ -165,6 +167,7 @@ def test_same_script_in_process_and_against_the_service(service, tiny_path):
     assert local["errors"]["unknown_model_get"] is ebb.NotFound
     assert local["errors"]["over_long_prompt"] is ebb.InvalidArgument
     assert local["kv_budget_error"] is ebb.ResourceExhausted
+    assert local["errors"]["load_again_other_options"] is ebb.FailedPrecondition
     for key in local:
         if key == "models_keys":  # the service adds its own fields (loaded, pinned, ...)
             assert local[key] <= remote[key], local[key] - remote[key]
