@@ -11,6 +11,8 @@ A thin layer over ebb's C++ API (pybind11): the same names, the same options
             print(piece, end="", flush=True)
         model.runtime.shrink_every(100)
         print(model.runtime.stats()["kv"])
+
+The same calls against a running `ebb serve`: rt = ebb.connect() (ebb/remote.py).
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ from ._ebb import (  # noqa: F401  (re-exported)
 
 __version__ = _ebb.version()
 __all__ = [
-    "Runtime", "Model", "GenerateResult", "Generator", "RuntimeHandle", "Tokenizer",
+    "Runtime", "Model", "GenerateResult", "EmbedResult", "connect", "RemoteRuntime", "RemoteModel",
+    "RemoteRuntimeHandle", "Generator", "RuntimeHandle", "Tokenizer",
     "Error", "InvalidArgument", "NotFound", "ResourceExhausted", "FailedPrecondition",
     "Cancelled", "DeadlineExceeded", "Unavailable", "Internal",
     "available_providers", "option_table", "ort_version", "parse_byte_size",
@@ -61,6 +64,34 @@ class GenerateResult:
     @classmethod
     def _from(cls, d: dict) -> "GenerateResult":
         return cls(**d)
+
+
+@dataclass
+class EmbedResult:
+    """What one embedding request produced: one vector per input, in input order."""
+
+    embeddings: List[List[float]]
+    usage: Dict[str, int] = field(default_factory=dict)  # prompt_tokens, total_tokens
+
+
+def _embed_options(input, dimensions, options, embed_options):
+    """(rows, options) of an embed() call: a str is one row; a list of ints is one token-id
+    row; keyword arguments k=v are the request keys embed.k (pooling, normalize, truncate,
+    batch_size, max_batch_tokens); dimensions is embed.dimensions."""
+    if isinstance(input, str):
+        rows: list = [input]
+    else:
+        rows = list(input)
+        if rows and all(isinstance(i, int) and not isinstance(i, bool) for i in rows):
+            rows = [rows]
+        rows = [r if isinstance(r, str) else [int(i) for i in r] for r in rows]
+    opts: Dict[str, Any] = dict(options or {})
+    for k, v in embed_options.items():
+        if v is not None:
+            opts[k if k.startswith("embed.") else "embed." + k] = v
+    if dimensions is not None:
+        opts["embed.dimensions"] = dimensions
+    return rows, opts
 
 
 class _PieceIterator:
@@ -157,6 +188,17 @@ class Model:
             return _PieceIterator(self._impl._stream_chat(list(messages), **request_options))
         return GenerateResult._from(self._impl._chat(list(messages), None, **request_options))
 
+    def embed(self, input: Union[str, Sequence[str], Sequence[Sequence[int]]],
+              dimensions: Optional[int] = None, options: Optional[Dict[str, Any]] = None,
+              **embed_options) -> EmbedResult:
+        """Embeds texts or token-id rows with an encoder model (ebb::Embed; docs/embeddings.md).
+        input: a str, a list of str, a list of token ids (one row) or of token-id rows.
+        dimensions: keep the first N values (renormalised); options / keyword arguments: the
+        embed.* request keys (pooling="mean", normalize=False, truncate="error", ...).
+        FailedPrecondition on a generating model."""
+        rows, opts = _embed_options(input, dimensions, options, embed_options)
+        return EmbedResult(**self._impl._embed(rows, opts))
+
     def render_chat(self, messages: List[Dict[str, str]], add_generation_prompt: bool = True) -> str:
         """The prompt that chat() would feed the model."""
         return self._impl.render_chat(list(messages), add_generation_prompt)
@@ -218,3 +260,8 @@ class Runtime:
     @memory_limit.setter
     def memory_limit(self, value: Union[str, int]) -> None:
         self._impl.memory_limit = value
+
+
+# ebb.connect(): the same calls against a running `ebb serve` (imported last: it uses the
+# classes above).
+from .remote import RemoteModel, RemoteRuntime, RemoteRuntimeHandle, connect  # noqa: E402

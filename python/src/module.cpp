@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ebb/chat_template.h"
+#include "ebb/embedding.h"
 #include "ebb/error.h"
 #include "ebb/generation.h"
 #include "ebb/generator.h"
@@ -651,6 +652,41 @@ PYBIND11_MODULE(_ebb, m) {
              req.messages = Messages(messages);
              return std::make_unique<Stream>(pm.model, std::move(req));
            })
+      .def(
+          "_embed",
+          [](PyModel& pm, const py::object& input, const py::object& options) {
+            // input: a str, a list of str, or a list of token-id lists; options: embed.* keys.
+            ebb::EmbedRequest req;
+            if (py::isinstance<py::str>(input)) {
+              req.texts.push_back(input.cast<std::string>());
+            } else {
+              for (const auto& item : input.cast<py::list>()) {
+                if (py::isinstance<py::str>(item)) {
+                  req.texts.push_back(item.cast<std::string>());
+                } else {
+                  req.input_ids.push_back(item.cast<std::vector<int32_t>>());
+                }
+              }
+            }
+            if (!options.is_none()) {
+              for (const auto& [k, v] : options.cast<py::dict>()) {
+                req.Set(k.cast<std::string>(), OptionValue(v));
+              }
+            }
+            ebb::EmbedResult r;
+            {
+              py::gil_scoped_release release;
+              r = ebb::Embed(pm.model, req);
+            }
+            py::dict d;
+            d["embeddings"] = r.embeddings;
+            py::dict usage;
+            usage["prompt_tokens"] = r.usage.prompt_tokens;
+            usage["total_tokens"] = r.usage.total_tokens;
+            d["usage"] = usage;
+            return d;
+          },
+          py::arg("input"), py::arg("options") = py::none())
       .def(
           "render_chat",
           [](PyModel& pm, const py::list& messages, bool add_generation_prompt) {

@@ -90,12 +90,34 @@ std::shared_ptr<Model> LoadedModel(Runtime& runtime, const std::string& id) {
   }
 }
 
+// What the model is (ebb::ModelInfo and its weights), named as the Python SDK's `Model.info`.
+Json ModelInfoJson(const Model& model) {
+  const ModelInfo& i = model.info();
+  return {{"id", model.id()},
+          {"path", i.path.string()},
+          {"type", i.type},
+          {"is_encoder", i.is_encoder},
+          {"vocab_size", i.vocab_size},
+          {"context_length", i.context_length},
+          {"num_layers", i.num_layers},
+          {"num_kv_heads", i.num_kv_heads},
+          {"head_size", i.head_size},
+          {"uses_gqa", i.uses_gqa},
+          {"past_present_share_buffer", i.past_present_share_buffer},
+          {"eos_token_ids", i.eos_token_ids},
+          {"pad_token_id", i.pad_token_id},
+          {"bos_token_id", i.bos_token_id},
+          {"kv_bytes_per_token", i.kv_bytes_per_token},
+          {"weights_bytes", model.weights_bytes()}};
+}
+
 Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& managed) {
   Json run_options = Json::object();
   for (const auto& [k, v] : model.runtime().Options()) run_options[k] = v;
   Json j = ManagedJson(managed);
   j["stats"] = Json::parse(ToJson(model.runtime().Stats()));
   j["runtime_options"] = run_options;
+  j["info"] = ModelInfoJson(model);
   j["id"] = id;
   return j;
 }
@@ -252,7 +274,9 @@ void Server::RegisterAdminRoutes() {
           {"expirations", manager_->num_expirations()},
           {"keep_alive", FormatKeepAlive(options_.models.keep_alive)},
           {"draining", admission_->draining()},
-          {"models", models}};
+          {"models", models},
+          // Runtime::Stats() as ebb::ToJson names it: what the SDKs' Runtime.stats() return.
+          {"stats", stats}};
       res.set_content(Dump(body), "application/json");
     });
   });

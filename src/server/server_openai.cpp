@@ -70,6 +70,14 @@ ModelManager::Lease AcquireModel(ModelManager& manager, const std::string& id,
   }
 }
 
+bool HasOption(const std::vector<std::pair<std::string, std::string>>& options,
+               std::string_view key) {
+  for (const auto& [k, v] : options) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
 // The request as ebb::Generate takes it, with the prompt encoded and checked against the
 // model's context. Throws ApiException (400 context_length_exceeded, bad options).
 GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& model) {
@@ -102,9 +110,12 @@ GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& mo
   }
   if (r.max_tokens) {
     g.max_new_tokens = *r.max_tokens;
-    const int64_t want = static_cast<int64_t>(n) + *r.max_tokens;
-    g.params.max_length =
-        static_cast<int32_t>(context > 0 ? std::min<int64_t>(want, context) : want);
+    // An explicit options.max_length wins (as in the SDK, where both bound the request).
+    if (!HasOption(r.options, "max_length")) {
+      const int64_t want = static_cast<int64_t>(n) + *r.max_tokens;
+      g.params.max_length =
+          static_cast<int32_t>(context > 0 ? std::min<int64_t>(want, context) : want);
+    }
   }
   // OpenAI's sampling fields: temperature 0 is greedy; any other temperature samples.
   if (r.temperature) {

@@ -534,6 +534,7 @@ def test_a_slow_client_does_not_block_others(srv):
         c.close()
 
 
+<<<<<<< HEAD
 def test_streamed_request_over_the_kv_budget_gets_507_before_streaming():
     w = weights_bytes(MODELS / TINY)
     with Server("--models-dir", str(MODELS), "--memory-limit", str(w + 1024)) as s:
@@ -569,3 +570,32 @@ def test_a_model_with_a_running_request_is_never_evicted():
         last = json.loads(events[-2])
         assert last["choices"][0]["finish_reason"] in ("length", "stop"), last
         c.close()
+=======
+def test_runtime_routes_give_info_and_sdk_stats_and_options_max_length_wins(srv):
+    # What ebb.connect() needs for parity with the in-process SDK (python/ebb/remote.py).
+    m = "llama-tiny-fp32"
+    st, _, j = srv.post(f"/v1/models/{m}/load", {})
+    assert st == 200, j
+    st, _, j = srv.get(f"/v1/models/{m}/runtime")
+    assert st == 200, j
+    info = j["info"]
+    assert info["id"] == m and info["type"] == "llama" and info["is_encoder"] is False
+    assert info["context_length"] > 0 and info["vocab_size"] > 0
+    assert info["kv_bytes_per_token"] > 0 and info["weights_bytes"] == weights_bytes(MODELS / m)
+    assert {"num_layers", "num_kv_heads", "head_size", "uses_gqa", "eos_token_ids",
+            "pad_token_id", "bos_token_id", "past_present_share_buffer", "path"} <= set(info)
+    stats = srv.runtime()["stats"]
+    assert {"process", "kv"} <= set(stats) and stats["process"]["rss_bytes"] > 0
+    # max_tokens sets max_length to prompt + max_tokens, unless options.max_length is given.
+    body = {"model": m, "prompt": "once upon", "max_tokens": 20, "temperature": 0}
+    st, _, j = srv.post("/v1/completions", body)
+    assert st == 200, j
+    prompt = j["usage"]["prompt_tokens"]
+    st, _, j = srv.post("/v1/completions", {**body, "options": {"max_length": prompt + 3}})
+    assert st == 200, j
+    assert j["usage"]["completion_tokens"] <= 3
+    if j["choices"][0]["finish_reason"] == "length":
+        assert j["usage"]["completion_tokens"] == 3
+    st, _, j = srv.post(f"/v1/models/{m}/unload", {})
+    assert st == 200, j
+>>>>>>> pyconnect
