@@ -534,7 +534,6 @@ def test_a_slow_client_does_not_block_others(srv):
         c.close()
 
 
-<<<<<<< HEAD
 def test_streamed_request_over_the_kv_budget_gets_507_before_streaming():
     w = weights_bytes(MODELS / TINY)
     with Server("--models-dir", str(MODELS), "--memory-limit", str(w + 1024)) as s:
@@ -570,7 +569,8 @@ def test_a_model_with_a_running_request_is_never_evicted():
         last = json.loads(events[-2])
         assert last["choices"][0]["finish_reason"] in ("length", "stop"), last
         c.close()
-=======
+
+
 def test_runtime_routes_give_info_and_sdk_stats_and_options_max_length_wins(srv):
     # What ebb.connect() needs for parity with the in-process SDK (python/ebb/remote.py).
     m = "llama-tiny-fp32"
@@ -598,4 +598,3 @@ def test_runtime_routes_give_info_and_sdk_stats_and_options_max_length_wins(srv)
         assert j["usage"]["completion_tokens"] == 3
     st, _, j = srv.post(f"/v1/models/{m}/unload", {})
     assert st == 200, j
->>>>>>> pyconnect
