@@ -255,6 +255,11 @@ def test_body_limit_and_api_key(tmp_path):
         error_of(st, j, "invalid_api_key")
         st, _, j = s.get("/health")
         assert st == 200  # liveness needs no key
+        st, h, page = s.get("/")
+        assert st == 200 and h["content-type"].startswith("text/html")  # the memory page too
+        assert "/v1/runtime" in page and "Authorization" in page
+        st, _, j = s.post("/")
+        assert st == 401  # only GET / is exempt
         st, _, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=2), headers=auth)
         assert st == 200, j
         # A 2 MiB body over the 1 MiB limit.
