@@ -116,6 +116,18 @@ uint64_t Metrics::requests(RequestOutcome outcome) const {
   return n;
 }
 
+std::map<std::string, Metrics::Usage> Metrics::usage() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, Usage> out;
+  for (const auto& [id, m] : models_) {
+    Usage& u = out[id];
+    for (uint64_t n : m.outcomes) u.requests += n;
+    u.prompt_tokens = m.prompt_tokens;
+    u.generated_tokens = m.generated_tokens;
+  }
+  return out;
+}
+
 std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
                             const Admission& admission) const {
   Writer w;

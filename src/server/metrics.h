@@ -47,6 +47,17 @@ class Metrics final : public RequestObserver {
   // Snapshot for tests and /v1/runtime: requests by outcome over all models.
   uint64_t requests(RequestOutcome outcome) const;
 
+  // Cumulative usage of one model since the service started (it survives unloads), for
+  // /v1/runtime, where clients derive requests/s and tokens/s from two samples. Counted when a
+  // request ends, so a long stream shows up at its end.
+  struct Usage {
+    uint64_t requests = 0;  // finished, any outcome
+    uint64_t prompt_tokens = 0;
+    uint64_t generated_tokens = 0;
+  };
+  // By model id; models that never ran a request are absent.
+  std::map<std::string, Usage> usage() const;
+
  private:
   struct PerModel {
     std::array<uint64_t, 3> outcomes{};  // by RequestOutcome

@@ -12,6 +12,7 @@
 #include "memory/heap_trim.h"
 #include "server/admission.h"
 #include "server/api_error.h"
+#include "server/memory_page.h"
 #include "server/metrics.h"
 
 namespace ebb::server {
@@ -83,7 +84,10 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
     std::string rid = req.get_header_value("X-Request-Id");
     if (rid.empty() || rid.size() > 128) rid = "req-" + std::to_string(g_next_request++);
     res.set_header("X-Request-Id", rid);
-    if (options_.api_key.empty() || req.path == "/health" || req.path == "/ready") {
+    // Exempt: the probes, and the memory page itself (static, no data; its API calls carry
+    // the key).
+    if (options_.api_key.empty() || req.path == "/health" || req.path == "/ready" ||
+        (req.path == "/" && req.method == "GET")) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");
@@ -161,6 +165,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   });
   RegisterOpenAiRoutes();
   RegisterAdminRoutes();
+  RegisterMemoryPage(*http_);
 }
 
 Server::~Server() {

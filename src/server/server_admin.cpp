@@ -122,6 +122,12 @@ Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& m
   return j;
 }
 
+Json UsageJson(const Metrics::Usage& u) {
+  return {{"requests", u.requests},
+          {"prompt_tokens", u.prompt_tokens},
+          {"generated_tokens", u.generated_tokens}};
+}
+
 }  // namespace
 
 void Server::RegisterAdminRoutes() {
@@ -245,8 +251,30 @@ void Server::RegisterAdminRoutes() {
   http_->Get("/v1/runtime", [this](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       const MemoryStats s = runtime_->Stats();
+      // Cumulative counters per model, so that a client (the memory page) derives requests/s
+      // and tokens/s from two samples.
+      const auto usage = metrics_->usage();
+      Metrics::Usage total;
+      for (const auto& [id, u] : usage) {
+        total.requests += u.requests;
+        total.prompt_tokens += u.prompt_tokens;
+        total.generated_tokens += u.generated_tokens;
+      }
       Json models = Json::array();
-      for (const auto& m : manager_->List()) models.push_back(ManagedJson(m));
+      for (const auto& m : manager_->List()) {
+        Json j = ManagedJson(m);
+        const auto it = usage.find(m.id);
+        const Metrics::Usage u = it == usage.end() ? Metrics::Usage{} : it->second;
+        j["usage"] = UsageJson(u);
+        if (m.loaded) {
+          try {
+            j["num_shrinks"] = runtime_->Get(m.id)->memory_stats().num_shrinks;
+          } catch (const Error&) {
+            // Unloaded between the list and now.
+          }
+        }
+        models.push_back(std::move(j));
+      }
       const Json stats = Json::parse(ToJson(s));
       Json body = {
           {"version", Version()},
@@ -270,6 +298,7 @@ void Server::RegisterAdminRoutes() {
            {{"completed", metrics_->requests(RequestOutcome::kCompleted)},
             {"cancelled", metrics_->requests(RequestOutcome::kCancelled)},
             {"error", metrics_->requests(RequestOutcome::kError)}}},
+          {"usage", UsageJson(total)},
           {"evictions", manager_->num_evictions()},
           {"expirations", manager_->num_expirations()},
           {"keep_alive", FormatKeepAlive(options_.models.keep_alive)},

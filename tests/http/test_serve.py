@@ -255,6 +255,11 @@ def test_body_limit_and_api_key(tmp_path):
         error_of(st, j, "invalid_api_key")
         st, _, j = s.get("/health")
         assert st == 200  # liveness needs no key
+        st, h, page = s.get("/")
+        assert st == 200 and h["content-type"].startswith("text/html")  # the memory page too
+        assert "/v1/runtime" in page and "Authorization" in page
+        st, _, j = s.post("/")
+        assert st == 401  # only GET / is exempt
         st, _, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=2), headers=auth)
         assert st == 200, j
         # A 2 MiB body over the 1 MiB limit.
@@ -405,6 +410,15 @@ def test_metrics_pass_promtool_and_count_what_was_sent(tmp_path):
         assert s.metric("ebb_requests_total", model=BERT, outcome="completed") == 1
         assert s.metric("ebb_prompt_tokens_total", model=TINY) == sent_prompt
         assert s.metric("ebb_generation_tokens_total", model=TINY) == sent_completion
+        # /v1/runtime has the same counters (the memory page derives its rates from them).
+        rt = s.runtime()
+        tiny = s.model(TINY)
+        assert tiny["usage"] == {"requests": 5, "prompt_tokens": sent_prompt,
+                                 "generated_tokens": sent_completion}
+        assert tiny["num_shrinks"] == 0
+        assert s.model(BERT)["usage"]["requests"] == 1
+        assert rt["usage"]["requests"] == 6
+        assert rt["usage"]["generated_tokens"] == sent_completion
         assert s.metric("ebb_request_duration_seconds_count", model=TINY) == 5
         assert s.metric("ebb_http_responses_total", route="/v1/chat/completions",
                         code="400") == 1
