@@ -66,7 +66,10 @@ def test_load_stats_runtime_options_shrink_ps_unload_round_trip(srv):
     assert {m["id"] for m in listed} >= {SMALL, "llama-tiny-fp32"}
     ebb("model", "unload", SMALL, url=url)
     rss_after = srv.runtime()["process"]["rss_bytes"]
-    assert rss_after - rss_before < 16 << 20, (rss_before, rss_after)
+    if os.environ.get("EBB_UNDER_SANITIZER"):
+        print("RSS bound not checked: ASan's quarantine keeps freed memory resident")
+    else:
+        assert rss_after - rss_before < 16 << 20, (rss_before, rss_after)
     assert not srv.model(SMALL)["loaded"]
 
 
