@@ -43,6 +43,8 @@ void RegisterGenerateCommand(CLI::App& app);
 void RegisterOptionsCommand(CLI::App& app);
 void RegisterEmbedCommand(CLI::App& app);
 void RegisterServeCommand(CLI::App& app);
+// `ebb service start|stop|restart|status` (docs/service.md).
+void RegisterServiceCommand(CLI::App& app);
 // The option table as docs/options.md shows it (`ebb options --markdown`).
 std::string OptionTableMarkdown();
 #ifdef EBB_HAVE_TOKENIZE_CLI
