@@ -56,6 +56,7 @@ class StateFileGuard {
     const auto out = std::filesystem::read_symlink("/proc/self/fd/1", ec);
     if (!ec && out.is_absolute() && std::filesystem::is_regular_file(out, ec)) s.log = out;
     s.args = ServeArgsOfThisProcess();
+    s.cwd = std::filesystem::current_path(ec).string();
     s.started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();

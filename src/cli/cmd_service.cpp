@@ -284,9 +284,10 @@ uint64_t PrepareLog(const fs::path& log) {
 }
 
 // Starts `ebb serve ARGS --state-dir DIR` detached (or, with `foreground`, in place of this
-// process) and waits until it answers /ready. Caller holds the ServiceLock.
+// process) and waits until it answers /ready. `cwd`: the server's working directory (relative
+// paths in `args` resolve against it); "": this process's. Caller holds the ServiceLock.
 void StartService(const fs::path& dir, const std::vector<std::string>& args, bool foreground,
-                  int ready_timeout_s) {
+                  int ready_timeout_s, const std::string& cwd = "") {
   const Address addr = AddressOf(args);
   const std::string url = ServiceUrl(addr.host, addr.port);
   std::optional<ServiceState> st;
@@ -363,6 +364,11 @@ void StartService(const fs::path& dir, const std::vector<std::string>& args, boo
     // so the terminal's Ctrl-C and hang-up do not reach it), stdin from /dev/null, stdout and
     // stderr to the log. Only async-signal-safe calls until exec.
     ::setsid();
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+      const char msg[] = "ebb service: cannot enter the service's recorded working directory\n";
+      (void)!::write(log_fd, msg, sizeof(msg) - 1);
+      ::_exit(126);
+    }
     if (null_fd >= 0) ::dup2(null_fd, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
@@ -632,9 +638,13 @@ void RegisterServiceCommand(CLI::App& app) {
     EnsureServiceStateDir(dir);
     ServiceLock lock(dir);
     std::vector<std::string> args = restart->remaining();
+    std::string cwd;  // the recorded flags resolve against the recorded working directory
     if (args.empty()) {
       try {
-        if (auto old = ReadServiceStateFile(dir)) args = old->args;
+        if (auto old = ReadServiceStateFile(dir)) {
+          args = old->args;
+          cwd = old->cwd;
+        }
       } catch (const Error&) {
         // unreadable: no flags to reuse; StopService removes it
       }
@@ -646,7 +656,7 @@ void RegisterServiceCommand(CLI::App& app) {
       }
     }
     StopService(dir, f->drain_timeout_s);
-    StartService(dir, args, false, f->ready_timeout_s);
+    StartService(dir, args, false, f->ready_timeout_s, cwd);
   });
 
   CLI::App* status = svc->add_subcommand(

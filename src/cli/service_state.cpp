@@ -103,10 +103,16 @@ std::string ProcessName(int pid) {
 }
 
 std::string ServiceStateJson(const ServiceState& s) {
-  nlohmann::ordered_json j = {{"pid", s.pid},   {"start_time", s.start_time},
-                              {"url", s.url},   {"host", s.host},
-                              {"port", s.port}, {"log", s.log},
-                              {"args", s.args}, {"started_unix_ms", s.started_unix_ms}};
+  nlohmann::ordered_json j;
+  j["pid"] = s.pid;
+  j["start_time"] = s.start_time;
+  j["url"] = s.url;
+  j["host"] = s.host;
+  j["port"] = s.port;
+  j["log"] = s.log;
+  j["args"] = s.args;
+  j["started_unix_ms"] = s.started_unix_ms;
+  j["cwd"] = s.cwd;
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -133,6 +139,7 @@ ServiceState ParseServiceState(const std::string& text, const std::string& sourc
     s.log = j.at("log").get<std::string>();
     s.args = j.at("args").get<std::vector<std::string>>();
     s.started_unix_ms = j.at("started_unix_ms").get<int64_t>();
+    s.cwd = j.value("cwd", std::string());
   } catch (const std::exception& e) {
     throw bad(std::string("a field is missing or of the wrong type: ") + e.what());
   }

@@ -21,7 +21,7 @@
 
 namespace ebb::cli {
 
-// What service.json holds (all fields always present).
+// What service.json holds (all fields always written; `cwd` may be absent when read).
 struct ServiceState {
   int pid = 0;
   // Field 22 of /proc/PID/stat: the process start time in clock ticks after boot. With the pid it
@@ -34,7 +34,9 @@ struct ServiceState {
   std::string log;  // absolute path of the file the service's stdout goes to; "" when it is not a
                     // regular file (--foreground: the terminal or the journal)
   std::vector<std::string> args;  // the `ebb serve` flags it runs with, without --state-dir
-  int64_t started_unix_ms = 0;    // wall clock when it started listening
+  std::string cwd;  // its working directory, against which relative paths in `args` resolve
+                    // (an addition to the fields above; "" when absent)
+  int64_t started_unix_ms = 0;  // wall clock when it started listening
 };
 
 // The state directory from the environment (see above). Not created.

@@ -56,9 +56,9 @@ class Service:
         self.env = {**os.environ, "EBB_HOME": str(home)}
         self.pids = []  # every service pid seen, killed at teardown whatever happened
 
-    def run(self, *args, timeout=120):
+    def run(self, *args, timeout=120, cwd=None):
         r = subprocess.run([EBB, "service", *map(str, args)], capture_output=True, text=True,
-                           env=self.env, timeout=timeout)
+                           env=self.env, timeout=timeout, cwd=cwd)
         st = self.state()
         if st:
             self.pids.append(st["pid"])
@@ -154,6 +154,19 @@ def test_restart_normally_reuses_the_flags_or_takes_new_ones(svc):
     assert st["args"][-2:] == ["--keep-alive", "1m"] and svc.ready()
     s, body = http_get(svc.port, "/v1/runtime")
     assert s == 200 and json.loads(body)["keep_alive"] == "1m"
+    assert svc.run("stop").returncode == 0
+
+
+def test_restart_elsewhere_resolves_relative_flags_where_start_ran(svc, tmp_path):
+    models = os.path.abspath(MODELS)
+    r = svc.run("start", "--models-dir", os.path.basename(models), "--port", svc.port,
+                cwd=os.path.dirname(models))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert svc.state()["cwd"] == os.path.dirname(models)
+    r = svc.run("restart", "--drain-timeout", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s, body = http_get(svc.port, "/v1/models")
+    assert s == 200 and TINY in {m["id"] for m in json.loads(body)["data"]}
     assert svc.run("stop").returncode == 0
 
 
