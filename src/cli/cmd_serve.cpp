@@ -1,12 +1,16 @@
 // `ebb serve`: the OpenAI-compatible local service (src/server, docs/http_api.md).
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/options_flags.h"
+#include "cli/service_state.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "ebb/model_manager.h"
@@ -30,7 +34,42 @@ struct ServeFlags {
   std::string models_file;
   std::vector<std::string> models;
   int drain_timeout_s = 30;
+  std::string state_dir;  // --state-dir: where service.json goes (docs/service.md)
   OptionFlags options;
+};
+
+// service.json for the lifetime of the listening server: written (atomically) once it listens,
+// removed when it stops cleanly, unless a newer service has replaced it meanwhile.
+class StateFileGuard {
+ public:
+  StateFileGuard(std::filesystem::path dir, const server::ServeOptions& o, int port)
+      : dir_(std::move(dir)) {
+    ServiceState s;
+    s.pid = static_cast<int>(getpid());
+    s.start_time = ProcessStartTime(s.pid).value_or(0);
+    s.host = o.host;
+    s.port = port;
+    s.url = ServiceUrl(o.host, port);
+    // The log is where stdout goes when that is a regular file (ebb service start points it at
+    // service.log); under --foreground it is a terminal or the journal: "".
+    std::error_code ec;
+    const auto out = std::filesystem::read_symlink("/proc/self/fd/1", ec);
+    if (!ec && out.is_absolute() && std::filesystem::is_regular_file(out, ec)) s.log = out;
+    s.args = ServeArgsOfThisProcess();
+    s.cwd = std::filesystem::current_path(ec).string();
+    s.started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    WriteServiceState(dir_, s);
+    pid_ = s.pid;
+  }
+  ~StateFileGuard() { RemoveServiceStateOf(dir_, pid_); }
+  StateFileGuard(const StateFileGuard&) = delete;
+  StateFileGuard& operator=(const StateFileGuard&) = delete;
+
+ private:
+  std::filesystem::path dir_;
+  int pid_ = 0;
 };
 
 void Run(ServeFlags& f) {
@@ -77,8 +116,21 @@ void Run(ServeFlags& f) {
   }
 
   std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a signal
+  std::filesystem::path state_dir;
+  if (!f.state_dir.empty()) {
+    state_dir = std::filesystem::absolute(f.state_dir);
+    EnsureServiceStateDir(state_dir);
+    if (auto other = ReadRunningService(state_dir); other && other->pid != getpid()) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "another ebb service (pid " + std::to_string(other->pid) + ", " + other->url +
+                      ") owns the state directory " + state_dir.string() +
+                      "; stop it (ebb service stop) or give another --state-dir");
+    }
+  }
   server::Server srv(o);
   srv.Bind();
+  std::optional<StateFileGuard> state;
+  if (!state_dir.empty()) state.emplace(state_dir, o, srv.port());
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   // The first line says where it listens (scripts and tests read it).
@@ -129,6 +181,9 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--max-body", f->max_body, "Largest request body (default 8MiB); more: 413");
   cmd->add_option("--drain-timeout", f->drain_timeout_s,
                   "Seconds running requests get to finish on SIGTERM (default 30)");
+  cmd->add_option("--state-dir", f->state_dir,
+                  "Write service.json (pid, address, log, flags) to this folder while listening, "
+                  "as `ebb service` does (docs/service.md)");
   AddOptionFlags(*cmd, f->options);
   cmd->callback([f] { Run(*f); });
 }

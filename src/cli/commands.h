@@ -45,6 +45,8 @@ void RegisterEmbedCommand(CLI::App& app);
 void RegisterServeCommand(CLI::App& app);
 // ps, model list|load|unload|stats|shrink|set-runtime-option|clear-runtime-option, run, chat.
 void RegisterServiceClientCommands(CLI::App& app);
+// `ebb service start|stop|restart|status` (docs/service.md).
+void RegisterServiceCommand(CLI::App& app);
 // The option table as docs/options.md shows it (`ebb options --markdown`).
 std::string OptionTableMarkdown();
 #ifdef EBB_HAVE_TOKENIZE_CLI

@@ -45,6 +45,7 @@ int Main(int argc, char** argv) {
   ebb::cli::RegisterEmbedCommand(app);
   ebb::cli::RegisterServeCommand(app);
   ebb::cli::RegisterServiceClientCommands(app);
+  ebb::cli::RegisterServiceCommand(app);
 #ifdef EBB_HAVE_TOKENIZE_CLI
   ebb::cli::RegisterTokenizeCommands(app);
 #endif

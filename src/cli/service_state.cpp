@@ -1,0 +1,278 @@
+#include "cli/service_state.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/files.h"
+#include "ebb/error.h"
+
+namespace ebb::cli {
+namespace fs = std::filesystem;
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Fields 3.. of /proc/PID/stat (after the command name in parentheses, which may itself hold
+// spaces and parentheses: the last ')' ends it). Empty when the process does not exist.
+std::vector<std::string> StatFields(int pid) {
+  const std::string text = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(text.substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
+}
+
+}  // namespace
+
+fs::path ServiceStateDir() {
+  if (const std::string home = Env("EBB_HOME"); !home.empty()) return fs::absolute(home);
+  // The XDG base-directory spec: a relative $XDG_STATE_HOME is invalid and ignored.
+  if (const std::string xdg = Env("XDG_STATE_HOME"); !xdg.empty() && xdg[0] == '/') {
+    return fs::path(xdg) / "ebb";
+  }
+  std::string home = Env("HOME");
+  if (home.empty()) {
+    if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+      home = pw->pw_dir;
+    }
+  }
+  if (home.empty()) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "cannot find the ebb state directory: $HOME is not set; set $EBB_HOME to a folder");
+  }
+  return fs::path(home) / ".local" / "state" / "ebb";
+}
+
+void EnsureServiceStateDir(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "cannot create the ebb state directory " + dir.string() + ": " +
+                    (ec ? ec.message() : "not a folder") +
+                    "; fix its permissions or set $EBB_HOME to another folder");
+  }
+  ::chmod(dir.c_str(), 0700);  // pid, log and options of one user's service: keep them private
+}
+
+fs::path ServiceStateFile(const fs::path& dir) { return dir / "service.json"; }
+fs::path ServiceLogFile(const fs::path& dir) { return dir / "service.log"; }
+fs::path ServiceLockFile(const fs::path& dir) { return dir / "service.lock"; }
+
+std::optional<uint64_t> ProcessStartTime(int pid) {
+  if (pid <= 0) return std::nullopt;
+  const auto f = StatFields(pid);
+  // f[0] is field 3 (state), so field 22 (starttime) is f[19].
+  if (f.size() < 20) return std::nullopt;
+  if (f[0] == "Z" || f[0] == "X") return std::nullopt;  // exited; not yet reaped
+  try {
+    return std::stoull(f[19]);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string ProcessName(int pid) {
+  std::string name = ReadSmallFile("/proc/" + std::to_string(pid) + "/comm");
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+  return name;
+}
+
+std::string ServiceStateJson(const ServiceState& s) {
+  nlohmann::ordered_json j;
+  j["pid"] = s.pid;
+  j["start_time"] = s.start_time;
+  j["url"] = s.url;
+  j["host"] = s.host;
+  j["port"] = s.port;
+  j["log"] = s.log;
+  j["args"] = s.args;
+  j["started_unix_ms"] = s.started_unix_ms;
+  j["cwd"] = s.cwd;
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+ServiceState ParseServiceState(const std::string& text, const std::string& source) {
+  auto bad = [&](const std::string& what) {
+    return Error(ErrorCode::InvalidArgument,
+                 source + " is not a valid ebb service state (" + what +
+                     "); `ebb service stop` removes it, or delete it by hand");
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception&) {
+    throw bad("not JSON");
+  }
+  if (!j.is_object()) throw bad("not a JSON object");
+  ServiceState s;
+  try {
+    s.pid = j.at("pid").get<int>();
+    s.start_time = j.at("start_time").get<uint64_t>();
+    s.url = j.at("url").get<std::string>();
+    s.host = j.at("host").get<std::string>();
+    s.port = j.at("port").get<int>();
+    s.log = j.at("log").get<std::string>();
+    s.args = j.at("args").get<std::vector<std::string>>();
+    s.started_unix_ms = j.at("started_unix_ms").get<int64_t>();
+    s.cwd = j.value("cwd", std::string());
+  } catch (const std::exception& e) {
+    throw bad(std::string("a field is missing or of the wrong type: ") + e.what());
+  }
+  if (s.pid <= 0) throw bad("pid must be positive");
+  return s;
+}
+
+Liveness CheckLiveness(const ServiceState& s) {
+  const auto start = ProcessStartTime(s.pid);
+  if (!start) return Liveness::kGone;
+  return *start == s.start_time ? Liveness::kRunning : Liveness::kPidReused;
+}
+
+std::optional<ServiceState> ReadServiceStateFile(const fs::path& dir) {
+  const fs::path file = ServiceStateFile(dir);
+  if (!internal::FileExists(file, "service.json")) return std::nullopt;
+  const std::string text = internal::ReadRegularFile(file, 1 << 20, "service.json");
+  return ParseServiceState(text, file.string());
+}
+
+std::optional<ServiceState> ReadRunningService(const fs::path& dir) {
+  try {
+    auto s = ReadServiceStateFile(dir);
+    if (s && CheckLiveness(*s) == Liveness::kRunning) return s;
+  } catch (const std::exception&) {
+    // Unreadable or malformed: no running service can be found through it.
+  }
+  return std::nullopt;
+}
+
+std::optional<ServiceState> ReadRunningService() {
+  try {
+    return ReadRunningService(ServiceStateDir());
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+void WriteServiceState(const fs::path& dir, const ServiceState& s) {
+  const fs::path file = ServiceStateFile(dir);
+  const fs::path tmp = dir / (".service.json." + std::to_string(getpid()) + ".tmp");
+  const std::string text = ServiceStateJson(s);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  auto fail = [&](const std::string& what, int err) {
+    ::unlink(tmp.c_str());
+    return Error(ErrorCode::FailedPrecondition, "cannot write " + file.string() + " (" + what +
+                                                    ": " + internal::DescribeErrno(err) +
+                                                    "); check the state directory's permissions "
+                                                    "or set --state-dir/$EBB_HOME elsewhere");
+  };
+  if (fd < 0) throw fail("open", errno);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      throw fail("write", err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) throw fail("fsync", errno);
+  // rename() replaces atomically: a reader sees the old file or the new one, never a partial one.
+  if (::rename(tmp.c_str(), file.c_str()) != 0) throw fail("rename", errno);
+}
+
+bool RemoveServiceStateOf(const fs::path& dir, int pid) {
+  try {
+    const auto s = ReadServiceStateFile(dir);
+    if (!s || s->pid != pid) return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+  return ::unlink(ServiceStateFile(dir).c_str()) == 0;
+}
+
+void RemoveServiceState(const fs::path& dir) { ::unlink(ServiceStateFile(dir).c_str()); }
+
+std::vector<std::string> ServeArgsOfThisProcess() {
+  const std::string raw = ReadSmallFile("/proc/self/cmdline");
+  std::vector<std::string> argv;
+  for (size_t i = 0; i < raw.size();) {
+    const size_t end = raw.find('\0', i);
+    argv.push_back(raw.substr(i, end == std::string::npos ? std::string::npos : end - i));
+    if (end == std::string::npos) break;
+    i = end + 1;
+  }
+  std::vector<std::string> out;
+  bool after_serve = false;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    if (!after_serve) {
+      after_serve = argv[i] == "serve";
+      continue;
+    }
+    if (argv[i] == "--state-dir") {
+      ++i;  // and its value
+      continue;
+    }
+    if (argv[i].rfind("--state-dir=", 0) == 0) continue;
+    out.push_back(argv[i]);
+  }
+  return out;
+}
+
+std::string ServiceUrl(const std::string& host, int port) {
+  std::string h = host;
+  if (h.empty() || h == "0.0.0.0") h = "127.0.0.1";
+  if (h == "::" || h == "[::]") h = "::1";
+  if (h.find(':') != std::string::npos && h.front() != '[') h = "[" + h + "]";
+  return "http://" + h + ":" + std::to_string(port);
+}
+
+ServiceLock::ServiceLock(const fs::path& dir) {
+  const fs::path file = ServiceLockFile(dir);
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "cannot open " + file.string() + ": " + internal::DescribeErrno(errno) +
+                    "; check the state directory's permissions or set $EBB_HOME elsewhere");
+  }
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      const int err = errno;
+      ::close(fd_);
+      throw Error(ErrorCode::FailedPrecondition,
+                  "cannot lock " + file.string() + ": " + internal::DescribeErrno(err));
+    }
+  }
+}
+
+ServiceLock::~ServiceLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+}  // namespace ebb::cli
