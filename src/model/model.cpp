@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "core/files.h"
 #include "core/log.h"
@@ -505,9 +506,19 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   // ORT copied or prepacked what it needs out of the mapped external-data file; the file pages
   // it touched doing so would otherwise stay in RSS (file_pages.h).
   if (options.release_file_pages) {
-    const FilePagesRelease r =
-        ReleaseFilePages(cfg.dir, cache.action() == ModelCache::Action::kLoad ? cache.entry() : "");
-    if (r.before.resident_bytes > 0) {
+    // A cache entry with prepacked blobs is what the session runs from: keep it mapped. An
+    // entry without (int4: ORT prepacked MatMulNBits again into its arena) is like the model's
+    // own data file: only embeddings and small tensors are read from it again.
+    const bool keep_entry = cache.action() == ModelCache::Action::kLoad && save_prepacked;
+    std::vector<FilePagesRelease> released{
+        ReleaseFilePages(cfg.dir, keep_entry ? cache.entry() : std::filesystem::path())};
+    // An entry outside the model folder ($XDG_CACHE_HOME/ebb) is not covered by the call above.
+    if (cache.action() == ModelCache::Action::kLoad && !keep_entry &&
+        !cache.entry().string().starts_with(cfg.dir.string() + "/")) {
+      released.push_back(ReleaseFilePages(cache.entry()));
+    }
+    for (const FilePagesRelease& r : released) {
+      if (r.before.resident_bytes == 0) continue;
       EBB_LOG_INFO("released {} of resident model-file pages ({} mappings; {} still resident)",
                    FormatBytes(r.before.resident_bytes -
                                std::min(r.before.resident_bytes, r.after.resident_bytes)),
