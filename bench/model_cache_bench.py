@@ -85,10 +85,12 @@ def main():
     ap.add_argument("--cache-dir", default=None, help="default: MODEL/.ebb-cache-bench")
     ap.add_argument("--pss-tokens", type=int, default=32)
     ap.add_argument("--skip-build", action="store_true", help="skip the build-vs-off pairs")
+    ap.add_argument("--skip-pss", action="store_true", help="skip the two-process PSS runs")
     a = ap.parse_args()
     cache_dir = a.cache_dir or os.path.join(a.model, ".ebb-cache-bench")
 
-    shutil.rmtree(cache_dir, ignore_errors=True)
+    if not a.skip_build:
+        shutil.rmtree(cache_dir, ignore_errors=True)
     run(a.ebb, a.model, "off", cache_dir)  # warm the page cache with the model files
     builds, offs1 = [], []
     if not a.skip_build:
@@ -127,6 +129,8 @@ def main():
     print("cached / off (pairs): " + ", ".join(
         f"{c['wall_s'] / o['wall_s']:.2f}" for c, o in zip(cached, offs2)))
 
+    if a.skip_pss:
+        return
     print("\nTwo processes at once (both loaded and decoding), per process:\n")
     print("| run | Rss | Pss | Pss_Anon | Pss_File | Anonymous |")
     print("|---|---:|---:|---:|---:|---:|")

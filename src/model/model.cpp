@@ -372,6 +372,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, cfg.session_options,
                                       cfg.provider_options, options, save_prepacked);
   if (cache.action() == ModelCache::Action::kLoad) {
+    cache.Prefetch();
     Ort::SessionOptions cached_so = so.Clone();
     cached_so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
     try {
@@ -506,19 +507,14 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   // ORT copied or prepacked what it needs out of the mapped external-data file; the file pages
   // it touched doing so would otherwise stay in RSS (file_pages.h).
   if (options.release_file_pages) {
-    // A cache entry with prepacked blobs is what the session runs from: keep it mapped. An
-    // entry without (int4: ORT prepacked MatMulNBits again into its arena) is like the model's
-    // own data file: only embeddings and small tensors are read from it again.
-    const bool keep_entry = cache.action() == ModelCache::Action::kLoad && save_prepacked;
-    std::vector<FilePagesRelease> released{
-        ReleaseFilePages(cfg.dir, keep_entry ? cache.entry() : std::filesystem::path())};
-    // An entry outside the model folder ($XDG_CACHE_HOME/ebb) is not covered by the call above.
-    if (cache.action() == ModelCache::Action::kLoad && !keep_entry &&
-        !cache.entry().string().starts_with(cfg.dir.string() + "/")) {
-      released.push_back(ReleaseFilePages(cache.entry()));
-    }
-    for (const FilePagesRelease& r : released) {
-      if (r.before.resident_bytes == 0) continue;
+    // A cache entry is left alone: with prepacked blobs its pages are the weights the session
+    // runs from, and paging out an entry also evicts it from the page cache, so the next load
+    // would fault it back from disk in small reads (docs/memory.md). Its pages are clean and
+    // shared; the kernel reclaims them when it needs to.
+    const FilePagesRelease r = ReleaseFilePages(cfg.dir, cache.action() == ModelCache::Action::kLoad
+                                                             ? cache.entry()
+                                                             : std::filesystem::path());
+    if (r.before.resident_bytes > 0) {
       EBB_LOG_INFO("released {} of resident model-file pages ({} mappings; {} still resident)",
                    FormatBytes(r.before.resident_bytes -
                                std::min(r.before.resident_bytes, r.after.resident_bytes)),

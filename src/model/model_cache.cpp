@@ -415,6 +415,16 @@ bool ModelCache::StartBuild() {
   return true;
 }
 
+void ModelCache::Prefetch() const {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(entry_, ec)) {
+    const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);  // a hint; failure costs nothing
+    ::close(fd);
+  }
+}
+
 void ModelCache::AddBuildOptions(Ort::SessionOptions& so) const {
   so.SetOptimizedModelFilePath((temp_ / kGraphFile).c_str());
   so.AddConfigEntry("session.optimized_model_external_initializers_file_name", kDataFile);
@@ -503,8 +513,10 @@ void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
 }
 
 void ModelCache::GiveUpBuild(const std::string& why) {
-  EBB_LOG_WARN("model cache: could not write {} ({}); loading without a cache", entry_.string(),
-               EscapeForMessage(why, 400));
+  EBB_LOG_WARN(
+      "model cache: ONNX Runtime failed while loading the model and writing {} ({}); "
+      "retrying without the cache",
+      entry_.string(), EscapeForMessage(why, 400));
   if (!temp_.empty()) RemoveAll(temp_);
   temp_.clear();
   action_ = Action::kOff;

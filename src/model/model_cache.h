@@ -79,6 +79,10 @@ class ModelCache {
   // to leave alone: those pages are the weights. Empty when nothing is cached.
   const std::filesystem::path& entry() const { return entry_; }
 
+  // kLoad: asks the kernel to read the entry's files ahead (POSIX_FADV_WILLNEED), so ORT's
+  // page faults on the mapped data file hit the page cache instead of reading from disk in small
+  // pieces. ORT reads all of the file during the load (to prepack) or the first token anyway.
+  void Prefetch() const;
   // kBuild: adds the session config entries that make ORT write the entry into the temp folder.
   void AddBuildOptions(Ort::SessionOptions& so) const;
   // kBuild, after the session was created: syncs, writes the manifest, renames into place. Logs

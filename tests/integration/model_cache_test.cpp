@@ -74,7 +74,12 @@ class ModelCopy {
     fs::remove_all(base_);
     fs::create_directories(base_);
     dir_ = base_ / name;
-    fs::copy(testing::TestModelsDir() / name, dir_, fs::copy_options::recursive);
+    fs::create_directories(dir_);
+    // Not the shared folder's own cache, which other tests' loads create there.
+    for (const auto& e : fs::directory_iterator(testing::TestModelsDir() / name)) {
+      if (e.path().filename() == ".ebb-cache") continue;
+      fs::copy(e.path(), dir_ / e.path().filename(), fs::copy_options::recursive);
+    }
   }
   ~ModelCopy() {
     std::error_code ec;
