@@ -88,6 +88,10 @@ struct EBB_API ModelOptions {
                                      // with process RSS above this; 0 = off
   bool release_file_pages = true;    // memory.release_file_pages: after the session is created,
                                      // let the kernel reclaim the model files' resident pages
+  // model_cache.dir: where compiled graphs are cached (docs/memory.md "Compiled-model cache").
+  // "" or "auto" (default): <model folder>/.ebb-cache when writable, else $XDG_CACHE_HOME/ebb
+  // (else $HOME/.cache/ebb), else no cache; "off": never read or write a cache; else a folder.
+  std::string model_cache_dir;
   // execution_provider: the one execution provider to run on ("cpu", "cuda", "dml", or ORT's
   // name such as "CUDAExecutionProvider"), replacing genai_config.json's provider list; "cpu"
   // runs on CPU whatever the config names. Empty (default) = the config's list.

@@ -10,12 +10,18 @@
 
 namespace ebb {
 
-// This process, from /proc/self/status.
+// This process, from /proc/self/status. RSS splits into anonymous, file-backed and shared-memory
+// pages: rss_bytes = RssAnon + file_bytes + shmem_bytes.
 struct ProcessMemory {
   int64_t rss_bytes = -1;       // VmRSS
   int64_t peak_rss_bytes = -1;  // VmHWM
   int64_t anon_bytes = -1;      // RssAnon + VmSwap: memory that only exists for this process
-  int64_t file_bytes = -1;      // RssFile: mapped file pages (code, model files), reclaimable
+                                // (heap, ORT's arena, prepacked weights, KV); the OS can only
+                                // swap it, never drop it
+  int64_t file_bytes = -1;      // RssFile: mapped file pages (code, model files, a compiled-model
+                                // cache's weights): clean, shared with other processes mapping
+                                // the same file, and dropped by the OS under pressure
+  int64_t shmem_bytes = -1;     // RssShmem: shared memory (shm, memfd, tmpfs mappings)
 };
 
 // ORT's arena for one device, read with OrtApi::AllocatorGetStats. `available` is false when the

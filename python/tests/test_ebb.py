@@ -209,6 +209,9 @@ def test_run_options_and_stats(rt, model):
     s = h.stats()
     assert set(s) >= {"process", "kv", "cpu_arena", "num_shrinks", "num_requests"}
     assert s["process"]["rss_bytes"] > 0
+    # RSS split: anonymous, file-backed (mapped model/cache files, code) and shared memory.
+    assert s["process"]["anon_bytes"] > 0 and s["process"]["file_bytes"] > 0
+    assert s["process"]["shmem_bytes"] >= 0
     assert set(rt.stats()) >= {"process", "kv"}
     (entry,) = rt.models()
     assert entry["id"] == "tiny" and entry["weights_bytes"] > 0

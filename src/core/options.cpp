@@ -132,6 +132,12 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     shrink_above_bytes = ParseByteSize(v, k);
   } else if (k == "memory.release_file_pages") {
     release_file_pages = internal::ParseBool(k, v);
+  } else if (k == "model_cache.dir") {
+    model_cache_dir = internal::Trim(v);
+    if (model_cache_dir.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "model_cache.dir='' names no folder; use auto (the default), off, or a folder");
+    }
   } else if (k == "execution_provider") {
     execution_provider = internal::Trim(v);  // checked against ORT when the model loads
   } else {

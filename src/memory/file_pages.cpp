@@ -21,8 +21,8 @@ std::string DirPrefix(const std::filesystem::path& dir) {
 }
 
 // Calls `fn(start, end, rss_bytes)` for every mapping in /proc/self/smaps whose path starts with
-// `prefix`.
-void ForEachMapping(const std::string& prefix,
+// `prefix` and not with `skip` (when `skip` is not empty).
+void ForEachMapping(const std::string& prefix, const std::string& skip,
                     const std::function<void(uintptr_t, uintptr_t, uint64_t)>& fn) {
   if (prefix.empty()) return;
   std::ifstream in("/proc/self/smaps");
@@ -37,7 +37,8 @@ void ForEachMapping(const std::string& prefix,
     if (dash != std::string::npos && space != std::string::npos && dash < space &&
         line.find(':') > space) {
       const size_t path_at = line.find('/');
-      match = path_at != std::string::npos && line.compare(path_at, prefix.size(), prefix) == 0;
+      match = path_at != std::string::npos && line.compare(path_at, prefix.size(), prefix) == 0 &&
+              (skip.empty() || line.compare(path_at, skip.size(), skip) != 0);
       if (match) {
         start = std::stoull(line.substr(0, dash), nullptr, 16);
         end = std::stoull(line.substr(dash + 1, space - dash - 1), nullptr, 16);
@@ -55,17 +56,19 @@ void ForEachMapping(const std::string& prefix,
 
 MappedFilePages ResidentFilePages(const std::filesystem::path& dir) {
   MappedFilePages r;
-  ForEachMapping(DirPrefix(dir), [&](uintptr_t, uintptr_t, uint64_t rss) {
+  ForEachMapping(DirPrefix(dir), "", [&](uintptr_t, uintptr_t, uint64_t rss) {
     ++r.num_mappings;
     r.resident_bytes += rss;
   });
   return r;
 }
 
-FilePagesRelease ReleaseFilePages(const std::filesystem::path& dir) {
+FilePagesRelease ReleaseFilePages(const std::filesystem::path& dir,
+                                  const std::filesystem::path& keep) {
   FilePagesRelease r;
   const std::string prefix = DirPrefix(dir);
-  ForEachMapping(prefix, [&](uintptr_t start, uintptr_t end, uint64_t rss) {
+  const std::string skip = keep.empty() ? std::string() : DirPrefix(keep);
+  ForEachMapping(prefix, skip, [&](uintptr_t start, uintptr_t end, uint64_t rss) {
     ++r.before.num_mappings;
     r.before.resident_bytes += rss;
 #ifdef MADV_PAGEOUT
@@ -75,7 +78,10 @@ FilePagesRelease ReleaseFilePages(const std::filesystem::path& dir) {
     (void)end;
 #endif
   });
-  r.after = ResidentFilePages(dir);
+  ForEachMapping(prefix, skip, [&](uintptr_t, uintptr_t, uint64_t rss) {
+    ++r.after.num_mappings;
+    r.after.resident_bytes += rss;
+  });
   return r;
 }
 

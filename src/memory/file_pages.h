@@ -25,9 +25,13 @@ MappedFilePages ResidentFilePages(const std::filesystem::path& dir);
 // written is anonymous memory and is swapped or kept, never discarded. A hint only: a kernel
 // without MADV_PAGEOUT (before 5.4) leaves everything resident. Returns the state before and
 // after. Thread-safe (reads /proc; madvise on ranges ORT owns does not change their contents).
+// Mappings of files under `keep` (when not empty) are left alone and not counted: a compiled-model
+// cache entry under the model folder holds the weights ORT runs from (model/model_cache.h), and
+// paging them out would only make the first request read them back.
 struct FilePagesRelease {
   MappedFilePages before, after;
 };
-FilePagesRelease ReleaseFilePages(const std::filesystem::path& dir);
+FilePagesRelease ReleaseFilePages(const std::filesystem::path& dir,
+                                  const std::filesystem::path& keep = {});
 
 }  // namespace ebb::internal

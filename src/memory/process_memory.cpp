@@ -47,7 +47,8 @@ std::string ToJson(const MemoryStats& s) {
   j["process"] = {{"rss_bytes", s.process.rss_bytes},
                   {"peak_rss_bytes", s.process.peak_rss_bytes},
                   {"anon_bytes", s.process.anon_bytes},
-                  {"file_bytes", s.process.file_bytes}};
+                  {"file_bytes", s.process.file_bytes},
+                  {"shmem_bytes", s.process.shmem_bytes}};
   j["kv"] = internal::KvMemoryJson(s.kv);
   j["cpu_arena"] = internal::ArenaStatsJson(s.cpu_arena);
   j["num_shrinks"] = s.num_shrinks;
@@ -78,6 +79,7 @@ ProcessMemory ParseProcessStatus(std::string_view text) {
     if (key == "RssAnon") anon = bytes;
     if (key == "VmSwap") swap = bytes;
     if (key == "RssFile") m.file_bytes = bytes;
+    if (key == "RssShmem") m.shmem_bytes = bytes;
   }
   if (anon >= 0) m.anon_bytes = anon + (swap > 0 ? swap : 0);
   return m;

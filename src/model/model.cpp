@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "core/files.h"
 #include "core/log.h"
@@ -15,6 +17,7 @@
 #include "memory/heap_trim.h"
 #include "memory/memory_governor.h"
 #include "model/graph_ops.h"
+#include "model/model_cache.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
 #include "ort/arena_stats.h"
@@ -266,15 +269,14 @@ uint64_t WeightsBytes(const std::filesystem::path& model_path) {
   return total;
 }
 
-// Whether the decoder graph uses GroupQueryAttention. ORT has already loaded the file, so a parse
-// failure here is ebb's own limitation: fall back to the config's flag, which GQA exports set.
-bool GraphUsesGqa(const std::filesystem::path& model_path, bool fallback) {
+// The operator types of the graph, or nullopt (logged) when ebb cannot list them. Read before
+// ORT loads the file; callers fall back to safe defaults.
+std::optional<std::set<std::string>> TryGraphOpTypes(const std::filesystem::path& model_path) {
   try {
-    return GraphOpTypes(model_path).count("GroupQueryAttention") > 0;
+    return GraphOpTypes(model_path);
   } catch (const Error& e) {
-    EBB_LOG_WARN("cannot list the operators of {} ({}); assuming {}GroupQueryAttention",
-                 model_path.string(), e.what(), fallback ? "" : "no ");
-    return fallback;
+    EBB_LOG_WARN("cannot list the operators of {} ({})", model_path.string(), e.what());
+    return std::nullopt;
   }
 }
 
@@ -369,10 +371,46 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   }
   // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
   CheckRegularFile(cfg.model_path, "the model's ONNX file");
-  try {
-    impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
-  } catch (const Ort::Exception& e) {
-    throw SessionCreateError(cfg, options, e.what());
+  // The compiled-model cache (model_cache.h): load the cached graph with nothing left to
+  // optimise, or have ORT write it while it loads the model. A cache problem never fails a load.
+  // A parse failure here is ebb's own limitation (ORT may still load the file): no prepacked
+  // blobs are cached, and GQA falls back to the config's flag, which GQA exports set.
+  const std::optional<std::set<std::string>> op_types = TryGraphOpTypes(cfg.model_path);
+  const bool save_prepacked = op_types && op_types->count("MatMulNBits") == 0;
+  ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, cfg.session_options,
+                                      cfg.provider_options, options, save_prepacked);
+  if (cache.action() == ModelCache::Action::kLoad) {
+    cache.Prefetch();
+    Ort::SessionOptions cached_so = so.Clone();
+    cached_so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
+    try {
+      impl->session =
+          std::make_unique<Ort::Session>(OrtEnvironment(), cache.cached_model().c_str(), cached_so);
+      EBB_LOG_INFO("model cache: loaded {} from {} (graph already optimised, weights mapped)",
+                   cfg.model_path.string(), cache.entry().string());
+    } catch (const Ort::Exception& e) {
+      cache.RebuildAfterFailedLoad(e.what());
+    }
+  }
+  if (!impl->session && cache.action() == ModelCache::Action::kBuild) {
+    Ort::SessionOptions build_so = so.Clone();
+    cache.AddBuildOptions(build_so);
+    try {
+      impl->session =
+          std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), build_so);
+      cache.Commit();
+    } catch (const Ort::Exception& e) {
+      // Writing the cache may be what failed (disk full); the plain load below says if the
+      // model itself is at fault.
+      cache.GiveUpBuild(e.what());
+    }
+  }
+  if (!impl->session) {
+    try {
+      impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
+    } catch (const Ort::Exception& e) {
+      throw SessionCreateError(cfg, options, e.what());
+    }
   }
   if (cfg.is_encoder) {
     impl->encoder = ResolveEncoderIo(cfg, *impl->session);
@@ -431,8 +469,8 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   info.head_size = cfg.head_size;
   // Padding and the KV layout follow the graph's attention op, not a config flag. An encoder
   // has no KV cache (its KvPool exists and stays at 0).
-  info.uses_gqa =
-      !cfg.is_encoder && GraphUsesGqa(cfg.model_path, cfg.search.past_present_share_buffer);
+  info.uses_gqa = !cfg.is_encoder && (op_types ? op_types->count("GroupQueryAttention") > 0
+                                               : cfg.search.past_present_share_buffer);
   info.past_present_share_buffer =
       cfg.search.past_present_share_buffer && info.uses_gqa && !impl->io.combined_kv;
   info.eos_token_ids = cfg.eos_token_ids;
@@ -487,7 +525,13 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   // ORT copied or prepacked what it needs out of the mapped external-data file; the file pages
   // it touched doing so would otherwise stay in RSS (file_pages.h).
   if (options.release_file_pages) {
-    const FilePagesRelease r = ReleaseFilePages(cfg.dir);
+    // A cache entry is left alone: with prepacked blobs its pages are the weights the session
+    // runs from, and paging out an entry also evicts it from the page cache, so the next load
+    // would fault it back from disk in small reads (docs/memory.md). Its pages are clean and
+    // shared; the kernel reclaims them when it needs to.
+    const FilePagesRelease r = ReleaseFilePages(cfg.dir, cache.action() == ModelCache::Action::kLoad
+                                                             ? cache.entry()
+                                                             : std::filesystem::path());
     if (r.before.resident_bytes > 0) {
       EBB_LOG_INFO("released {} of resident model-file pages ({} mappings; {} still resident)",
                    FormatBytes(r.before.resident_bytes -

@@ -248,6 +248,9 @@ int main(int argc, char** argv) {
   }
   if (!ok(ebb_runtime_stats_json(rt, &json), "runtime_stats_json")) {
     CHECK(strstr(json, "\"process\"") != NULL);
+    CHECK(strstr(json, "\"file_bytes\"") != NULL);
+    CHECK(strstr(json, "\"anon_bytes\"") != NULL);
+    CHECK(strstr(json, "\"shmem_bytes\"") != NULL);
     ebb_string_free(json);
   }
   if (!ok(ebb_runtime_list_json(rt, &json), "list_json")) {

@@ -304,11 +304,13 @@ std::string LongPrompt(int n) {
 
 TEST(Issue16Caps, ArenaMaxMemBelowTheWeightsInTheArenaIsRefused) {
   // ORT reserved the weights (9 MiB here) past the cap and then enforced no cap at all:
-  // max_mem=8MiB let a 2040-token step take 76 MiB and succeed.
+  // max_mem=8MiB let a 2040-token step take 76 MiB and succeed. Without the compiled-model
+  // cache: a load from the cache maps the (prepacked) weights from its file instead of the
+  // arena, and the cap then holds (the step fails with the arena-cap error).
   const auto r = RunEbb("generate " + (testing::TestModelsDir() / "llama-wide").string() +
                         " --input-ids " + LongPrompt(2040) +
                         " --max-length 2045 --prefill-chunk-size 0 "
-                        "--session-option arena.max_mem=8MiB");
+                        "--session-option arena.max_mem=8MiB --option model_cache.dir=off");
   EXPECT_EQ(r.status, 1) << r.out.substr(0, 500);
   EXPECT_THAT(r.out, HasSubstr("arena.max_mem=8388608 (8.0 MiB) is below the"));
 }

@@ -1,0 +1,525 @@
+#include "model/model_cache.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/files.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "ebb/version.h"
+#include "ort/execution_providers.h"
+
+namespace ebb::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFormat = "ebb-model-cache/1";
+constexpr const char* kTempPrefix = ".tmp-";
+constexpr uint64_t kMiB = 1ull << 20;
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Session options that only affect how the graph runs (threads, allocators, spinning), not what
+// ORT compiles; every other key, ebb's or ORT's, is part of the key. Unknown keys count, so an
+// option this list forgets costs a rebuild, never a wrong graph.
+bool RuntimeOnlyKey(const std::string& k) {
+  static const std::set<std::string> kKeys = {
+      "intra_op_num_threads",
+      "inter_op_num_threads",
+      "enable_cpu_mem_arena",
+      "enable_mem_pattern",
+      "execution_mode",
+      "use_env_allocators",
+      "arena_extend_strategy",
+      "session.use_env_allocators",
+      "session.intra_op.allow_spinning",
+      "session.inter_op.allow_spinning",
+      "session.intra_op_thread_affinities",
+      "session.dynamic_block_base",
+      "session.force_spinning_stop",
+      "session.use_device_allocator_for_initializers",
+      "session.set_denormal_as_zero",
+  };
+  return kKeys.count(k) > 0 || k.starts_with("arena.");
+}
+
+// Keys the cache sets itself, or that change how the file is read: with any of them the user is
+// managing ORT's model files, and the cache stays out of the way.
+bool ConflictingKey(const std::string& k) {
+  return k == "session.optimized_model_filepath" ||
+         k == "session.save_external_prepacked_constant_initializers" ||
+         k == "session.optimized_model_external_initializers_file_name" ||
+         k == "session.optimized_model_external_initializers_min_size_in_bytes" ||
+         k == "session.load_model_format" || k == "session.save_model_format" ||
+         k == "session.model_external_initializers_file_folder_path" || k == "ep.context_enable";
+}
+
+// "model name" and "flags" of the first CPU: MLAS picks its kernels (and so the prepacked
+// layout) by ISA, so a cache must not travel to a different CPU.
+std::string CpuIdentity() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(in, line) && (model.empty() || flags.empty())) {
+    if (model.empty() && (line.rfind("model name", 0) == 0 || line.rfind("CPU part", 0) == 0)) {
+      model = Trim(line.substr(line.find(':') + 1));
+    }
+    if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) {
+      flags = Hex64(HashBytes(line.data(), line.size()));
+    }
+  }
+  return model + " flags:" + flags;
+}
+
+int64_t MtimeNs(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// The model file and its external-data files (regular files in the folder whose name starts
+// with the model file's name, as Model::weights_bytes counts them), sorted by name.
+std::vector<fs::path> ModelFiles(const fs::path& model_path) {
+  std::vector<fs::path> files{model_path};
+  std::error_code ec;
+  const std::string stem = model_path.filename().string();
+  for (const auto& e : fs::directory_iterator(model_path.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != stem && name.starts_with(stem) && e.is_regular_file(ec)) files.push_back(e.path());
+  }
+  std::sort(files.begin() + 1, files.end());
+  return files;
+}
+
+// Cheap fingerprint of the model files: name, size, mtime and XXH64 of the first and last MiB
+// of each. A full hash would read every byte on every load (measured: 1.2-1.5 GB/s here, so
+// seconds for a phi-sized model, more than the cache saves); an edit that keeps size and mtime
+// and spares both ends is not detected.
+std::string Fingerprint(const fs::path& model_path, std::string* text) {
+  Hash64 h;
+  std::ostringstream readable;
+  for (const auto& f : ModelFiles(model_path)) {
+    std::error_code ec;
+    const uint64_t size = fs::file_size(f, ec);
+    Hash64 ends;
+    HashFileRange(f, 0, kMiB, ends);
+    if (size > kMiB) HashFileRange(f, std::max(kMiB, size - kMiB), kMiB, ends);
+    readable << f.filename().string() << " size=" << size << " mtime_ns=" << MtimeNs(f)
+             << " ends=" << Hex64(ends.Digest()) << "\n";
+  }
+  *text = readable.str();
+  h.Update(*text);
+  return Hex64(h.Digest());
+}
+
+// Everything but the model files that changes the compiled graph, as readable text (stored in
+// the manifest, so `cat manifest.json` says what an entry was built for).
+std::string GraphInputs(const KeyValues& config_session,
+                        const std::vector<ProviderOptions>& config_providers,
+                        const ModelOptions& options, std::string* conflict, std::string* non_cpu) {
+  std::map<std::string, std::string> merged;
+  for (const auto& [k, v] : config_session) merged[k] = v;
+  for (const auto& [k, v] : options.session_options) merged[k] = v;
+  std::ostringstream out;
+  out << "format=" << kFormat << "\nort=" << OrtVersion() << "\ncpu=" << CpuIdentity() << "\n";
+  if (!merged.count("graph_optimization_level")) out << "graph_optimization_level=all (ebb)\n";
+  for (const auto& [k, v] : merged) {
+    if (ConflictingKey(k) && conflict->empty()) *conflict = k;
+    if (!RuntimeOnlyKey(k)) out << "session." << k << "=" << v << "\n";
+  }
+  // The providers as BuildSessionOptions resolves them: execution_provider replaces the list.
+  std::map<std::string, std::map<std::string, std::string>> providers;
+  for (const auto& po : config_providers) {
+    for (const auto& [k, v] : po.options) providers[CanonicalProviderName(po.name)][k] = v;
+    providers[CanonicalProviderName(po.name)];
+  }
+  for (const auto& [name, opts] : options.provider_options) {
+    for (const auto& [k, v] : opts) providers[CanonicalProviderName(name)][k] = v;
+    providers[CanonicalProviderName(name)];
+  }
+  if (!options.execution_provider.empty()) {
+    const std::string ep = CanonicalProviderName(options.execution_provider);
+    auto keep = providers[ep];
+    providers.clear();
+    providers[ep] = keep;
+  }
+  for (const auto& [ep, opts] : providers) {
+    if (ep != "cpu" && non_cpu->empty()) *non_cpu = ep;
+    out << "provider=" << ep;
+    for (const auto& [k, v] : opts) out << " " << k << "=" << v;
+    out << "\n";
+  }
+  return out.str();
+}
+
+// The blocks of a file the manifest's checksum covers: all of it up to 8 MiB, else the first and
+// last MiB and 64 blocks of 64 KiB at evenly spaced offsets.
+uint64_t SampledHash(const fs::path& p, uint64_t size, bool* ok) {
+  Hash64 h;
+  *ok = true;
+  if (size <= 8 * kMiB) {
+    *ok = HashFileRange(p, 0, size, h);
+    return h.Digest();
+  }
+  *ok &= HashFileRange(p, 0, kMiB, h);
+  for (uint64_t i = 0; i < 64; ++i) *ok &= HashFileRange(p, i * (size / 64), 64 << 10, h);
+  *ok &= HashFileRange(p, size - kMiB, kMiB, h);
+  return h.Digest();
+}
+
+bool FsyncPath(const fs::path& p, bool directory) {
+  const int fd = ::open(p.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string ErrnoText(int err) { return DescribeErrno(err); }
+
+// "" when `entry` is complete and matches `key`; else why not (for the log line).
+std::string VerifyEntry(const fs::path& entry, const std::string& key) {
+  const fs::path manifest_path = entry / ModelCache::kManifestFile;
+  std::error_code ec;
+  if (!fs::exists(manifest_path, ec)) return "it has no manifest (an incomplete write)";
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(ReadRegularFile(manifest_path, 1 << 20, "cache manifest"));
+  } catch (const std::exception& e) {
+    return std::string("its manifest is unreadable (") + e.what() + ")";
+  }
+  try {
+    if (m.at("format").get<std::string>() != kFormat) return "it was written by another version";
+    if (m.at("key").get<std::string>() != key) return "its manifest names another key";
+    bool has_graph = false;
+    for (const auto& f : m.at("files")) {
+      const std::string name = f.at("name").get<std::string>();
+      if (name.find('/') != std::string::npos || name == "..") return "its manifest is invalid";
+      has_graph |= name == ModelCache::kGraphFile;
+      const fs::path p = entry / name;
+      const uint64_t want = f.at("size").get<uint64_t>();
+      const uint64_t size = fs::file_size(p, ec);
+      if (ec) return name + " is missing";
+      if (size != want) {
+        return name + " is " + std::to_string(size) + " bytes, the manifest says " +
+               std::to_string(want) + " (truncated or overwritten)";
+      }
+      if (MtimeNs(p) != f.at("mtime_ns").get<int64_t>()) {
+        return name + " was modified after the cache was written";
+      }
+      bool ok = false;
+      const std::string sum = Hex64(SampledHash(p, size, &ok));
+      if (!ok) return name + " cannot be read";
+      if (sum != f.at("xxh64").get<std::string>()) return name + " fails its checksum (corrupt)";
+    }
+    if (!has_graph) return "its manifest lists no model.onnx";
+  } catch (const nlohmann::json::exception& e) {
+    return std::string("its manifest is invalid (") + e.what() + ")";
+  }
+  return "";
+}
+
+// Reads an entry's manifest for stale-entry detection; empty json when unreadable.
+nlohmann::json ReadManifest(const fs::path& entry) {
+  try {
+    return nlohmann::json::parse(
+        ReadRegularFile(entry / ModelCache::kManifestFile, 1 << 20, "cache manifest"));
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+void RemoveAll(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+  if (ec) EBB_LOG_WARN("model cache: could not remove {}: {}", p.string(), ec.message());
+}
+
+// Removes, under `root`: temp folders whose process is gone (a crash or kill -9 mid-write), and
+// entries built for `source` from other model contents (the model changed; they can never be
+// used again). Entries for other options of the same model are kept.
+void CleanUp(const fs::path& root, const fs::path& source, const std::string& fingerprint) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory(ec)) continue;
+    if (name.starts_with(kTempPrefix)) {
+      // .tmp-<key>-<pid>-<n>
+      const auto parts = Split(name.substr(std::strlen(kTempPrefix)), '-');
+      if (parts.size() != 3) continue;
+      const long pid = std::strtol(parts[1].c_str(), nullptr, 10);
+      if (pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
+          errno == ESRCH) {
+        EBB_LOG_INFO(
+            "model cache: removing {}, an unfinished cache write of process {}, which is gone "
+            "(it crashed or was killed while writing)",
+            e.path().string(), pid);
+        RemoveAll(e.path());
+      }
+      continue;
+    }
+    const nlohmann::json m = ReadManifest(e.path());
+    if (!m.is_object() || m.value("source", "") != source.string()) continue;
+    if (m.value("source_fingerprint", "") != fingerprint) {
+      EBB_LOG_INFO(
+          "model cache: removing stale entry {}: the model files changed since it was built",
+          e.path().string());
+      RemoveAll(e.path());
+    }
+  }
+}
+
+std::vector<fs::path> CandidateRoots(const fs::path& model_path, const std::string& setting) {
+  if (setting != "" && setting != "auto") return {fs::path(setting)};
+  std::vector<fs::path> roots{model_path.parent_path() / ".ebb-cache"};
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (xdg != nullptr && xdg[0] == '/') {
+    roots.push_back(fs::path(xdg) / "ebb");
+  } else if (home != nullptr && home[0] == '/') {
+    roots.push_back(fs::path(home) / ".cache" / "ebb");
+  }
+  return roots;
+}
+
+}  // namespace
+
+ModelCache::ModelCache(ModelCache&& o) noexcept
+    : action_(o.action_),
+      model_path_(std::move(o.model_path_)),
+      root_(std::move(o.root_)),
+      entry_(std::move(o.entry_)),
+      temp_(std::move(o.temp_)),
+      key_(std::move(o.key_)),
+      fingerprint_(std::move(o.fingerprint_)),
+      inputs_(std::move(o.inputs_)),
+      build_started_ms_(o.build_started_ms_),
+      save_prepacked_(o.save_prepacked_) {
+  o.action_ = Action::kOff;
+  o.temp_.clear();
+}
+
+ModelCache::~ModelCache() {
+  if (!temp_.empty()) RemoveAll(temp_);
+}
+
+ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setting,
+                            const KeyValues& config_session,
+                            const std::vector<ProviderOptions>& config_providers,
+                            const ModelOptions& options, bool save_prepacked) {
+  ModelCache c;
+  c.save_prepacked_ = save_prepacked;
+  if (setting == "off") {
+    EBB_LOG_DEBUG("model cache: off (model_cache.dir=off)");
+    return c;
+  }
+  std::string conflict, non_cpu;
+  c.inputs_ = GraphInputs(config_session, config_providers, options, &conflict, &non_cpu) +
+              "prepacked_blobs=" + (save_prepacked ? "1" : "0") + "\n";
+  if (!conflict.empty()) {
+    EBB_LOG_INFO(
+        "model cache: not used because session option {} is set (the cache sets it "
+        "itself); remove it to use the cache, or set model_cache.dir=off",
+        conflict);
+    return c;
+  }
+  if (!non_cpu.empty()) {
+    EBB_LOG_INFO(
+        "model cache: not used with execution provider {} (only the CPU provider's "
+        "compiled graph is cached)",
+        non_cpu);
+    return c;
+  }
+  std::error_code ec;
+  c.model_path_ = fs::weakly_canonical(model_path, ec);
+  if (ec) c.model_path_ = model_path;
+  std::string files_text;
+  c.fingerprint_ = Fingerprint(c.model_path_, &files_text);
+  c.key_ = Hex64(HashBytes((c.fingerprint_ + "\n" + c.inputs_).data(),
+                           c.fingerprint_.size() + 1 + c.inputs_.size()));
+  const std::string entry_name = c.model_path_.filename().string() + "-" + c.key_;
+
+  const std::vector<fs::path> roots = CandidateRoots(c.model_path_, setting);
+  // A valid entry in any candidate root is loaded (a read-only model folder may still carry one).
+  for (const auto& root : roots) {
+    const fs::path entry = root / entry_name;
+    if (!fs::is_directory(entry, ec)) continue;
+    const std::string bad = VerifyEntry(entry, c.key_);
+    if (bad.empty()) {
+      c.action_ = Action::kLoad;
+      c.root_ = root;
+      c.entry_ = entry;
+      return c;
+    }
+    EBB_LOG_WARN("model cache: rebuilding {}: {}", entry.string(), bad);
+    RemoveAll(entry);
+  }
+  for (const auto& root : roots) {
+    c.root_ = root;
+    c.entry_ = root / entry_name;
+    if (c.StartBuild()) return c;
+  }
+  c.root_.clear();
+  c.entry_.clear();
+  std::string tried;
+  for (const auto& r : roots) tried += (tried.empty() ? "" : ", ") + r.string();
+  EBB_LOG_WARN(
+      "model cache: no writable cache folder ({}); loading {} without a cache. Set "
+      "model_cache.dir to a writable folder, or model_cache.dir=off to silence this",
+      tried, model_path.string());
+  return c;
+}
+
+bool ModelCache::StartBuild() {
+  static std::atomic<uint64_t> counter{0};
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  if (ec || !fs::is_directory(root_, ec)) {
+    EBB_LOG_INFO("model cache: cannot create {} ({})", root_.string(),
+                 ec ? ec.message() : std::string("not a folder"));
+    return false;
+  }
+  CleanUp(root_, model_path_, fingerprint_);
+  temp_ = root_ / (std::string(kTempPrefix) + key_ + "-" + std::to_string(::getpid()) + "-" +
+                   std::to_string(counter.fetch_add(1)));
+  if (::mkdir(temp_.c_str(), 0755) != 0) {
+    EBB_LOG_INFO("model cache: cannot write in {} ({})", root_.string(), ErrnoText(errno));
+    temp_.clear();
+    return false;
+  }
+  action_ = Action::kBuild;
+  build_started_ms_ = NowMs();
+  EBB_LOG_INFO(
+      "model cache: building {} for {} (first load with these options; later loads "
+      "map it)",
+      entry_.string(), model_path_.string());
+  return true;
+}
+
+void ModelCache::Prefetch() const {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(entry_, ec)) {
+    const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);  // a hint; failure costs nothing
+    ::close(fd);
+  }
+}
+
+void ModelCache::AddBuildOptions(Ort::SessionOptions& so) const {
+  so.SetOptimizedModelFilePath((temp_ / kGraphFile).c_str());
+  so.AddConfigEntry("session.optimized_model_external_initializers_file_name", kDataFile);
+  // Every initializer of 1 KiB or more goes to the data file; ORT maps that file on the next
+  // load. Smaller ones stay in the graph file (mapping them would waste a page each).
+  so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
+  if (save_prepacked_) {
+    so.AddConfigEntry("session.save_external_prepacked_constant_initializers", "1");
+  }
+}
+
+void ModelCache::Commit() {
+  if (action_ != Action::kBuild || temp_.empty()) return;
+  try {
+    nlohmann::json files = nlohmann::json::array();
+    uint64_t total = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(temp_)) {
+      if (!e.is_regular_file()) continue;
+      const fs::path p = e.path();
+      if (!FsyncPath(p, false)) throw std::runtime_error("cannot sync " + p.string());
+      const uint64_t size = fs::file_size(p);
+      bool ok = false;
+      const std::string sum = Hex64(SampledHash(p, size, &ok));
+      if (!ok) throw std::runtime_error("cannot read back " + p.string());
+      files.push_back({{"name", p.filename().string()},
+                       {"size", size},
+                       {"mtime_ns", MtimeNs(p)},
+                       {"xxh64", sum}});
+      total += size;
+    }
+    if (!fs::exists(temp_ / kGraphFile)) {
+      throw std::runtime_error("ONNX Runtime wrote no optimised model");
+    }
+    nlohmann::ordered_json m;
+    m["format"] = kFormat;
+    m["key"] = key_;
+    m["source"] = model_path_.string();
+    m["source_fingerprint"] = fingerprint_;
+    m["inputs"] = inputs_;
+    m["files"] = files;
+    const fs::path tmp_manifest = temp_ / "manifest.json.partial";
+    {
+      std::ofstream out(tmp_manifest, std::ios::binary | std::ios::trunc);
+      out << m.dump(1) << "\n";
+      if (!out.flush()) throw std::runtime_error("cannot write " + tmp_manifest.string());
+    }
+    if (!FsyncPath(tmp_manifest, false) ||
+        ::rename(tmp_manifest.c_str(), (temp_ / kManifestFile).c_str()) != 0 ||
+        !FsyncPath(temp_, true)) {
+      throw std::runtime_error("cannot write the manifest in " + temp_.string() + ": " +
+                               ErrnoText(errno));
+    }
+    if (::rename(temp_.c_str(), entry_.c_str()) != 0) {
+      const int err = errno;
+      if (err == EEXIST || err == ENOTEMPTY) {
+        EBB_LOG_INFO("model cache: another process finished {} first; keeping its copy",
+                     entry_.string());
+        RemoveAll(temp_);
+        temp_.clear();
+        return;
+      }
+      throw std::runtime_error("cannot rename " + temp_.string() + " to " + entry_.string() + ": " +
+                               ErrnoText(err));
+    }
+    temp_.clear();
+    FsyncPath(root_, true);
+    EBB_LOG_INFO("model cache: built {} ({} in {} files) in {:.0f} ms", entry_.string(),
+                 FormatBytes(total), files.size(), NowMs() - build_started_ms_);
+  } catch (const std::exception& e) {
+    EBB_LOG_WARN(
+        "model cache: could not write {} ({}); the model is loaded, the next load "
+        "tries again",
+        entry_.string(), e.what());
+    RemoveAll(temp_);
+    temp_.clear();
+  }
+}
+
+void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
+  EBB_LOG_WARN("model cache: rebuilding {}: ONNX Runtime could not load it ({})", entry_.string(),
+               EscapeForMessage(why, 400));
+  RemoveAll(entry_);
+  action_ = Action::kOff;
+  if (!StartBuild()) action_ = Action::kOff;
+}
+
+void ModelCache::GiveUpBuild(const std::string& why) {
+  EBB_LOG_WARN(
+      "model cache: ONNX Runtime failed while loading the model and writing {} ({}); "
+      "retrying without the cache",
+      entry_.string(), EscapeForMessage(why, 400));
+  if (!temp_.empty()) RemoveAll(temp_);
+  temp_.clear();
+  action_ = Action::kOff;
+}
+
+}  // namespace ebb::internal

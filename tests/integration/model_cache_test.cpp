@@ -1,0 +1,457 @@
+// The compiled-model cache (model_cache.dir, src/model/model_cache.h): the first load builds it,
+// the next loads use it with identical greedy tokens, and every way it can go wrong (a corrupt,
+// truncated or half-written entry, a changed model file or graph option, a process killed while
+// writing, two builders at once, no writable folder) still loads correctly, rebuilding where
+// needed, with a log line saying why. Each test works on its own copy of a synthesized model.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ebb/error.h"
+#include "ebb/generator.h"
+#include "ebb/log.h"
+#include "ebb/model.h"
+#include "test_env.h"
+
+extern char** environ;
+
+namespace ebb {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Captures every log line (info and above) while alive.
+class LogCapture {
+ public:
+  LogCapture() : level_(GetLogLevel()) {
+    SetLogLevel(LogLevel::Info);
+    SetLogCallback([this](LogLevel, std::string_view msg) {
+      std::lock_guard<std::mutex> lock(mu_);
+      text_ += std::string(msg) + "\n";
+    });
+  }
+  ~LogCapture() {
+    SetLogCallback(nullptr);
+    SetLogLevel(level_);
+  }
+  std::string Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string t;
+    t.swap(text_);
+    return t;
+  }
+
+ private:
+  LogLevel level_;
+  std::mutex mu_;
+  std::string text_;
+};
+
+// A private copy of a test model under a fresh temp folder, removed at the end.
+class ModelCopy {
+ public:
+  explicit ModelCopy(const std::string& name) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    base_ = fs::temp_directory_path() /
+            ("ebb-cache-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    fs::create_directories(base_);
+    dir_ = base_ / name;
+    fs::create_directories(dir_);
+    // Not the shared folder's own cache, which other tests' loads create there.
+    for (const auto& e : fs::directory_iterator(testing::TestModelsDir() / name)) {
+      if (e.path().filename() == ".ebb-cache") continue;
+      fs::copy(e.path(), dir_ / e.path().filename(), fs::copy_options::recursive);
+    }
+  }
+  ~ModelCopy() {
+    std::error_code ec;
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(base_, ec);
+  }
+  const fs::path& dir() const { return dir_; }
+  const fs::path& base() const { return base_; }
+  fs::path cache_root() const { return dir_ / ".ebb-cache"; }
+
+ private:
+  fs::path base_, dir_;
+};
+
+// Complete entries (folders with a manifest) and unfinished temp folders under `root`.
+std::vector<fs::path> Entries(const fs::path& root) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    if (!e.path().filename().string().starts_with(".tmp-")) out.push_back(e.path());
+  }
+  return out;
+}
+std::vector<fs::path> TempDirs(const fs::path& root) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    if (e.path().filename().string().starts_with(".tmp-")) out.push_back(e.path());
+  }
+  return out;
+}
+
+std::vector<int32_t> Greedy(const std::shared_ptr<Model>& model) {
+  GeneratorParams p;
+  p.max_length = 20;
+  Generator g(model, p);
+  g.AppendTokens(std::vector<int32_t>{5, 17, 42, 99, 7, 300});
+  while (!g.IsDone()) g.GenerateNextToken();
+  return {g.GetSequence(0).begin(), g.GetSequence(0).end()};
+}
+
+std::vector<int32_t> LoadAndGreedy(const fs::path& dir, const ModelOptions& o = {}) {
+  return Greedy(Model::Load(dir, o));
+}
+
+// Reference tokens without any cache.
+std::vector<int32_t> Uncached(const fs::path& dir) {
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  return LoadAndGreedy(dir, off);
+}
+
+// Overwrites `n` bytes at `offset` of `p` with 0x5a, then restores its mtime when asked (so only
+// the checksum can tell).
+void Scribble(const fs::path& p, uint64_t offset, size_t n, bool keep_mtime) {
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(offset));
+    const std::string junk(n, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(n));
+  }
+  if (keep_mtime) {
+    const struct timespec times[2] = {st.st_atim, st.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), times, 0), 0);
+  }
+}
+
+// Starts the CLI on `dir` (output discarded); returns its pid.
+pid_t SpawnCli(const fs::path& dir) {
+  const std::string cli = testing::CliPath();
+  std::vector<std::string> args = {cli,       "generate",     dir.string(), "--input-ids",
+                                   "5,17,42", "--max-length", "8"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, cli.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+class ModelCacheTest : public ::testing::TestWithParam<std::string> {};
+
+// Both kinds of entry: int4 (MatMulNBits: graph + initializers only) and fp32 (with ORT's
+// prepacked MatMul blobs).
+INSTANTIATE_TEST_SUITE_P(Models, ModelCacheTest,
+                         ::testing::Values("llama-int4-extdata", "llama-tiny-fp32"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& c : n)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+
+TEST_P(ModelCacheTest, FirstLoadBuildsSecondLoadUsesItWithIdenticalTokens) {
+  ModelCopy m(GetParam());
+  const auto want = Uncached(m.dir());
+  ASSERT_FALSE(fs::exists(m.cache_root())) << "model_cache.dir=off wrote a cache";
+  LogCapture logs;
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  std::string log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("model cache: building"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  const fs::path entry = Entries(m.cache_root())[0];
+  EXPECT_TRUE(fs::exists(entry / "manifest.json"));
+  EXPECT_TRUE(fs::exists(entry / "model.onnx"));
+  EXPECT_TRUE(TempDirs(m.cache_root()).empty());
+
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("model cache: loaded"));
+  EXPECT_THAT(log, Not(HasSubstr("model cache: build")));
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+}
+
+TEST_P(ModelCacheTest, CorruptOrTruncatedFilesAreRebuilt) {
+  ModelCopy m(GetParam());
+  const auto want = Uncached(m.dir());
+  LogCapture logs;
+  ASSERT_EQ(LoadAndGreedy(m.dir()), want);
+  const fs::path entry = Entries(m.cache_root()).at(0);
+  logs.Take();
+
+  // Overwritten bytes (mtime changes, as with any write).
+  Scribble(entry / "model.onnx.data", 100, 64, /*keep_mtime=*/false);
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  std::string log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("model cache: rebuilding"));
+  EXPECT_THAT(log, HasSubstr("model.onnx.data was modified after the cache was written"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+
+  // Corrupt graph bytes behind an unchanged size and mtime: only the checksum sees it.
+  Scribble(entry / "model.onnx", 200, 16, /*keep_mtime=*/true);
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("model.onnx fails its checksum (corrupt)"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+
+  // Truncated.
+  fs::resize_file(entry / "model.onnx.data", fs::file_size(entry / "model.onnx.data") / 2);
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("(truncated or overwritten)"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+
+  // Deleted manifest (as a crash between the data and the manifest would leave, had the entry
+  // not been written under a temp name).
+  fs::remove(entry / "manifest.json");
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("it has no manifest"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+}
+
+TEST(ModelCache, ChangedModelFileIsDetectedAndTheStaleEntryRemoved) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  LogCapture logs;
+  ASSERT_EQ(LoadAndGreedy(m.dir()), want);
+  const fs::path old_entry = Entries(m.cache_root()).at(0);
+  logs.Take();
+  // touch: same bytes, new mtime.
+  fs::last_write_time(m.dir() / "model.onnx.data",
+                      fs::last_write_time(m.dir() / "model.onnx.data") + std::chrono::seconds(5));
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  const std::string log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("removing stale entry"));
+  EXPECT_THAT(log, HasSubstr("the model files changed since it was built"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+  EXPECT_FALSE(fs::exists(old_entry));
+  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+
+  // Modified: a doc_string appended to the ModelProto (a valid edit that keeps the graph).
+  {
+    std::ofstream f(m.dir() / "model.onnx", std::ios::app | std::ios::binary);
+    f.write(
+        "\x32\x03"
+        "abc",
+        5);  // field 6 (doc_string), length 3
+  }
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  const std::string log2 = logs.Take();
+  EXPECT_THAT(log2, HasSubstr("removing stale entry"));
+  EXPECT_THAT(log2, HasSubstr("model cache: built"));
+  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+}
+
+TEST(ModelCache, GraphOptionsHaveTheirOwnEntriesAndRuntimeOptionsShareOne) {
+  ModelCopy m("llama-tiny-fp32");
+  const auto want = Uncached(m.dir());
+  LogCapture logs;
+  ASSERT_EQ(LoadAndGreedy(m.dir()), want);
+  logs.Take();
+
+  ModelOptions basic;
+  basic.Set("session_options.graph_optimization_level", "basic");
+  EXPECT_EQ(LoadAndGreedy(m.dir(), basic), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
+  EXPECT_EQ(Entries(m.cache_root()).size(), 2u);
+
+  ModelOptions prepack_off;
+  prepack_off.Set("session_options.session.disable_prepacking", "1");
+  EXPECT_EQ(LoadAndGreedy(m.dir(), prepack_off), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
+  EXPECT_EQ(Entries(m.cache_root()).size(), 3u);
+
+  // Threads change how the graph runs, not what ORT compiles.
+  ModelOptions threads;
+  threads.Set("session_options.intra_op_num_threads", "1");
+  EXPECT_EQ(LoadAndGreedy(m.dir(), threads), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+  EXPECT_EQ(LoadAndGreedy(m.dir(), basic), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+
+  // A user who manages ORT's optimised-model output keeps control of it.
+  ModelOptions own;
+  own.Set("session_options.session.optimized_model_filepath", (m.base() / "mine.onnx").string());
+  EXPECT_EQ(LoadAndGreedy(m.dir(), own), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("not used because session option "
+                                     "session.optimized_model_filepath is set"));
+  EXPECT_TRUE(fs::exists(m.base() / "mine.onnx"));
+}
+
+TEST(ModelCache, UnfinishedWritesAreNeverLoadedAndAreCleanedUp) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  LogCapture logs;
+  ASSERT_EQ(LoadAndGreedy(m.dir()), want);
+  const fs::path entry = Entries(m.cache_root()).at(0);
+  const std::string name = entry.filename().string();
+  const std::string key = name.substr(name.rfind('-') + 1);
+  fs::remove_all(entry);
+  logs.Take();
+
+  // What a crash leaves: a temp folder with a partial graph and no manifest, from a process
+  // that no longer exists (a pid above pid_max).
+  const fs::path partial = m.cache_root() / (".tmp-" + key + "-99999999-0");
+  fs::create_directories(partial);
+  std::ofstream(partial / "model.onnx") << "partial";
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  const std::string log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("an unfinished cache write of process 99999999, which is gone"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+  EXPECT_FALSE(fs::exists(partial));
+  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+}
+
+TEST(ModelCache, KillNineWhileWritingLeavesNothingThatLoads) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  // A child CLI builds the cache; kill -9 it as soon as its temp folder appears (ORT then is
+  // still loading the model and writing the entry).
+  bool killed_mid_write = false;
+  for (int attempt = 0; attempt < 5 && !killed_mid_write; ++attempt) {
+    fs::remove_all(m.cache_root());
+    const pid_t pid = SpawnCli(m.dir());
+    ASSERT_GT(pid, 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline && TempDirs(m.cache_root()).empty()) {
+      int st = 0;
+      if (::waitpid(pid, &st, WNOHANG) == pid) break;  // finished before we saw it: retry
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (!TempDirs(m.cache_root()).empty() && ::kill(pid, SIGKILL) == 0) {
+      int st = 0;
+      ::waitpid(pid, &st, 0);
+      killed_mid_write =
+          WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && Entries(m.cache_root()).empty();
+    } else {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  ASSERT_TRUE(killed_mid_write) << "could not catch the child while it wrote the cache";
+  ASSERT_FALSE(TempDirs(m.cache_root()).empty());
+
+  LogCapture logs;
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  const std::string log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("which is gone (it crashed or was killed while writing)"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+  EXPECT_TRUE(TempDirs(m.cache_root()).empty());
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+}
+
+TEST(ModelCache, ConcurrentBuildersLeaveOneCompleteEntry) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  // Two processes and two threads build the same entry at once.
+  const pid_t a = SpawnCli(m.dir());
+  const pid_t b = SpawnCli(m.dir());
+  std::vector<int32_t> t1, t2;
+  std::thread x([&] { t1 = LoadAndGreedy(m.dir()); });
+  std::thread y([&] { t2 = LoadAndGreedy(m.dir()); });
+  x.join();
+  y.join();
+  for (pid_t p : {a, b}) {
+    int st = 0;
+    ASSERT_EQ(::waitpid(p, &st, 0), p);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "a concurrent CLI load failed";
+  }
+  EXPECT_EQ(t1, want);
+  EXPECT_EQ(t2, want);
+  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+  EXPECT_TRUE(TempDirs(m.cache_root()).empty());
+  LogCapture logs;
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+}
+
+TEST(ModelCache, OffWritesNothingAndAnExplicitFolderIsUsed) {
+  ModelCopy m("llama-tiny-fp32");
+  const fs::path xdg = m.base() / "xdg";
+  ::setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  LoadAndGreedy(m.dir(), off);
+  LoadAndGreedy(m.dir(), off);
+  EXPECT_FALSE(fs::exists(m.cache_root()));
+  EXPECT_FALSE(fs::exists(xdg));
+
+  ModelOptions explicit_dir;
+  explicit_dir.Set("model_cache.dir", (m.base() / "mycache").string());
+  const auto want = LoadAndGreedy(m.dir(), explicit_dir);
+  EXPECT_EQ(Entries(m.base() / "mycache").size(), 1u);
+  EXPECT_FALSE(fs::exists(m.cache_root()));
+  LogCapture logs;
+  EXPECT_EQ(LoadAndGreedy(m.dir(), explicit_dir), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+  ::unsetenv("XDG_CACHE_HOME");
+
+  EXPECT_THROW(explicit_dir.Set("model_cache.dir", " "), Error);
+}
+
+TEST(ModelCache, ReadOnlyModelFolderFallsBackToXdgThenToNoCache) {
+  ModelCopy m("llama-tiny-fp32");
+  const auto want = Uncached(m.dir());
+  // The model folder cannot hold a cache: .ebb-cache is a file (root can write anywhere, so
+  // permissions alone would not stop this test's process), and the folder is read-only.
+  std::ofstream(m.cache_root()) << "not a folder";
+  fs::permissions(m.dir(),
+                  fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                  fs::perm_options::remove);
+  const fs::path xdg = m.base() / "xdg";
+  ::setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
+  LogCapture logs;
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
+  EXPECT_EQ(Entries(xdg / "ebb").size(), 1u);
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+
+  // No writable folder at all: a log line, no failure, nothing written.
+  ::setenv("XDG_CACHE_HOME", "/dev/null", 1);
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  const std::string log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("no writable cache folder"));
+  EXPECT_THAT(log, HasSubstr("loading"));
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+}  // namespace
+}  // namespace ebb
