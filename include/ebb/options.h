@@ -89,9 +89,12 @@ struct EBB_API ModelOptions {
   bool release_file_pages = true;    // memory.release_file_pages: after the session is created,
                                      // let the kernel reclaim the model files' resident pages
   // model_cache.dir: where compiled graphs are cached (docs/memory.md "Compiled-model cache").
-  // "" or "auto" (default): <model folder>/.ebb-cache when writable, else $XDG_CACHE_HOME/ebb
-  // (else $HOME/.cache/ebb), else no cache; "off": never read or write a cache; else a folder.
-  std::string model_cache_dir;
+  // "off" (default): never read or write a cache; "auto": <model folder>/.ebb-cache when
+  // writable, else $XDG_CACHE_HOME/ebb (else $HOME/.cache/ebb), else no cache; else a folder.
+  // Off by default because, measured, the cache-building first load is 1.2-1.8x slower and an
+  // entry costs about the weights' size on disk, while ORT 1.29 still prepacks int4 weights on
+  // every load (docs/benchmarks.md): a user opts in where repeated loads pay for it.
+  std::string model_cache_dir = "off";
   // execution_provider: the one execution provider to run on ("cpu", "cuda", "dml", or ORT's
   // name such as "CUDAExecutionProvider"), replacing genai_config.json's provider list; "cpu"
   // runs on CPU whatever the config names. Empty (default) = the config's list.

@@ -66,9 +66,9 @@ constexpr std::array kTable = {
                "GPU model's folder on CPU"},
     OptionSpec{"memory.release_file_pages", T::kBool, kMo, "", "true", "",
                "after load, let the kernel reclaim the model files' resident pages"},
-    OptionSpec{"model_cache.dir", T::kString, kMo, "", "auto", "auto, off or a folder",
-               "cache of ORT's optimised graph and weights, memory-mapped by later loads; auto = "
-               ".ebb-cache in the model folder if writable, else $XDG_CACHE_HOME/ebb"},
+    OptionSpec{"model_cache.dir", T::kString, kMo, "", "off", "off, auto or a folder",
+               "opt-in cache of ORT's optimised graph and weights, memory-mapped by later loads; "
+               "auto = .ebb-cache in the model folder if writable, else $XDG_CACHE_HOME/ebb"},
     // ---- ORT session options with typed setters ----
     OptionSpec{"intra_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 4 x cores",
                "threads of one operator; 0 = ORT's default (physical cores)"},

@@ -328,7 +328,7 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
                             const ModelOptions& options, bool save_prepacked) {
   ModelCache c;
   c.save_prepacked_ = save_prepacked;
-  if (setting == "off") {
+  if (setting == "off" || setting.empty()) {
     EBB_LOG_DEBUG("model cache: off (model_cache.dir=off)");
     return c;
   }

@@ -121,7 +121,14 @@ std::vector<int32_t> Greedy(const std::shared_ptr<Model>& model) {
   return {g.GetSequence(0).begin(), g.GetSequence(0).end()};
 }
 
-std::vector<int32_t> LoadAndGreedy(const fs::path& dir, const ModelOptions& o = {}) {
+// The cache is opt-in (model_cache.dir defaults to off): these tests load with "auto".
+ModelOptions AutoCache() {
+  ModelOptions o;
+  o.Set("model_cache.dir", "auto");
+  return o;
+}
+
+std::vector<int32_t> LoadAndGreedy(const fs::path& dir, const ModelOptions& o = AutoCache()) {
   return Greedy(Model::Load(dir, o));
 }
 
@@ -153,7 +160,7 @@ void Scribble(const fs::path& p, uint64_t offset, size_t n, bool keep_mtime) {
 pid_t SpawnCli(const fs::path& dir) {
   const std::string cli = testing::CliPath();
   std::vector<std::string> args = {cli,       "generate",     dir.string(), "--input-ids",
-                                   "5,17,42", "--max-length", "8"};
+                                   "5,17,42", "--max-length", "8", "--option", "model_cache.dir=auto"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -285,20 +292,20 @@ TEST(ModelCache, GraphOptionsHaveTheirOwnEntriesAndRuntimeOptionsShareOne) {
   ASSERT_EQ(LoadAndGreedy(m.dir()), want);
   logs.Take();
 
-  ModelOptions basic;
+  ModelOptions basic = AutoCache();
   basic.Set("session_options.graph_optimization_level", "basic");
   EXPECT_EQ(LoadAndGreedy(m.dir(), basic), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
   EXPECT_EQ(Entries(m.cache_root()).size(), 2u);
 
-  ModelOptions prepack_off;
+  ModelOptions prepack_off = AutoCache();
   prepack_off.Set("session_options.session.disable_prepacking", "1");
   EXPECT_EQ(LoadAndGreedy(m.dir(), prepack_off), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
   EXPECT_EQ(Entries(m.cache_root()).size(), 3u);
 
   // Threads change how the graph runs, not what ORT compiles.
-  ModelOptions threads;
+  ModelOptions threads = AutoCache();
   threads.Set("session_options.intra_op_num_threads", "1");
   EXPECT_EQ(LoadAndGreedy(m.dir(), threads), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
@@ -306,7 +313,7 @@ TEST(ModelCache, GraphOptionsHaveTheirOwnEntriesAndRuntimeOptionsShareOne) {
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
 
   // A user who manages ORT's optimised-model output keeps control of it.
-  ModelOptions own;
+  ModelOptions own = AutoCache();
   own.Set("session_options.session.optimized_model_filepath", (m.base() / "mine.onnx").string());
   EXPECT_EQ(LoadAndGreedy(m.dir(), own), want);
   EXPECT_THAT(logs.Take(), HasSubstr("not used because session option "
