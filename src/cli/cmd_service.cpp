@@ -50,18 +50,6 @@ double SecondsSince(Clock::time_point t) {
 void Say(const std::string& line) { std::cout << "ebb service: " << line << std::endl; }
 
 // The value of the last `--name V` or `--name=V` in serve flags.
-std::optional<std::string> FlagValue(const std::vector<std::string>& args,
-                                     const std::string& name) {
-  std::optional<std::string> v;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == name && i + 1 < args.size()) {
-      v = args[++i];
-    } else if (args[i].rfind(name + "=", 0) == 0) {
-      v = args[i].substr(name.size() + 1);
-    }
-  }
-  return v;
-}
 
 struct Address {
   std::string host = "127.0.0.1";
@@ -71,8 +59,8 @@ struct Address {
 // Where a service with these serve flags listens. It needs a known port: 0 is refused.
 Address AddressOf(const std::vector<std::string>& args) {
   Address a;
-  if (auto h = FlagValue(args, "--host")) a.host = *h;
-  if (auto p = FlagValue(args, "--port")) {
+  if (auto h = ServeFlagValue(args, "--host")) a.host = *h;
+  if (auto p = ServeFlagValue(args, "--port")) {
     int port = -1;
     try {
       size_t used = 0;
@@ -126,20 +114,6 @@ std::optional<httplib::Result> Get(const std::string& url, const std::string& pa
   return r;
 }
 
-// The API key a client of the service needs: its --api-key, its --api-key-file, or
-// $EBB_API_KEY (which the service inherited when this user started it).
-std::string ApiKeyOf(const ServiceState& s) {
-  if (auto k = FlagValue(s.args, "--api-key")) return *k;
-  if (auto f = FlagValue(s.args, "--api-key-file")) {
-    try {
-      return internal::Trim(internal::ReadRegularFile(*f, 4096, "--api-key-file"));
-    } catch (const std::exception&) {
-      return "";
-    }
-  }
-  const char* k = std::getenv("EBB_API_KEY");
-  return k == nullptr ? "" : k;
-}
 
 // Signals the process of `s` only while it is still the same process (pid and start time).
 // With pidfd_open the check and the signal cannot be split by a pid reuse; without it (old
@@ -206,7 +180,7 @@ bool StopService(const fs::path& dir, std::optional<int> drain_timeout_s) {
   int drain = 30;
   if (drain_timeout_s) {
     drain = *drain_timeout_s;
-  } else if (auto v = FlagValue(st->args, "--drain-timeout")) {
+  } else if (auto v = ServeFlagValue(st->args, "--drain-timeout")) {
     try {
       drain = std::stoi(*v);
     } catch (const std::exception&) {
@@ -492,7 +466,7 @@ void Status(const fs::path& dir, bool json) {
   const double uptime_s = static_cast<double>(now_ms - st->started_unix_ms) / 1000.0;
   Json runtime;  // null when the service does not answer
   std::string error;
-  if (auto r = Get(st->url, "/v1/runtime", std::chrono::milliseconds(5000), ApiKeyOf(*st)); !r) {
+  if (auto r = Get(st->url, "/v1/runtime", std::chrono::milliseconds(5000), ServiceApiKey(*st)); !r) {
     error = "does not answer " + st->url + "/v1/runtime within 5 s (hung, stopped, or busy)";
   } else if ((*r)->status != 200) {
     error = "GET /v1/runtime answered " + std::to_string((*r)->status) + ": " +

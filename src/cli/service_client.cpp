@@ -3,24 +3,14 @@
 #include <httplib.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 
+#include "cli/service_state.h"
 #include "ebb/error.h"
 
 namespace ebb::cli {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::filesystem::path StateDir() {
-  if (const char* h = std::getenv("EBB_HOME"); h != nullptr && *h != '\0') return h;
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x != '\0') {
-    return std::filesystem::path(x) / "ebb";
-  }
-  const char* home = std::getenv("HOME");
-  return std::filesystem::path(home != nullptr ? home : ".") / ".local" / "state" / "ebb";
-}
 
 ErrorCode CodeOfStatus(int status) {
   switch (status) {
@@ -63,15 +53,20 @@ ErrorCode CodeOfStatus(int status) {
 
 std::optional<std::string> DiscoverServiceUrl() {
   if (const char* u = std::getenv("EBB_URL"); u != nullptr && *u != '\0') return std::string(u);
-  std::ifstream in(StateDir() / "service.json");
-  if (!in) return std::nullopt;
-  try {
-    const Json j = Json::parse(in);
-    if (j.contains("url") && j["url"].is_string()) return j["url"].get<std::string>();
-  } catch (const std::exception&) {
-  }
+  // Only a service that is alive and is the process the state file names (a recycled pid is
+  // not ours): ReadRunningService checks both.
+  if (auto s = ReadRunningService()) return s->url;
   return std::nullopt;
 }
+
+namespace {
+// The key of the service found through its state file, when it was started with one.
+std::string DiscoveredApiKey() {
+  if (const char* u = std::getenv("EBB_URL"); u != nullptr && *u != '\0') return "";
+  if (auto s = ReadRunningService()) return ServiceApiKey(*s);
+  return "";
+}
+}  // namespace
 
 ServiceClient::ServiceClient(std::string url, std::string api_key)
     : url_(std::move(url)), api_key_(std::move(api_key)) {
@@ -79,8 +74,8 @@ ServiceClient::ServiceClient(std::string url, std::string api_key)
     auto found = DiscoverServiceUrl();
     if (!found) {
       throw Error(ErrorCode::Unavailable,
-                  "no ebb service is running (no $EBB_URL and no service.json in " +
-                      StateDir().string() +
+                  "no ebb service is running (no $EBB_URL, and no live service in " +
+                      ServiceStateDir().string() +
                       "); start one with `ebb service start --models-dir DIR`, or give --url");
     }
     url_ = *found;
@@ -88,6 +83,7 @@ ServiceClient::ServiceClient(std::string url, std::string api_key)
   if (api_key_.empty()) {
     if (const char* k = std::getenv("EBB_API_KEY"); k != nullptr) api_key_ = k;
   }
+  if (api_key_.empty()) api_key_ = DiscoveredApiKey();
   while (!url_.empty() && url_.back() == '/') url_.pop_back();
   http_ = std::make_unique<httplib::Client>(url_);
   if (!http_->is_valid()) {

@@ -2,8 +2,8 @@
 // (`ebb ps`, `ebb model ...`, `ebb run`, `ebb chat`).
 //
 // The address: --url, else $EBB_URL, else the running service's state file (`service.json` in
-// $EBB_HOME, else $XDG_STATE_HOME/ebb, else ~/.local/state/ebb; docs/service.md). The API key:
-// --api-key, else $EBB_API_KEY.
+// $EBB_HOME, else $XDG_STATE_HOME/ebb, else ~/.local/state/ebb; docs/service.md), only when its
+// process is alive and is the one the file names. The API key: --api-key, else $EBB_API_KEY.
 // Errors: a service error becomes ebb::Error with the service's own message and the code its
 // HTTP status maps to; an unreachable service is Unavailable naming the address and how to
 // start one.
@@ -22,8 +22,8 @@ class Client;
 
 namespace ebb::cli {
 
-// Where a running service would be found without --url: $EBB_URL, else the url of the state
-// file; nullopt when neither exists.
+// Where a running service would be found without --url: $EBB_URL, else the url of a live
+// service's state file; nullopt when neither exists.
 std::optional<std::string> DiscoverServiceUrl();
 
 class ServiceClient {

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/files.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 
 namespace ebb::cli {
@@ -273,6 +274,34 @@ ServiceLock::ServiceLock(const fs::path& dir) {
 
 ServiceLock::~ServiceLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+std::optional<std::string> ServeFlagValue(const std::vector<std::string>& args,
+                                     const std::string& name) {
+  std::optional<std::string> v;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == name && i + 1 < args.size()) {
+      v = args[++i];
+    } else if (args[i].rfind(name + "=", 0) == 0) {
+      v = args[i].substr(name.size() + 1);
+    }
+  }
+  return v;
+}
+
+// The API key a client of the service needs: its --api-key, its --api-key-file, or
+// $EBB_API_KEY (which the service inherited when this user started it).
+std::string ServiceApiKey(const ServiceState& s) {
+  if (auto k = ServeFlagValue(s.args, "--api-key")) return *k;
+  if (auto f = ServeFlagValue(s.args, "--api-key-file")) {
+    try {
+      return internal::Trim(internal::ReadRegularFile(std::filesystem::path(s.cwd) / *f, 4096, "--api-key-file"));
+    } catch (const std::exception&) {
+      return "";
+    }
+  }
+  const char* k = std::getenv("EBB_API_KEY");
+  return k == nullptr ? "" : k;
 }
 
 }  // namespace ebb::cli

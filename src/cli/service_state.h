@@ -106,4 +106,11 @@ class ServiceLock {
   int fd_ = -1;
 };
 
+// The value of `name` among `ebb serve` flags ("--port 8080" or "--port=8080"); the last wins.
+std::optional<std::string> ServeFlagValue(const std::vector<std::string>& args,
+                                          const std::string& name);
+// The API key a client of the service needs: its --api-key, its --api-key-file (relative to its
+// cwd), or $EBB_API_KEY (which the service inherited when this user started it); "" for none.
+std::string ServiceApiKey(const ServiceState& s);
+
 }  // namespace ebb::cli

@@ -111,3 +111,31 @@ def test_chat_streams_through_the_service_and_in_process(srv):
     local = ebb("run", str(MODELS / "llama-tiny-fp32"), "hello", "--max-tokens", "6",
                 "--temperature", "0", "--local", url=srv.url).stdout
     assert one == local and one.strip()
+
+
+def test_commands_find_the_running_service_and_its_key_through_the_state_dir(tmp_path):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "key").write_text("k-mirror\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("EBB_URL", "EBB_API_KEY")}
+    env["EBB_HOME"] = str(tmp_path / "home")
+
+    def run(*args, check=True):
+        r = subprocess.run([EBB, *args], capture_output=True, text=True, env=env, timeout=120)
+        if check:
+            assert r.returncode == 0, f"ebb {' '.join(args)}: {r.stdout}{r.stderr}"
+        return r
+
+    run("service", "start", "--models-dir", str(MODELS), "--port", str(port),
+        "--api-key-file", str(tmp_path / "key"))
+    try:
+        r = run("run", "llama-tiny-fp32", "hello", "--max-tokens", "3")
+        assert r.stdout.strip()
+        ps = run("ps").stdout
+        assert "llama-tiny-fp32" in ps
+    finally:
+        run("service", "stop")
+    r = run("ps", check=False)
+    assert r.returncode != 0 and "ebb service start" in r.stderr
