@@ -56,6 +56,12 @@ struct ModelInfo {
 };
 
 class Runtime;
+class Model;
+
+// One JSON object describing `model`: its id, path, weights_bytes and every ModelInfo field,
+// named as in the struct. The form the C ABI (ebb_model_info_json), the Python SDK (Model.info)
+// and the service (GET /v1/models/{id}/runtime "info") return.
+EBB_API std::string InfoJson(const Model& model);
 
 // A loaded model. Created by Runtime::Load (named, in a runtime's registry) or Model::Load (in
 // Runtime::Default(), under an automatic id "#N").

@@ -239,26 +239,7 @@ EBB_API const char* ebb_model_id(const ebb_model* model) {
 EBB_API ebb_error* ebb_model_info_json(const ebb_model* model, char** out_json) {
   EBB_CHECK_ARG(model);
   EBB_CHECK_ARG(out_json);
-  return Guard([&] {
-    const ebb::ModelInfo& i = model->model->info();
-    nlohmann::json j = {{"id", model->model->id()},
-                        {"path", i.path.string()},
-                        {"type", i.type},
-                        {"is_encoder", i.is_encoder},
-                        {"vocab_size", i.vocab_size},
-                        {"context_length", i.context_length},
-                        {"num_layers", i.num_layers},
-                        {"num_kv_heads", i.num_kv_heads},
-                        {"head_size", i.head_size},
-                        {"uses_gqa", i.uses_gqa},
-                        {"past_present_share_buffer", i.past_present_share_buffer},
-                        {"eos_token_ids", i.eos_token_ids},
-                        {"pad_token_id", i.pad_token_id},
-                        {"bos_token_id", i.bos_token_id},
-                        {"kv_bytes_per_token", i.kv_bytes_per_token},
-                        {"weights_bytes", model->model->weights_bytes()}};
-    *out_json = CopyString(j.dump());
-  });
+  return Guard([&] { *out_json = CopyString(ebb::InfoJson(*model->model)); });
 }
 
 namespace {

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/load_progress.h"
 #include "cli/input_files.h"
+#include "cli/load_progress.h"
 #include "cli/options_flags.h"
 #include "core/strings.h"
 #include "ebb/embedding.h"

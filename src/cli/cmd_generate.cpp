@@ -24,8 +24,8 @@
 #include <span>
 
 #include "cli/commands.h"
-#include "cli/load_progress.h"
 #include "cli/input_files.h"
+#include "cli/load_progress.h"
 #include "cli/options_flags.h"
 #include "core/json_util.h"
 #include "core/strings.h"

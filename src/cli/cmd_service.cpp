@@ -114,7 +114,6 @@ std::optional<httplib::Result> Get(const std::string& url, const std::string& pa
   return r;
 }
 
-
 // Signals the process of `s` only while it is still the same process (pid and start time).
 // With pidfd_open the check and the signal cannot be split by a pid reuse; without it (old
 // kernels) the window is the microseconds between the /proc read and kill().
@@ -466,7 +465,8 @@ void Status(const fs::path& dir, bool json) {
   const double uptime_s = static_cast<double>(now_ms - st->started_unix_ms) / 1000.0;
   Json runtime;  // null when the service does not answer
   std::string error;
-  if (auto r = Get(st->url, "/v1/runtime", std::chrono::milliseconds(5000), ServiceApiKey(*st)); !r) {
+  if (auto r = Get(st->url, "/v1/runtime", std::chrono::milliseconds(5000), ServiceApiKey(*st));
+      !r) {
     error = "does not answer " + st->url + "/v1/runtime within 5 s (hung, stopped, or busy)";
   } else if ((*r)->status != 200) {
     error = "GET /v1/runtime answered " + std::to_string((*r)->status) + ": " +

@@ -277,7 +277,7 @@ ServiceLock::~ServiceLock() {
 }
 
 std::optional<std::string> ServeFlagValue(const std::vector<std::string>& args,
-                                     const std::string& name) {
+                                          const std::string& name) {
   std::optional<std::string> v;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == name && i + 1 < args.size()) {
@@ -295,7 +295,8 @@ std::string ServiceApiKey(const ServiceState& s) {
   if (auto k = ServeFlagValue(s.args, "--api-key")) return *k;
   if (auto f = ServeFlagValue(s.args, "--api-key-file")) {
     try {
-      return internal::Trim(internal::ReadRegularFile(std::filesystem::path(s.cwd) / *f, 4096, "--api-key-file"));
+      return internal::Trim(
+          internal::ReadRegularFile(std::filesystem::path(s.cwd) / *f, 4096, "--api-key-file"));
     } catch (const std::exception&) {
       return "";
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <vector>
@@ -550,6 +551,27 @@ const std::string& Model::id() const { return internal::ImplOf(*this).id; }
 const ModelInfo& Model::info() const { return internal::ImplOf(*this).info; }
 const ModelOptions& Model::options() const { return internal::ImplOf(*this).options; }
 int Model::num_live_generators() const { return internal::ImplOf(*this).live_generators(); }
+std::string InfoJson(const Model& model) {
+  const ModelInfo& i = model.info();
+  const nlohmann::ordered_json j = {{"id", model.id()},
+                                    {"path", i.path.string()},
+                                    {"type", i.type},
+                                    {"is_encoder", i.is_encoder},
+                                    {"vocab_size", i.vocab_size},
+                                    {"context_length", i.context_length},
+                                    {"num_layers", i.num_layers},
+                                    {"num_kv_heads", i.num_kv_heads},
+                                    {"head_size", i.head_size},
+                                    {"uses_gqa", i.uses_gqa},
+                                    {"past_present_share_buffer", i.past_present_share_buffer},
+                                    {"eos_token_ids", i.eos_token_ids},
+                                    {"pad_token_id", i.pad_token_id},
+                                    {"bos_token_id", i.bos_token_id},
+                                    {"kv_bytes_per_token", i.kv_bytes_per_token},
+                                    {"weights_bytes", model.weights_bytes()}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 uint64_t Model::weights_bytes() const { return internal::ImplOf(*this).weights_bytes; }
 
 const Tokenizer* Model::tokenizer() const { return internal::ImplOf(*this).tokenizer_owned.get(); }

@@ -90,26 +90,8 @@ std::shared_ptr<Model> LoadedModel(Runtime& runtime, const std::string& id) {
   }
 }
 
-// What the model is (ebb::ModelInfo and its weights), named as the Python SDK's `Model.info`.
-Json ModelInfoJson(const Model& model) {
-  const ModelInfo& i = model.info();
-  return {{"id", model.id()},
-          {"path", i.path.string()},
-          {"type", i.type},
-          {"is_encoder", i.is_encoder},
-          {"vocab_size", i.vocab_size},
-          {"context_length", i.context_length},
-          {"num_layers", i.num_layers},
-          {"num_kv_heads", i.num_kv_heads},
-          {"head_size", i.head_size},
-          {"uses_gqa", i.uses_gqa},
-          {"past_present_share_buffer", i.past_present_share_buffer},
-          {"eos_token_ids", i.eos_token_ids},
-          {"pad_token_id", i.pad_token_id},
-          {"bos_token_id", i.bos_token_id},
-          {"kv_bytes_per_token", i.kv_bytes_per_token},
-          {"weights_bytes", model.weights_bytes()}};
-}
+// What the model is (ebb::InfoJson), named as the Python SDK's `Model.info`.
+Json ModelInfoJson(const Model& model) { return Json::parse(InfoJson(model)); }
 
 Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& managed) {
   Json run_options = Json::object();
