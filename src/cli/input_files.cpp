@@ -34,7 +34,8 @@ std::vector<std::vector<int32_t>> ParseIdRows(std::string_view text, std::string
     std::string ids;  // drop empty items left by runs of separators
     for (const std::string& item : internal::Split(group, ',')) {
       if (internal::Trim(item).empty()) continue;
-      ids += (ids.empty() ? "" : ",") + internal::Trim(item);
+      if (!ids.empty()) ids += ',';  // not "," + string: GCC 12's -Wrestrict misfires at -O2
+      ids += internal::Trim(item);
     }
     if (ids.empty()) continue;
     rows.push_back(internal::ParseIntList(ids, flag));

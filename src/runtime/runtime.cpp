@@ -149,7 +149,9 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
   std::string id;
   {
     std::lock_guard<std::mutex> lock(state->mu);
-    id = "#" + std::to_string(state->next_automatic++);
+    // Appended, not "#" + string: GCC 12's -Wrestrict misfires on that at -O2.
+    id = "#";
+    id += std::to_string(state->next_automatic++);
   }
   auto model = internal::LoadModel(state, id, dir, options, ShrinkStep);
   std::lock_guard<std::mutex> lock(state->mu);
