@@ -202,6 +202,14 @@ bool StopService(const fs::path& dir, std::optional<int> drain_timeout_s) {
     }
   }
   RemoveServiceStateOf(dir, st->pid);  // a killed service could not remove it itself
+  // A killed server's thread-group leader shows as exited (zombie) while its other threads still
+  // tear down, and its listening socket closes only with the last of them (seen under ASan, whose
+  // teardown is slow): stop returns once the port is free again (at most 10 s), so that a start
+  // right after it binds.
+  const auto port_deadline = Clock::now() + std::chrono::seconds(10);
+  while (!ProbeListen(st->host, st->port).empty() && Clock::now() < port_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   char took[32];
   std::snprintf(took, sizeof(took), "%.1f", SecondsSince(t0));
   Say("stopped pid " + std::to_string(st->pid) + " in " + took + " s");
