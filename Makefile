@@ -14,9 +14,12 @@ CTEST_ARGS ?=
 
 .PHONY: run test bootstrap build build-debug demo-model sanitize-test tsan bench fuzz soak format clean
 
-bootstrap: .deps/onnxruntime/.complete
-.deps/onnxruntime/.complete: scripts/bootstrap
+# Reruns when the script or the pinned test clients change (a stamp, so that an existing .deps/
+# from an older script still gets the new steps).
+bootstrap: .deps/bootstrap.stamp
+.deps/bootstrap.stamp: scripts/bootstrap tests/http/package-lock.json
 	scripts/bootstrap
+	touch $@
 
 build: bootstrap
 	cmake -S . -B $(BUILD_REL) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DEBB_BUILD_TESTS=OFF
