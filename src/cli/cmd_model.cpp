@@ -12,6 +12,7 @@
 #include "cli/load_progress.h"
 #include "cli/options_flags.h"
 #include "cli/service_client.h"
+#include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/chat_template.h"
 #include "ebb/error.h"
@@ -141,7 +142,7 @@ void PrintModel(const Conn& c, const Json& j) {
 // option-table names, anything else a run option (with or without "run_options.").
 void AddRuntimeOption(Json& patch, const std::string& key, const std::optional<std::string>& v) {
   if (key == "memory.shrink_every") {
-    patch["shrink_every"] = v ? std::stoull(*v) : 0;
+    patch["shrink_every"] = v ? internal::ParseInt(key, *v, 0, UINT32_MAX) : 0;
     return;
   }
   if (key == "memory.shrink_above") {
@@ -173,7 +174,9 @@ std::string Reply(ServiceClient* svc, const std::shared_ptr<Model>& local, const
     for (const auto& m : messages)
       body["messages"].push_back({{"role", m.role}, {"content", m.content}});
     if (f.max_tokens > 0) body["max_tokens"] = f.max_tokens;
-    if (!f.temperature.empty()) body["temperature"] = std::stod(f.temperature);
+    if (!f.temperature.empty()) {
+      body["temperature"] = internal::ParseFloat("--temperature", f.temperature, 0, 2);
+    }
     svc->Stream("/v1/chat/completions", body, [&](const Json& chunk) {
       if (chunk["choices"].empty()) return;
       const Json& d = chunk["choices"][0]["delta"];

@@ -142,19 +142,23 @@ bool WaitGone(const ServiceState& s, double seconds) {
   return true;
 }
 
+// The state file of `dir`; an unreadable one is removed (with a message) and reads as none.
+std::optional<ServiceState> ReadStateOrRemoveUnreadable(const fs::path& dir) {
+  try {
+    return ReadServiceStateFile(dir);
+  } catch (const Error& e) {
+    RemoveServiceState(dir);
+    Say(std::string("removed an unreadable state file: ") + e.what());
+    return std::nullopt;
+  }
+}
+
 // Stops the service of `dir`, or cleans up its stale state. `drain_timeout_s`: how long the
 // service may drain before SIGKILL (plus kStopMarginS); nullopt: its own --drain-timeout (30 s
 // by default). Returns whether a live service was stopped. Caller holds the ServiceLock.
 bool StopService(const fs::path& dir, std::optional<int> drain_timeout_s) {
   const fs::path file = ServiceStateFile(dir);
-  std::optional<ServiceState> st;
-  try {
-    st = ReadServiceStateFile(dir);
-  } catch (const Error& e) {
-    RemoveServiceState(dir);
-    Say(std::string("removed an unreadable state file: ") + e.what());
-    return false;
-  }
+  const std::optional<ServiceState> st = ReadStateOrRemoveUnreadable(dir);
   if (!st) {
     Say("not running (no " + file.string() + ")");
     return false;
@@ -271,14 +275,7 @@ void StartService(const fs::path& dir, const std::vector<std::string>& args, boo
                   int ready_timeout_s, const std::string& cwd = "") {
   const Address addr = AddressOf(args);
   const std::string url = ServiceUrl(addr.host, addr.port);
-  std::optional<ServiceState> st;
-  try {
-    st = ReadServiceStateFile(dir);
-  } catch (const Error& e) {
-    RemoveServiceState(dir);
-    Say(std::string("removed an unreadable state file: ") + e.what());
-  }
-  if (st) {
+  if (const std::optional<ServiceState> st = ReadStateOrRemoveUnreadable(dir)) {
     switch (CheckLiveness(*st)) {
       case Liveness::kRunning:
         throw Error(ErrorCode::FailedPrecondition,

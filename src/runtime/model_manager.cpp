@@ -68,11 +68,11 @@ struct ModelManager::State {
     uint64_t load_generation = 0;   // bumped per finished load attempt
     int leases = 0;
     bool pinned = false;
-    std::optional<KeepAlive> keep_alive;  // the effective keep-alive of the last request
-    Clock::time_point expires{};          // when leases == 0 and a finite keep-alive is set
+    Clock::time_point expires{};  // when leases == 0 and a finite keep-alive is set
     bool expiry_set = false;
     int64_t last_used_unix_ms = 0;
-    OptionList options;  // what it was loaded with
+    OptionList options;             // what it was loaded with
+    KeepAlive admin_keep_alive{0};  // the model's (else the admin's) keep-alive, set at load
   };
 
   mutable std::mutex mu;
@@ -168,8 +168,7 @@ struct ModelManager::State {
 
   // The keep-alive a request gets: the model's (or the admin's) unless the request asks for a
   // shorter one, or a longer one where allowed.
-  KeepAlive Effective(const ManagedModelSpec& spec, std::optional<KeepAlive> requested) const {
-    const KeepAlive admin = spec.keep_alive.value_or(options.keep_alive);
+  KeepAlive Effective(KeepAlive admin, std::optional<KeepAlive> requested) const {
     if (!requested) return admin;
     const auto longer = [](KeepAlive a, KeepAlive b) {  // a strictly longer than b
       if (a.count() < 0) return b.count() >= 0;
@@ -304,6 +303,7 @@ struct ModelManager::State {
     f.load_error = nullptr;
     ++f.load_generation;
     f.options = opts;
+    f.admin_keep_alive = spec.keep_alive.value_or(options.keep_alive);
     f.pinned = pin.value_or(spec.pin || f.pinned);
     ++f.leases;
     f.expiry_set = false;
@@ -321,13 +321,7 @@ struct ModelManager::State {
     Entry& e = it->second;
     e.leases = std::max(0, e.leases - 1);
     e.last_used_unix_ms = NowUnixMs();
-    KeepAlive ka = options.keep_alive;
-    try {
-      ka = Effective(Resolve(id), requested);
-    } catch (...) {
-      // The folder vanished: use the admin default.
-    }
-    e.keep_alive = ka;
+    const KeepAlive ka = Effective(e.admin_keep_alive, requested);
     if (e.leases == 0 && ka.count() >= 0) {
       e.expires = Clock::now() + ka;
       e.expiry_set = true;

@@ -62,6 +62,18 @@ OptionList OptionListFromJson(const Json& body) {
   return out;
 }
 
+std::optional<KeepAlive> KeepAliveFromJson(const Json& body) {
+  auto it = body.find("keep_alive");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  try {
+    if (it->is_number_integer()) return ParseKeepAlive(std::to_string(it->get<int64_t>()));
+    if (it->is_string()) return ParseKeepAlive(it->get<std::string>());
+  } catch (const Error& e) {
+    ThrowBadField("keep_alive", e.what());
+  }
+  ThrowBadField("keep_alive", "'keep_alive' must be a duration (\"5m\") or seconds");
+}
+
 std::map<std::string, ManagedModelSpec> ReadModelsFile(const std::filesystem::path& file) {
   const std::string text = internal::ReadRegularFile(file, 16u << 20, "the models file");
   const Json j = internal::ParseJsonDocument<Json>(text, file.string());
@@ -81,12 +93,7 @@ std::map<std::string, ManagedModelSpec> ReadModelsFile(const std::filesystem::pa
     if (spec.path.is_relative()) spec.path = file.parent_path() / spec.path;
     try {
       spec.options = OptionListFromJson(m);
-      if (m.contains("keep_alive") && !m["keep_alive"].is_null()) {
-        spec.keep_alive =
-            ParseKeepAlive(m["keep_alive"].is_string() ? m["keep_alive"].get<std::string>()
-                                                       : m["keep_alive"].dump(),
-                           "keep_alive");
-      }
+      spec.keep_alive = KeepAliveFromJson(m);
       if (m.contains("pin")) {
         if (!m["pin"].is_boolean()) {
           throw Error(ErrorCode::InvalidArgument, "\"pin\" must be true or false");

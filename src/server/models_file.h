@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "ebb/model_manager.h"
@@ -23,6 +24,10 @@ std::string JsonScalarText(const nlohmann::ordered_json& v, const std::string& p
 // The option objects of `body` as full keys, in the order session, provider, run, ebb; every
 // key is checked with ModelOptions::Set. Throws ApiException (400) naming the key.
 OptionList OptionListFromJson(const nlohmann::ordered_json& body);
+
+// The "keep_alive" field of `body` (a duration string or seconds; absent or null: none).
+// Throws ApiException (400) naming keep_alive.
+std::optional<KeepAlive> KeepAliveFromJson(const nlohmann::ordered_json& body);
 
 // Reads a models file. Throws ebb::Error: NotFound (no file), InvalidArgument naming the file
 // and the field.

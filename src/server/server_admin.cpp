@@ -37,18 +37,6 @@ Json BodyObject(const httplib::Request& req) {
   return j;
 }
 
-std::optional<KeepAlive> KeepAliveField(const Json& body) {
-  auto it = body.find("keep_alive");
-  if (it == body.end() || it->is_null()) return std::nullopt;
-  try {
-    if (it->is_number_integer()) return ParseKeepAlive(std::to_string(it->get<int64_t>()));
-    if (it->is_string()) return ParseKeepAlive(it->get<std::string>());
-  } catch (const Error& e) {
-    ThrowBadField("keep_alive", e.what());
-  }
-  ThrowBadField("keep_alive", "'keep_alive' must be a duration (\"5m\") or seconds");
-}
-
 Json OptionsJson(const OptionList& list) {
   Json j = Json::object();
   for (const auto& [k, v] : list) j[k] = v;
@@ -125,7 +113,7 @@ void Server::RegisterAdminRoutes() {
                     pin = it->get<bool>();
                   }
                   try {
-                    manager_->Load(id, extra, KeepAliveField(body), pin);
+                    manager_->Load(id, extra, KeepAliveFromJson(body), pin);
                   } catch (const Error& e) {
                     ApiError a = FromError(e);
                     if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";

@@ -138,13 +138,15 @@ GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& mo
 void PrecheckKv(const Model& model, const GenerateRequest& g, const Runtime& runtime) {
   const KvMode mode = g.params.kv_mode.value_or(model.options().kv_mode);
   if (mode != KvMode::kStatic || g.params.max_length <= 0) return;
-  const uint64_t need = model.info().kv_bytes_per_token * static_cast<uint64_t>(g.params.max_length);
+  const uint64_t need =
+      model.info().kv_bytes_per_token * static_cast<uint64_t>(g.params.max_length);
   const KvStats kv = model.kv_stats();
   if (kv.max_bytes > 0 && kv.in_use_bytes + need > kv.max_bytes) {
     throw Error(ErrorCode::ResourceExhausted,
-                "the request's KV cache needs " + std::to_string(need) + " bytes but the model's "
-                "kv_cache.max_bytes=" + std::to_string(kv.max_bytes) + " has " +
-                    std::to_string(kv.in_use_bytes) +
+                "the request's KV cache needs " + std::to_string(need) +
+                    " bytes but the model's "
+                    "kv_cache.max_bytes=" +
+                    std::to_string(kv.max_bytes) + " has " + std::to_string(kv.in_use_bytes) +
                     " in use; lower max_tokens, retry when requests finish, or raise "
                     "kv_cache.max_bytes");
   }
@@ -156,7 +158,8 @@ void PrecheckKv(const Model& model, const GenerateRequest& g, const Runtime& run
     throw Error(ErrorCode::ResourceExhausted,
                 "the request's KV cache needs " + std::to_string(need) +
                     " bytes but memory.limit=" + std::to_string(limit) + " has " +
-                    std::to_string(used) + " bytes in use by all models (weights and KV); lower "
+                    std::to_string(used) +
+                    " bytes in use by all models (weights and KV); lower "
                     "max_tokens, retry when requests finish, or raise the memory limit");
   }
 }
@@ -167,8 +170,7 @@ Json UsageJson(const GenerateUsage& u) {
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
-// The finish_reason OpenAI clients know; an error or a cancel ends like "stop" in the stream's
-// last chunk only when nothing better applies (errors are sent as error events).
+// OpenAI's finish_reason ("stop", "length"); cancelled and errored requests never reach it.
 std::string FinishName(FinishReason f) { return std::string(FinishReasonName(f)); }
 
 }  // namespace
@@ -228,7 +230,6 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
     const std::string object = chat ? "chat.completion" : "text_completion";
 
     if (!r.stream) {
-      std::string text;
       const GenerateResult out = Generate(model, *g);
       if (out.error) throw *out.error;
       const GenerateRow& row = out.rows.at(0);

@@ -93,6 +93,11 @@ def test_errors_come_back_with_the_service_message_and_a_non_zero_exit(srv):
     r = ebb("model", "load", "llama-tiny-fp32", "--option", "kv_cache.max_byts=1MiB",
             url=srv.url, check=False)
     assert r.returncode != 0 and "did you mean" in r.stderr
+    r = ebb("model", "set-runtime-option", "llama-tiny-fp32", "memory.shrink_every=often",
+            url=srv.url, check=False)
+    assert r.returncode == 1 and "memory.shrink_every" in r.stderr and "internal" not in r.stderr
+    r = ebb("run", "llama-tiny-fp32", "hi", "--temperature", "hot", url=srv.url, check=False)
+    assert r.returncode == 1 and "--temperature" in r.stderr and "internal" not in r.stderr
     r = ebb("ps", url="http://127.0.0.1:9", check=False)
     assert r.returncode != 0 and "cannot reach" in r.stderr
     r = subprocess.run([EBB, "ps"], capture_output=True, text=True,
