@@ -49,6 +49,10 @@ struct ModelInfo {
   // Past and present share one KV buffer: genai_config.json search.past_present_share_buffer, on a
   // GQA graph (others always use two buffers, ping-pong).
   bool past_present_share_buffer = false;
+  // A Run computes logits only at the position each row samples: prefill_logits=last rewrote
+  // the graph at load (false: [B, S, vocab] per Run, prefill_logits=all or a graph the rewrite
+  // does not apply to, see the load log).
+  bool last_position_logits = false;
   std::vector<int32_t> eos_token_ids;
   int32_t pad_token_id = 0;
   int32_t bos_token_id = -1;

@@ -88,6 +88,10 @@ struct EBB_API ModelOptions {
                                      // with process RSS above this; 0 = off
   bool release_file_pages = true;    // memory.release_file_pages: after the session is created,
                                      // let the kernel reclaim the model files' resident pages
+  // prefill_logits: "last" (true, default) rewrites a decoder's graph at load so that a Run
+  // computes the LM head only at the position each row samples (src/model/last_logits.h);
+  // "all" (false) loads the graph as it is ([B, S, vocab] logits per Run).
+  bool last_position_logits = true;
   // model_cache.dir: where compiled graphs are cached (docs/memory.md "Compiled-model cache").
   // "off" (default): never read or write a cache; "auto": <model folder>/.ebb-cache when
   // writable, else $XDG_CACHE_HOME/ebb (else $HOME/.cache/ebb), else no cache; else a folder.

@@ -339,26 +339,10 @@ struct PyGenerator {
   }
 };
 
+// ebb::InfoJson is the one form of a model's info (C ABI, service, Python): decoding it here
+// keeps the fields from drifting apart, as a hand-copied list did.
 py::dict InfoDict(const ebb::Model& m) {
-  const ebb::ModelInfo& i = m.info();
-  py::dict d;
-  d["id"] = m.id();
-  d["path"] = i.path.string();
-  d["type"] = i.type;
-  d["is_encoder"] = i.is_encoder;
-  d["vocab_size"] = i.vocab_size;
-  d["context_length"] = i.context_length;
-  d["num_layers"] = i.num_layers;
-  d["num_kv_heads"] = i.num_kv_heads;
-  d["head_size"] = i.head_size;
-  d["uses_gqa"] = i.uses_gqa;
-  d["past_present_share_buffer"] = i.past_present_share_buffer;
-  d["eos_token_ids"] = i.eos_token_ids;
-  d["pad_token_id"] = i.pad_token_id;
-  d["bos_token_id"] = i.bos_token_id;
-  d["kv_bytes_per_token"] = i.kv_bytes_per_token;
-  d["weights_bytes"] = m.weights_bytes();
-  return d;
+  return py::module_::import("json").attr("loads")(ebb::InfoJson(m)).cast<py::dict>();
 }
 
 std::string AutoId(PyRuntime& r, const std::string& path) {

@@ -66,6 +66,10 @@ constexpr std::array kTable = {
                "GPU model's folder on CPU"},
     OptionSpec{"memory.release_file_pages", T::kBool, kMo, "", "true", "",
                "after load, let the kernel reclaim the model files' resident pages"},
+    OptionSpec{"prefill_logits", T::kEnum, kMo, "", "last", "last|all",
+               "last: a prefill Run computes the LM head only at the sampled position (the "
+               "graph is rewritten at load; kept as it is, logged, when its LM head is not a "
+               "MatMul); all: the graph as it is"},
     OptionSpec{"model_cache.dir", T::kString, kMo, "", "off", "off, auto or a folder",
                "opt-in cache of ORT's optimised graph and weights, memory-mapped by later loads; "
                "auto = .ebb-cache in the model folder if writable, else $XDG_CACHE_HOME/ebb"},

@@ -453,10 +453,22 @@ struct Generator::Impl {
       in_names.push_back(io.past_names[i].c_str());
       in_values.push_back(std::move(past[i]));
     }
+    // A graph rewritten for last-position logits computes one row per sequence, the one it is
+    // told to (flat index into the [B * S] positions of this Run).
+    const bool last_only = !io.logits_index.empty();
+    const int64_t positions = last_only ? 1 : S;
+    std::vector<int64_t> logits_index;
+    const std::vector<int64_t> index_dims{B};
+    if (last_only) {
+      for (int64_t b = 0; b < B; ++b) logits_index.push_back(b * S + logit_col[b]);
+      in_names.push_back(io.logits_index.c_str());
+      in_values.push_back(
+          Ort::Value::CreateTensor<int64_t>(mem, logits_index.data(), B, index_dims.data(), 1));
+    }
     const size_t elem = io.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
-    const size_t logits_bytes = static_cast<size_t>(B * S * V) * elem;
+    const size_t logits_bytes = static_cast<size_t>(B * positions * V) * elem;
     if (logits_out.size() < logits_bytes) logits_out.resize(logits_bytes);
-    const std::vector<int64_t> ldims{B, S, V};
+    const std::vector<int64_t> ldims{B, positions, V};
     out_names.push_back(io.logits.c_str());
     out_values.push_back(Ort::Value::CreateTensor(mem, logits_out.data(), logits_bytes,
                                                   ldims.data(), ldims.size(), io.logits_type));
@@ -500,7 +512,7 @@ struct Generator::Impl {
     kv->CommitStep();
     // Keep only the wanted position of each row, as float32.
     for (int64_t b = 0; b < B; ++b) {
-      const size_t off = static_cast<size_t>((b * S + logit_col[b]) * V);
+      const size_t off = static_cast<size_t>((last_only ? b : b * S + logit_col[b]) * V);
       float* dst = out_logits.data() + b * V;
       if (elem == 4) {
         std::memcpy(dst, reinterpret_cast<const float*>(logits_out.data()) + off,

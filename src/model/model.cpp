@@ -18,6 +18,7 @@
 #include "memory/heap_trim.h"
 #include "memory/memory_governor.h"
 #include "model/graph_ops.h"
+#include "model/last_logits.h"
 #include "model/model_cache.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
@@ -165,6 +166,10 @@ DecoderIo ResolveIo(const GenaiConfig& cfg, Ort::Session& session) {
       io.present_names.push_back(present);
       used.insert(past);
     }
+  }
+  if (auto it = find(inputs, kLogitsIndexInput); it != inputs.end()) {
+    io.logits_index = kLogitsIndexInput;
+    used.insert(io.logits_index);
   }
   for (const auto& [name, type] : inputs) {
     if (!used.count(name)) {
@@ -393,12 +398,30 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
       cache.RebuildAfterFailedLoad(e.what());
     }
   }
+  // Last-position logits (last_logits.h): ORT loads a rewritten copy of the graph from a memory
+  // file, with the external data still read from the model's folder.
+  std::optional<RewrittenModel> rewritten;
+  if (!impl->session && !cfg.is_encoder && options.last_position_logits) {
+    std::string why_not;
+    rewritten = RewriteForLastLogits(cfg.model_path, cfg.io.logits, cfg.hidden_size, &why_not);
+    if (!rewritten) {
+      EBB_LOG_INFO("prefill_logits=last: {} keeps every position's logits ({})",
+                   cfg.model_path.string(), why_not);
+    }
+  }
+  const std::filesystem::path load_path = rewritten ? rewritten->path() : cfg.model_path;
+  auto for_load_path = [&](Ort::SessionOptions o) {
+    if (rewritten) {
+      o.AddConfigEntry("session.model_external_initializers_file_folder_path",
+                       cfg.model_path.parent_path().c_str());
+    }
+    return o;
+  };
   if (!impl->session && cache.action() == ModelCache::Action::kBuild) {
-    Ort::SessionOptions build_so = so.Clone();
+    Ort::SessionOptions build_so = for_load_path(so.Clone());
     cache.AddBuildOptions(build_so);
     try {
-      impl->session =
-          std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), build_so);
+      impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), load_path.c_str(), build_so);
       cache.Commit();
     } catch (const Ort::Exception& e) {
       // Writing the cache may be what failed (disk full); the plain load below says if the
@@ -406,6 +429,20 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
       cache.GiveUpBuild(e.what());
     }
   }
+  if (!impl->session && rewritten) {
+    try {
+      impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), load_path.c_str(),
+                                                     for_load_path(so.Clone()));
+    } catch (const Ort::Exception& e) {
+      // ebb's rewrite must never be why a model does not load: load the file as it is (which
+      // reports the model's own problems, if that is what failed).
+      EBB_LOG_WARN(
+          "prefill_logits=last: the rewritten graph of {} did not load ({}); loading it "
+          "as it is",
+          cfg.model_path.string(), internal::OneLine(e.what()));
+    }
+  }
+  rewritten.reset();  // ORT has read the memory file (or given up on it)
   if (!impl->session) {
     try {
       impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
@@ -474,6 +511,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                                                : cfg.search.past_present_share_buffer);
   info.past_present_share_buffer =
       cfg.search.past_present_share_buffer && info.uses_gqa && !impl->io.combined_kv;
+  info.last_position_logits = !impl->io.logits_index.empty();
   info.eos_token_ids = cfg.eos_token_ids;
   info.pad_token_id = cfg.pad_token_id >= 0
                           ? cfg.pad_token_id
@@ -491,10 +529,12 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                                                          : impl->encoder.last_hidden_state);
   } else {
     EBB_LOG_INFO(
-        "loaded {} as '{}' ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV)",
+        "loaded {} as '{}' ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV, "
+        "{} logits)",
         cfg.dir.string(), impl->id, cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
         KvModeName(options.kv_mode), info.uses_gqa ? "right" : "left",
-        info.past_present_share_buffer ? "shared" : "ping-pong");
+        info.past_present_share_buffer ? "shared" : "ping-pong",
+        info.last_position_logits ? "last-position" : "all-position");
   }
   ModelImpl& mi = *impl;
   Model* raw = impl.get();  // the controller lives inside the model: no ownership cycle
@@ -564,6 +604,7 @@ std::string InfoJson(const Model& model) {
                                     {"head_size", i.head_size},
                                     {"uses_gqa", i.uses_gqa},
                                     {"past_present_share_buffer", i.past_present_share_buffer},
+                                    {"last_position_logits", i.last_position_logits},
                                     {"eos_token_ids", i.eos_token_ids},
                                     {"pad_token_id", i.pad_token_id},
                                     {"bos_token_id", i.bos_token_id},

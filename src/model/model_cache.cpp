@@ -142,6 +142,8 @@ std::string GraphInputs(const KeyValues& config_session,
   std::ostringstream out;
   out << "format=" << kFormat << "\nort=" << OrtVersion() << "\ncpu=" << CpuIdentity() << "\n";
   if (!merged.count("graph_optimization_level")) out << "graph_optimization_level=all (ebb)\n";
+  // ebb's own graph rewrite (last_logits.h) changes the compiled graph too.
+  out << "prefill_logits=" << (options.last_position_logits ? "last" : "all") << "\n";
   for (const auto& [k, v] : merged) {
     if (ConflictingKey(k) && conflict->empty()) *conflict = k;
     if (!RuntimeOnlyKey(k)) out << "session." << k << "=" << v << "\n";

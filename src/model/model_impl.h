@@ -36,6 +36,9 @@ struct DecoderIo {
   ONNXTensorElementDataType kv_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
   std::string logits;
   ONNXTensorElementDataType logits_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+  // Non-empty when the graph was rewritten for last-position logits (last_logits.h): feed it
+  // int64 [B] flat indices (b * S + the position row b samples); logits are then [B, 1, vocab].
+  std::string logits_index;
 };
 
 // What an encoder (ModelInfo::is_encoder) must feed and read, resolved against the graph.

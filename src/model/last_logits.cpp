@@ -1,0 +1,394 @@
+#include "model/last_logits.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string_view>
+#include <vector>
+
+namespace ebb::internal {
+namespace {
+
+// Protobuf wire types and the ONNX field numbers this file reads or writes (onnx.proto3).
+constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
+constexpr uint64_t kModelGraph = 7;
+constexpr uint64_t kGraphNode = 1, kGraphInput = 11;
+constexpr uint64_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
+                   kNodeAttribute = 5, kNodeDomain = 7;
+constexpr uint64_t kAttrName = 1, kAttrInt = 3, kAttrTensor = 5, kAttrType = 20;
+constexpr uint64_t kAttrTypeInt = 2, kAttrTypeTensor = 4;
+constexpr uint64_t kTensorDims = 1, kTensorDataType = 2, kTensorRawData = 9;
+constexpr uint64_t kValueInfoName = 1, kValueInfoType = 2;
+constexpr uint64_t kTypeTensor = 1, kTensorElemType = 1, kTensorShape = 2, kShapeDim = 1,
+                   kDimParam = 2;
+constexpr uint64_t kInt64 = 7;  // TensorProto.DataType.INT64
+
+// A malformed file: the caller falls back to loading it unchanged (ORT then says what is wrong).
+struct Malformed {
+  std::string what;
+};
+
+// Reads protobuf fields from a byte span (the memory-mapped model file).
+class Span {
+ public:
+  Span(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+  uint64_t pos = 0;
+
+  uint64_t Varint(uint64_t end) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos >= end) throw Malformed{"truncated varint"};
+      const uint8_t c = data_[pos++];
+      v |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if ((c & 0x80) == 0) return v;
+    }
+    throw Malformed{"varint longer than 10 bytes"};
+  }
+  // Consumes a field's value; returns the [begin, end) of a length-delimited payload.
+  std::pair<uint64_t, uint64_t> Value(int wire_type, uint64_t end) {
+    uint64_t n = 0;
+    switch (wire_type) {
+      case kVarint:
+        Varint(end);
+        return {pos, pos};
+      case kFixed64:
+        n = 8;
+        break;
+      case kFixed32:
+        n = 4;
+        break;
+      case kLen:
+        n = Varint(end);
+        break;
+      default:
+        throw Malformed{"unsupported wire type " + std::to_string(wire_type)};
+    }
+    if (n > end - pos) throw Malformed{"field past the end of its message"};
+    const uint64_t begin = pos;
+    pos += n;
+    return {begin, pos};
+  }
+  std::string_view Str(std::pair<uint64_t, uint64_t> r) const {
+    return {reinterpret_cast<const char*>(data_ + r.first), r.second - r.first};
+  }
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_;
+  uint64_t size_;
+};
+
+// Calls on_field(field, wire_type, tag_begin, value_range) for each field of [begin, end).
+template <typename F>
+void ForEachField(Span& s, uint64_t begin, uint64_t end, F&& on_field) {
+  s.pos = begin;
+  while (s.pos < end) {
+    const uint64_t tag_begin = s.pos;
+    const uint64_t tag = s.Varint(end);
+    if ((tag >> 3) == 0) throw Malformed{"field number 0"};
+    const int wire_type = static_cast<int>(tag & 7);
+    const auto value = s.Value(wire_type, end);
+    const uint64_t after = s.pos;
+    on_field(tag >> 3, wire_type, tag_begin, value);
+    s.pos = after;
+  }
+}
+
+// ---- writing ----------------------------------------------------------------------------------
+
+void PutVarint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+void PutTag(std::string& out, uint64_t field, int wire_type) {
+  PutVarint(out, (field << 3) | static_cast<uint64_t>(wire_type));
+}
+void PutLen(std::string& out, uint64_t field, std::string_view payload) {
+  PutTag(out, field, kLen);
+  PutVarint(out, payload.size());
+  out.append(payload);
+}
+void PutInt(std::string& out, uint64_t field, uint64_t v) {
+  PutTag(out, field, kVarint);
+  PutVarint(out, v);
+}
+
+// A Constant node whose value is the int64 vector `values` (a Reshape's shape).
+std::string ConstantInt64Node(const std::string& output, const std::vector<int64_t>& values) {
+  std::string tensor;
+  PutInt(tensor, kTensorDims, values.size());
+  PutInt(tensor, kTensorDataType, kInt64);
+  std::string raw(values.size() * sizeof(int64_t), '\0');
+  // ONNX raw_data is little-endian; so is every platform ebb builds for (x86-64, aarch64).
+  std::memcpy(raw.data(), values.data(), raw.size());
+  PutLen(tensor, kTensorRawData, raw);
+  std::string attr;
+  PutLen(attr, kAttrName, "value");
+  PutLen(attr, kAttrTensor, tensor);
+  PutInt(attr, kAttrType, kAttrTypeTensor);
+  std::string node;
+  PutLen(node, kNodeOutput, output);
+  PutLen(node, kNodeName, output + "/Constant");
+  PutLen(node, kNodeOpType, "Constant");
+  PutLen(node, kNodeAttribute, attr);
+  return node;
+}
+
+std::string Node(const std::string& op, const std::vector<std::string>& inputs,
+                 const std::string& output, int64_t axis = -1) {
+  std::string node;
+  for (const auto& in : inputs) PutLen(node, kNodeInput, in);
+  PutLen(node, kNodeOutput, output);
+  PutLen(node, kNodeName, output + "/" + op);
+  PutLen(node, kNodeOpType, op);
+  if (axis >= 0) {
+    std::string attr;
+    PutLen(attr, kAttrName, "axis");
+    PutInt(attr, kAttrInt, static_cast<uint64_t>(axis));
+    PutInt(attr, kAttrType, kAttrTypeInt);
+    PutLen(node, kNodeAttribute, attr);
+  }
+  return node;
+}
+
+// The graph input ebb_logits_index: int64 [batch_size].
+std::string IndexInputValueInfo() {
+  std::string dim, shape, tensor, type, vi;
+  PutLen(dim, kDimParam, "batch_size");
+  PutLen(shape, kShapeDim, dim);
+  PutInt(tensor, kTensorElemType, kInt64);
+  PutLen(tensor, kTensorShape, shape);
+  PutLen(type, kTypeTensor, tensor);
+  PutLen(vi, kValueInfoName, kLogitsIndexInput);
+  PutLen(vi, kValueInfoType, type);
+  return vi;
+}
+
+struct NodeRef {
+  uint64_t entry_begin = 0, entry_end = 0;      // the whole graph field (tag included)
+  uint64_t payload_begin = 0, payload_end = 0;  // the NodeProto
+  std::vector<std::string> inputs, outputs;
+  std::string op_type, domain;
+};
+
+// A read-only mapping of a whole file.
+class Mapping {
+ public:
+  explicit Mapping(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Malformed{"cannot open the file"};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+      ::close(fd);
+      throw Malformed{"empty or unreadable file"};
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) throw Malformed{"cannot map the file"};
+    data_ = static_cast<const uint8_t*>(p);
+  }
+  ~Mapping() { ::munmap(const_cast<uint8_t*>(data_), size_); }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+bool WriteAll(int fd, const uint8_t* p, uint64_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, std::min<uint64_t>(n, 1u << 30));
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<uint64_t>(w);
+  }
+  return true;
+}
+bool WriteAll(int fd, std::string_view s) {
+  return WriteAll(fd, reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+
+}  // namespace
+
+RewrittenModel::RewrittenModel(RewrittenModel&& other) noexcept
+    : fd_(other.fd_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
+
+RewrittenModel& RewrittenModel::operator=(RewrittenModel&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+RewrittenModel::~RewrittenModel() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path& onnx_file,
+                                                   const std::string& logits_output,
+                                                   int hidden_size, std::string* why_not) {
+  if (hidden_size <= 0) {
+    *why_not = "genai_config.json has no model.decoder.hidden_size";
+    return std::nullopt;
+  }
+  try {
+    const Mapping file(onnx_file);
+    Span s(file.data(), file.size());
+    // ModelProto: the one graph field.
+    uint64_t graph_tag = 0, graph_begin = 0, graph_end = 0;
+    int graphs = 0;
+    ForEachField(s, 0, s.size(), [&](uint64_t field, int wt, uint64_t tag_begin, auto value) {
+      if (field != kModelGraph || wt != kLen) return;
+      ++graphs;
+      graph_tag = tag_begin;
+      graph_begin = value.first;
+      graph_end = value.second;
+    });
+    if (graphs != 1) {
+      *why_not = "expected one graph in the model, found " + std::to_string(graphs);
+      return std::nullopt;
+    }
+    // GraphProto: nodes and input names.
+    std::vector<NodeRef> nodes;
+    std::set<std::string> input_names;
+    ForEachField(
+        s, graph_begin, graph_end, [&](uint64_t field, int wt, uint64_t tag_begin, auto value) {
+          if (wt != kLen) return;
+          if (field == kGraphNode) {
+            NodeRef n;
+            n.entry_begin = tag_begin;
+            n.entry_end = value.second;
+            n.payload_begin = value.first;
+            n.payload_end = value.second;
+            nodes.push_back(std::move(n));
+          } else if (field == kGraphInput) {
+            const uint64_t after = s.pos;
+            ForEachField(s, value.first, value.second, [&](uint64_t f, int w, uint64_t, auto v) {
+              if (f == kValueInfoName && w == kLen) {
+                input_names.insert(std::string(s.Str(v)));
+              }
+            });
+            s.pos = after;
+          }
+        });
+    for (auto& n : nodes) {
+      ForEachField(s, n.payload_begin, n.payload_end, [&](uint64_t f, int w, uint64_t, auto v) {
+        if (w != kLen) return;
+        if (f == kNodeInput) n.inputs.emplace_back(s.Str(v));
+        if (f == kNodeOutput) n.outputs.emplace_back(s.Str(v));
+        if (f == kNodeOpType) n.op_type = s.Str(v);
+        if (f == kNodeDomain) n.domain = s.Str(v);
+      });
+    }
+    if (input_names.count(kLogitsIndexInput)) {
+      *why_not = std::string("the graph already has an input named ") + kLogitsIndexInput;
+      return std::nullopt;
+    }
+    std::map<std::string, size_t> producer;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (const auto& o : nodes[i].outputs) producer[o] = i;
+    }
+    const std::string prefix = "/ebb/last_logits/";
+    for (const auto& [name, i] : producer) {
+      if (name.rfind(prefix, 0) == 0) {
+        *why_not = "the graph already has ebb's last-logits nodes";
+        return std::nullopt;
+      }
+    }
+    // The LM head: the logits' producer, through any Casts (fp16 models cast the logits).
+    auto it = producer.find(logits_output);
+    if (it == producer.end()) {
+      *why_not = "no node produces the logits output '" + logits_output + "'";
+      return std::nullopt;
+    }
+    size_t head = it->second;
+    for (int hops = 0; nodes[head].op_type == "Cast" && nodes[head].domain.empty(); ++hops) {
+      auto up = nodes[head].inputs.empty() ? producer.end() : producer.find(nodes[head].inputs[0]);
+      if (up == producer.end() || hops > 4) break;
+      head = up->second;
+    }
+    const NodeRef& lm = nodes[head];
+    const bool matmul = lm.op_type == "MatMul" && (lm.domain.empty() || lm.domain == "ai.onnx");
+    const bool nbits = lm.op_type == "MatMulNBits" && lm.domain == "com.microsoft";
+    if ((!matmul && !nbits) || lm.inputs.empty() || lm.inputs[0].empty()) {
+      *why_not = "the logits come from a " + lm.op_type + " node, not a MatMul or MatMulNBits";
+      return std::nullopt;
+    }
+    const std::string hidden = lm.inputs[0];
+    const std::string shape2 = prefix + "shape_2d", flat = prefix + "flat", rows = prefix + "rows",
+                      shape3 = prefix + "shape_3d", picked = prefix + "hidden";
+    const int64_t H = hidden_size;
+    std::string inserted;
+    PutLen(inserted, kGraphNode, ConstantInt64Node(shape2, {-1, H}));
+    PutLen(inserted, kGraphNode, Node("Reshape", {hidden, shape2}, flat));
+    PutLen(inserted, kGraphNode, Node("Gather", {flat, kLogitsIndexInput}, rows, /*axis=*/0));
+    PutLen(inserted, kGraphNode, ConstantInt64Node(shape3, {-1, 1, H}));
+    PutLen(inserted, kGraphNode, Node("Reshape", {rows, shape3}, picked));
+    // The LM head node with its first input replaced; every other field copied as it is.
+    std::string head_node;
+    bool replaced = false;
+    ForEachField(s, lm.payload_begin, lm.payload_end,
+                 [&](uint64_t f, int w, uint64_t tag_begin, auto v) {
+                   if (f == kNodeInput && w == kLen && !replaced) {
+                     PutLen(head_node, kNodeInput, picked);
+                     replaced = true;
+                     return;
+                   }
+                   head_node.append(reinterpret_cast<const char*>(s.data() + tag_begin),
+                                    v.second - tag_begin);
+                 });
+    PutLen(inserted, kGraphNode, head_node);
+    std::string index_input;
+    PutLen(index_input, kGraphInput, IndexInputValueInfo());
+
+    // The new graph: nodes before the LM head, the inserted nodes and the new LM head (so the
+    // node list stays in topological order), the rest, the new input.
+    const uint64_t graph_len = (graph_end - graph_begin) - (lm.entry_end - lm.entry_begin) +
+                               inserted.size() + index_input.size();
+    std::string graph_header;
+    PutTag(graph_header, kModelGraph, kLen);
+    PutVarint(graph_header, graph_len);
+
+    const int fd = ::memfd_create("ebb-last-logits-model", MFD_CLOEXEC);
+    if (fd < 0) {
+      *why_not = std::string("memfd_create failed: ") + std::strerror(errno);
+      return std::nullopt;
+    }
+    RewrittenModel out(fd, "/proc/self/fd/" + std::to_string(fd));
+    const uint8_t* d = file.data();
+    const bool ok =
+        WriteAll(fd, d, graph_tag) && WriteAll(fd, graph_header) &&
+        WriteAll(fd, d + graph_begin, lm.entry_begin - graph_begin) && WriteAll(fd, inserted) &&
+        WriteAll(fd, d + lm.entry_end, graph_end - lm.entry_end) && WriteAll(fd, index_input) &&
+        WriteAll(fd, d + graph_end, file.size() - graph_end);
+    if (!ok) {
+      *why_not = std::string("writing the rewritten model failed: ") + std::strerror(errno);
+      return std::nullopt;
+    }
+    return out;
+  } catch (const Malformed& m) {
+    *why_not = "cannot parse the model (" + m.what + ")";
+    return std::nullopt;
+  }
+}
+
+}  // namespace ebb::internal
