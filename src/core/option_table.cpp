@@ -74,6 +74,9 @@ constexpr std::array kTable = {
                "opt-in cache of ORT's optimised graph and weights, memory-mapped by later loads; "
                "auto = .ebb-cache in the model folder if writable, else $XDG_CACHE_HOME/ebb"},
     // ---- ORT session options with typed setters ----
+    OptionSpec{"profile_file_prefix", T::kString, kSe, "", "off", "a file path prefix",
+               "write ORT's per-operator profile (Chrome trace JSON) to PREFIX_<date>.json when "
+               "the model unloads; summarise with tools/ort_profile.py"},
     OptionSpec{"intra_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 4 x cores",
                "threads of one operator; 0 = ORT's default (physical cores)"},
     OptionSpec{"inter_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 4 x cores",

@@ -59,6 +59,7 @@ bool RuntimeOnlyKey(const std::string& k) {
       "session.force_spinning_stop",
       "session.use_device_allocator_for_initializers",
       "session.set_denormal_as_zero",
+      "profile_file_prefix",
   };
   return kKeys.count(k) > 0 || k.starts_with("arena.");
 }

@@ -142,7 +142,8 @@ bool IsTypedKey(const std::string& key) {
   return key == "intra_op_num_threads" || key == "inter_op_num_threads" ||
          key == "enable_cpu_mem_arena" || key == "enable_mem_pattern" || key == "execution_mode" ||
          key == "graph_optimization_level" || key == "use_env_allocators" ||
-         key == "arena_extend_strategy" || key.starts_with("arena.");
+         key == "arena_extend_strategy" || key == "profile_file_prefix" ||
+         key.starts_with("arena.");
 }
 
 constexpr const char* kOrtSessionKeys[] = {
@@ -257,6 +258,12 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
         }
       } else if (key == "graph_optimization_level") {
         so.SetGraphOptimizationLevel(ParseOptLevel(key, value));
+      } else if (key == "profile_file_prefix") {
+        // ORT's profiler: one JSON trace (chrome://tracing) per session, written when the
+        // session ends (the model unloads), named PREFIX_<date>_<time>.json.
+        if (value.empty())
+          Bad(key, value, "expected a file prefix such as /tmp/ebb-profile, or off");
+        if (value != "off") so.EnableProfiling(value.c_str());
       } else if (key == "use_env_allocators" || key == "session.use_env_allocators") {
         *use_env_allocators = ParseBool(key, value);
         so.AddConfigEntry("session.use_env_allocators", *use_env_allocators ? "1" : "0");

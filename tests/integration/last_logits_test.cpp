@@ -184,5 +184,29 @@ TEST(LastLogits, BadOptionValueNamesTheChoices) {
   }
 }
 
+// profile_file_prefix: ORT's per-operator trace, written when the model unloads; "off" writes
+// nothing. (This file's tests are the ones that profile decoding; tools/ort_profile.py reads it.)
+TEST(OrtProfile, WrittenAtUnloadAndOffWritesNothing) {
+  const fs::path dir = fs::temp_directory_path() / ("ebb-profile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const std::string& prefix : {(dir / "off").string(), (dir / "trace").string()}) {
+    ModelOptions o;
+    o.Set("session_options.profile_file_prefix",
+          prefix.ends_with("off") ? std::string("off") : prefix);
+    auto m = Model::Load(testing::TestModelsDir() / "llama-tiny-fp32", o);
+    Generate(m, {Prompt(5, 1024, 0)}, 0, 3);
+  }  // the model unloads here
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u) << "expected one trace (the 'off' load writes none)";
+  EXPECT_TRUE(files[0].filename().string().starts_with("trace_")) << files[0];
+  std::ifstream in(files[0]);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"model_run\""), std::string::npos);
+  EXPECT_NE(text.find("MatMul"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ebb
