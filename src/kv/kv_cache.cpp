@@ -122,12 +122,35 @@ void KvCache::BindStep(int past, int new_tokens, const Ort::MemoryInfo& mem,
                        std::vector<Ort::Value>& present_values) {
   if (shared_) {
     // GQA reads the valid prefix per row (seqlens_k) and appends in place.
-    AppendViews(a_.data(), cap_a_, cap_a_, mem, past_values);
-    AppendViews(a_.data(), cap_a_, cap_a_, mem, present_values);
+    int stride = cap_a_;
+    if (mode_ == KvMode::kStatic) {
+      EnsureWidth(past + new_tokens);
+      stride = width_;
+    }
+    AppendViews(a_.data(), stride, stride, mem, past_values);
+    AppendViews(a_.data(), stride, stride, mem, present_values);
   } else {
     AppendViews(a_ ? a_.data() : nullptr, cap_a_, past, mem, past_values);
     AppendViews(b_.data(), cap_b_, past + new_tokens, mem, present_values);
   }
+}
+
+void KvCache::EnsureWidth(int tokens) {
+  if (tokens <= width_) return;
+  constexpr int kRound = 64;
+  const int64_t rounded = (static_cast<int64_t>(tokens) + kRound - 1) / kRound * kRound;
+  const int64_t grown = static_cast<int64_t>(width_) + width_ / 2;
+  const int new_width = static_cast<int>(std::min<int64_t>(cap_a_, std::max(rounded, grown)));
+  if (width_ > 0 && a_) {
+    // Every [layer, k/v, b, h] row moves from stride width_ to new_width. Destinations are at or
+    // after their sources, so moving the last row first never overwrites a row not yet moved.
+    const size_t row_old = static_cast<size_t>(width_) * shape_.head_size * shape_.elem_bytes;
+    const size_t row_new = static_cast<size_t>(new_width) * shape_.head_size * shape_.elem_bytes;
+    const size_t rows = static_cast<size_t>(shape_.num_layers) * 2 * shape_.batch * shape_.kv_heads;
+    auto* base = static_cast<char*>(a_.data());
+    for (size_t r = rows; r-- > 1;) std::memmove(base + r * row_new, base + r * row_old, row_old);
+  }
+  width_ = new_width;
 }
 
 void KvCache::CommitStep() {

@@ -9,9 +9,13 @@
 //              [B, H, P, D] in one buffer, ORT writes present [B, H, P+S, D] into the other
 //              (GQA: as wide as the attention mask); buffers swap after each step.
 // Static mode reserves max_length at construction (mmap'd lazily: pages become resident as
-// tokens are written). Dynamic mode grows in chunks of `chunk_tokens`, and by at least half the
-// current capacity, so the copies stay linear in the final size: a shared buffer is copied into a
-// larger one; a ping-pong target buffer is simply reallocated larger (ORT fills it).
+// tokens are written). A shared buffer in static mode is laid out, and bound, only as wide as
+// the steps so far need (rounded up to 64 tokens, re-laid in place 1.5x wider when a step needs
+// more): ORT's CPU GroupQueryAttention works over the whole width it is given, so a 2048-token
+// binding made a 128-token decode about 3x slower than a 160-token one. The memory reserved
+// (and charged) is still max_length's. Dynamic mode grows in chunks of `chunk_tokens`, and by at
+// least half the current capacity, so the copies stay linear in the final size: a shared buffer is
+// copied into a larger one; a ping-pong target buffer is simply reallocated larger (ORT fills it).
 // Failure: Reserve() allocates before changing anything, so a refused growth (ResourceExhausted)
 // leaves the cache as it was. Not thread-safe: owned by one generator.
 #pragma once
@@ -96,6 +100,10 @@ class KvCache {
   // shared: a_ only. ping-pong: a_ holds the past, b_ receives the present.
   KvBlock a_, b_;
   int cap_a_ = 0, cap_b_ = 0;
+  // Shared static mode: the tokens per row of the current layout (<= cap_a_); see the top.
+  int width_ = 0;
+  // Shared static mode: widens the layout to at least `tokens` (in place; no allocation).
+  void EnsureWidth(int tokens);
   // BeginSteps' copy of the committed past, compact ([.., saved_width_, ..] per tensor).
   KvBlock saved_;
   int saved_width_ = 0;

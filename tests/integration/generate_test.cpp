@@ -109,6 +109,38 @@ INSTANTIATE_TEST_SUITE_P(Ref, ReferenceTest,
                                            "phi3-tiny-fp32-unfused", "qwen2-tiny-fp32",
                                            "llama-tiny-fp16io"));
 
+// A static shared-buffer cache is laid out only as wide as the steps need and widened in place
+// (kv_cache.h); a long generation crosses several widenings (1.5x each, up to max_length 320),
+// in a padded batch of rows of different lengths and with chunked prefill. The dynamic cache,
+// which reallocates instead, must give the same tokens.
+TEST(KvWidth, StaticLayoutWidensInPlaceAndMatchesDynamic) {
+  const fs::path dir = testing::TestModelsDir() / "llama-tiny-fp32";
+  Rows prompts;
+  for (int n : {5, 70, 23}) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < n; ++i) p.push_back((i * 37 + n) % 1000 + 10);
+    prompts.push_back(p);
+  }
+  Rows by_mode[2];
+  Rows alone[2];
+  for (KvMode mode : {KvMode::kStatic, KvMode::kDynamic}) {
+    ModelOptions mo;
+    mo.kv_mode = mode;
+    mo.kv_chunk_tokens = 16;
+    mo.prefill_chunk_size = 32;
+    auto model = Model::Load(dir, mo);
+    GeneratorParams p;
+    p.max_length = 320;
+    by_mode[mode == KvMode::kDynamic] = GenerateAll(model, prompts, p);
+    alone[mode == KvMode::kDynamic] = GenerateAll(model, {prompts[1]}, p);
+  }
+  ASSERT_EQ(by_mode[0][0].size(), 320u);
+  EXPECT_EQ(by_mode[0], by_mode[1]);
+  EXPECT_EQ(alone[0], alone[1]);
+  // A row decodes the same in the batch as alone (right padding: its own length).
+  EXPECT_EQ(alone[0][0], by_mode[0][1]);
+}
+
 TEST(Fp16, KvCacheAndLogitsInFloat16) {
   auto f32 = Model::Load(testing::TestModelsDir() / "llama-tiny-fp32");
   auto f16 = Model::Load(testing::TestModelsDir() / "llama-tiny-fp16io");
