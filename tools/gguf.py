@@ -1,6 +1,7 @@
 """A minimal GGUF v3 writer and the ggml Q4_0 block layout, written from the format description
-(llama.cpp's docs/gguf.md and ggml's block_q4_0), for tools/synth_gguf.py. Not a reader, and no
-other quantization types.
+(llama.cpp's docs/gguf.md and ggml's block_q4_0), for tools/synth_gguf.py, plus read_layout()
+(metadata and tensor table, no data) for bench/vs_llamacpp.py and the tests. F32, F16 and Q4_0
+only.
 
 File layout (all integers little-endian):
   header    "GGUF", uint32 version (3), uint64 tensor_count, uint64 metadata_kv_count
@@ -124,3 +125,47 @@ def write_gguf(path, metadata, tensors, alignment=DEFAULT_ALIGNMENT):
             if n != t.nbytes:
                 raise AssertionError(f"{t.name}: wrote {n} bytes, expected {t.nbytes}")
         return f.tell()
+
+
+def _read_string(f):
+    (n,) = struct.unpack("<Q", f.read(8))
+    return f.read(n).decode("utf-8")
+
+
+def _read_value(f, vtype):
+    if vtype == T_STRING:
+        return _read_string(f)
+    if vtype == T_ARRAY:
+        etype, n = struct.unpack("<IQ", f.read(12))
+        return [_read_value(f, etype) for _ in range(n)]
+    fmt = _SCALAR[vtype]
+    return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
+
+
+def read_layout(path):
+    """The metadata and tensor table of a GGUF v3 file (no tensor data): returns (metadata dict,
+    list of dicts {name, ne, type, offset (absolute, in the file), nbytes})."""
+    with open(path, "rb") as f:
+        if f.read(4) != GGUF_MAGIC:
+            raise ValueError(f"{path}: not a GGUF file")
+        version, n_tensors, n_kv = struct.unpack("<IQQ", f.read(20))
+        if version != GGUF_VERSION:
+            raise ValueError(f"{path}: GGUF version {version}, expected {GGUF_VERSION}")
+        meta = {}
+        for _ in range(n_kv):
+            key = _read_string(f)
+            (vtype,) = struct.unpack("<I", f.read(4))
+            meta[key] = _read_value(f, vtype)
+        infos = []
+        for _ in range(n_tensors):
+            name = _read_string(f)
+            (nd,) = struct.unpack("<I", f.read(4))
+            ne = list(struct.unpack(f"<{nd}Q", f.read(8 * nd)))
+            ttype, off = struct.unpack("<IQ", f.read(12))
+            infos.append({"name": name, "ne": ne, "type": ttype, "offset": off,
+                          "nbytes": tensor_nbytes(ne, ttype) if ttype in TYPE_LAYOUT else None})
+        align = meta.get("general.alignment", DEFAULT_ALIGNMENT)
+        data_start = f.tell() + (-f.tell()) % align
+    for t in infos:
+        t["offset"] += data_start
+    return meta, infos
