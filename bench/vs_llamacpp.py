@@ -3,7 +3,9 @@
 
 Generates (or reuses) one synthesized model as an ebb int4 folder and its Q4_0 GGUF from the same
 synth run (tools/synth_model.py --gguf), measures the machine's read bandwidth (membw), warms the
-page cache, then runs --pairs alternated pairs of one-process generations (ebb_probe,
+page cache, then runs --pairs alternated pairs (each run waits, up to --quiet-wait seconds, for a
+second in which the CPUs are --quiet idle: on a shared 2-core machine another build turns both
+engines' spinning thread barriers into time-slice waits) of one-process generations (ebb_probe,
 llamacpp_probe; the order flips every other pair) and prints a markdown table of medians and
 ebb / llama.cpp ratios, the greedy tokens' agreement, and (--json) every run.
 
@@ -77,6 +79,29 @@ def warm(paths):
         with open(p, "rb") as f:
             while f.read(16 << 20):
                 pass
+
+
+def cpu_idle(interval=1.0):
+    """Fraction of all CPUs idle over `interval` seconds (/proc/stat)."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return v[3] + v[4], sum(v)  # idle + iowait, total
+    i0, t0 = sample()
+    time.sleep(interval)
+    i1, t1 = sample()
+    return (i1 - i0) / max(1, t1 - t0)
+
+
+def wait_quiet(threshold, max_wait):
+    """Waits until the CPUs were >= threshold idle for one second, at most max_wait seconds: both
+    engines spin their threads at barriers, so a busy machine (another build) distorts a run by
+    far more than its share (llama.cpp's decode most of all). Returns the last idle fraction."""
+    deadline = time.monotonic() + max_wait
+    idle = cpu_idle()
+    while idle < threshold and time.monotonic() < deadline:
+        idle = cpu_idle()
+    return idle
 
 
 def run_probe(exe, model, threads, prompt, gen):
@@ -163,6 +188,7 @@ def bench(a):
     else:
         name = f"{a.family}-{a.preset}-int4" + (f"-v{a.vocab}" if a.vocab else "") + f"-s{a.seed}"
         folder, gg = synth(os.path.join(a.models, name), a.family, a.preset, a.vocab, a.seed)
+    wait_quiet(a.quiet, a.quiet_wait)
     bw = measure_bandwidth(paths["membw"], a.threads)
     ebb_bytes, llama_bytes = weight_bytes_per_token(folder, gg)
     print(f"read bandwidth {bw / 1e9:.2f} GB/s ({a.threads} threads); weights read per token: ebb "
@@ -173,18 +199,25 @@ def bench(a):
         order = ["ebb", "llama.cpp"] if i % 2 == 0 else ["llama.cpp", "ebb"]
         for eng in order:
             exe, model = (paths["ebb_probe"], folder) if eng == "ebb" else (paths["llamacpp_probe"], gg)
+            idle = wait_quiet(a.quiet, a.quiet_wait)
+            load_before = os.getloadavg()[0]
             r = run_probe(exe, model, a.threads, a.prompt_tokens, a.gen_tokens)
             r["pair"] = i
+            r["cpu_idle_before"] = idle  # other work on the machine skews a run
+            r["loadavg_1min_before"] = load_before
             r["roofline_pct"] = 100.0 * r["decode_tok_s"] * (ebb_bytes if eng == "ebb" else llama_bytes) / bw
             runs.append(r)
             print(f"pair {i} {eng}: prefill {r['prefill_tok_s']:.1f} tok/s, decode {r['decode_tok_s']:.2f} tok/s, "
-                  f"start->first {r['start_to_first_token_s']:.3f} s, peak {r['peak_rss_mib']:.0f} MiB", file=sys.stderr)
+                  f"start->first {r['start_to_first_token_s']:.3f} s, peak {r['peak_rss_mib']:.0f} MiB, "
+                  f"CPUs {100 * idle:.0f} % idle before", file=sys.stderr)
     med = {eng: {key: statistics.median(r[key] for r in runs if r["engine"] == eng) for _, key, _ in ROWS}
            for eng in ("ebb", "llama.cpp")}
     agree = [leading_agreement(x["tokens"], y["tokens"])
              for x in runs if x["engine"] == "ebb" for y in runs if y["engine"] == "llama.cpp"]
     print(f"\n{os.path.basename(os.path.normpath(folder))}: prompt {a.prompt_tokens}, gen {a.gen_tokens}, "
-          f"{a.threads} threads, medians of {a.pairs} alternated pairs; read bandwidth {bw / 1e9:.1f} GB/s\n")
+          f"{a.threads} threads, medians of {a.pairs} alternated pairs; read bandwidth {bw / 1e9:.1f} GB/s; "
+          f"CPUs {100 * min(r['cpu_idle_before'] for r in runs):.0f}-"
+          f"{100 * max(r['cpu_idle_before'] for r in runs):.0f} % idle in the second before each run\n")
     print(table(med))
     print(f"\ngreedy tokens: the first {min(agree)} of {a.gen_tokens} agree (worst pair of runs)")
     if a.json:
@@ -244,6 +277,9 @@ def main():
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--json", help="write every run and the medians here")
+    ap.add_argument("--quiet", type=float, default=0.9,
+                    help="before each run, wait until the CPUs were this idle for a second (0: don't wait)")
+    ap.add_argument("--quiet-wait", type=float, default=120, help="at most this many seconds per run")
     a = ap.parse_args()
     if a.check:
         sys.exit(check(a))

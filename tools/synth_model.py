@@ -8,11 +8,21 @@ Usage:
                        [--intermediate N] [--vocab N] [--context-length N]
                        [--rotary-form fused|unfused] [--external-data auto|always|never]
                        [--tokenizer-tokens N] [--tokenizer TOKENIZER_JSON]
+                       [--gguf OUT.gguf [--gguf-type q4_0|f16]]
 
 --tokenizer-tokens N caps the learned tokenizer at N tokens (default min(vocab, 4096); learning a
 large WordPiece vocabulary takes a minute). --tokenizer (bert only) uses a given Hugging Face
 tokenizer.json (e.g. all-MiniLM-L6-v2's) instead of learning one; its special tokens [PAD], [UNK],
 [CLS], [SEP] and [MASK] must be below --vocab.
+
+--gguf OUT.gguf (llama, phi3) also writes the folder's weights as a llama.cpp GGUF (architecture
+"llama"; tools/synth_gguf.py says how and what is identical), so that ebb and llama.cpp run the same
+function (bench/vs_llamacpp.py). --gguf-type q4_0 (the default for int4; needs int4) shares the
+4-bit codes and scales exactly; f16 (the default for fp32) rounds the matmul weights to fp16. With
+--gguf, int4 scales are rounded to fp16 before quantizing (a Q4_0 block stores an fp16 scale), and
+synth_info.json says "int4_scales": "fp16-rounded"; only then, so that every folder made without
+--gguf stays byte-identical to SCRIPT_VERSION 1's (an int4 folder made with --gguf differs from one
+made without it in its scales and codes; fp32 folders do not differ).
 
 Needs only Debian's /usr/bin/python3 with python3-onnx (1.12, opset 17) and python3-numpy.
 
