@@ -240,8 +240,9 @@ CHECKS = [("llama", "tiny", [], 64, 32, 32), ("phi3", "tiny", [], 64, 32, 32),
 def check(a):
     paths, missing = probes(a.build_dir)
     if missing:
-        print(f"SKIP: {', '.join(os.path.relpath(p) for p in missing)} not built; run `make bench-llamacpp` "
-              f"(needs the npm registry once: scripts/bench_bootstrap)")
+        print(f"SKIP: {', '.join(os.path.basename(p) for p in missing)} not built in "
+              f"{os.path.dirname(missing[0])}; run `make bench-llamacpp` (it needs the npm registry once, "
+              f"for scripts/bench_bootstrap)")
         return SKIP
     tmp = tempfile.mkdtemp(prefix="vs_llamacpp_check.")
     failed = 0
