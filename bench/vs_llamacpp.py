@@ -207,6 +207,9 @@ def bench(a):
             r["loadavg_1min_before"] = load_before
             r["roofline_pct"] = 100.0 * r["decode_tok_s"] * (ebb_bytes if eng == "ebb" else llama_bytes) / bw
             runs.append(r)
+            if a.json:  # after every run, so that an interrupted benchmark keeps what it measured
+                with open(a.json, "w") as f:
+                    json.dump({"partial": True, "runs": runs}, f, indent=1)
             print(f"pair {i} {eng}: prefill {r['prefill_tok_s']:.1f} tok/s, decode {r['decode_tok_s']:.2f} tok/s, "
                   f"start->first {r['start_to_first_token_s']:.3f} s, peak {r['peak_rss_mib']:.0f} MiB, "
                   f"CPUs {100 * idle:.0f} % idle before", file=sys.stderr)
