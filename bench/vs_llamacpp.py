@@ -156,7 +156,7 @@ def measure_bandwidth(membw, threads):
     return json.loads(out)["read_gb_s"] * 1e9
 
 
-ROWS = [  # (label, key, format, higher is better)
+ROWS = [  # (label, JSON key, format)
     ("prefill tok/s", "prefill_tok_s", "{:.1f}"),
     ("decode tok/s", "decode_tok_s", "{:.2f}"),
     ("process start -> first token (s)", "start_to_first_token_s", "{:.3f}"),
