@@ -12,7 +12,8 @@ PYTHON3    ?= /usr/bin/python3
 CMAKE_GEN  := -G Ninja
 CTEST_ARGS ?=
 
-.PHONY: run test bootstrap build build-debug demo-model sanitize-test tsan bench fuzz soak format clean
+.PHONY: run test bootstrap build build-debug demo-model sanitize-test tsan bench fuzz soak format clean \
+        bench-deps bench-llamacpp bench-llamacpp-check
 
 # Reruns when the script or the pinned test clients change (a stamp, so that an existing .deps/
 # from an older script still gets the new steps).
@@ -89,6 +90,22 @@ bench: bootstrap
 	  -DEBB_BUILD_TESTS=OFF
 	cmake --build build/bench -j $(JOBS)
 	@echo "run: build/bench/bench/decode_bench  (see docs/benchmarks.md)"
+
+# ebb against llama.cpp on the same weights (docs/benchmarks.md). Not part of run/test/CI:
+#   make bench-deps            scripts/bench_bootstrap: pinned llama.cpp libraries and headers (npm)
+#   make bench-llamacpp        the Release build plus the probes (build/release/bench/llamacpp/)
+#   make bench-llamacpp-check  the same-weights agreement test (tiny + small models, ~1 min)
+# Then: $(PYTHON3) bench/vs_llamacpp.py --preset small --vocab 32000 --prompt-tokens 512 ...
+bench-deps:
+	scripts/bench_bootstrap
+
+bench-llamacpp: bootstrap bench-deps
+	cmake -S . -B $(BUILD_REL) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DEBB_BUILD_TESTS=OFF \
+	  -DEBB_LLAMACPP_DIR=$(CURDIR)/.deps
+	cmake --build $(BUILD_REL) -j $(JOBS) --target ebb_probe llamacpp_probe membw
+
+bench-llamacpp-check: bench-llamacpp
+	$(PYTHON3) bench/vs_llamacpp.py --check --build-dir $(BUILD_REL)
 
 format:
 	find include src tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i

@@ -8,11 +8,21 @@ Usage:
                        [--intermediate N] [--vocab N] [--context-length N]
                        [--rotary-form fused|unfused] [--external-data auto|always|never]
                        [--tokenizer-tokens N] [--tokenizer TOKENIZER_JSON]
+                       [--gguf OUT.gguf [--gguf-type q4_0|f16]]
 
 --tokenizer-tokens N caps the learned tokenizer at N tokens (default min(vocab, 4096); learning a
 large WordPiece vocabulary takes a minute). --tokenizer (bert only) uses a given Hugging Face
 tokenizer.json (e.g. all-MiniLM-L6-v2's) instead of learning one; its special tokens [PAD], [UNK],
 [CLS], [SEP] and [MASK] must be below --vocab.
+
+--gguf OUT.gguf (llama, phi3) also writes the folder's weights as a llama.cpp GGUF (architecture
+"llama"; tools/synth_gguf.py says how and what is identical), so that ebb and llama.cpp run the same
+function (bench/vs_llamacpp.py). --gguf-type q4_0 (the default for int4; needs int4) shares the
+4-bit codes and scales exactly; f16 (the default for fp32) rounds the matmul weights to fp16. With
+--gguf, int4 scales are rounded to fp16 before quantizing (a Q4_0 block stores an fp16 scale), and
+synth_info.json says "int4_scales": "fp16-rounded"; only then, so that every folder made without
+--gguf stays byte-identical to SCRIPT_VERSION 1's (an int4 folder made with --gguf differs from one
+made without it in its scales and codes; fp32 folders do not differ).
 
 Needs only Debian's /usr/bin/python3 with python3-onnx (1.12, opset 17) and python3-numpy.
 
@@ -523,13 +533,17 @@ def _np_to_onnx(dtype):
 # --------------------------------------------------------------------------------------------
 # Weight helpers
 # --------------------------------------------------------------------------------------------
-def quantize_int4_rows(wt):
-    """wt: [n, K] float32 (rows = output channels). Returns (packed uint8 [n, K/32, 16], scales [n, K/32])."""
+def quantize_int4_rows(wt, fp16_scales=False):
+    """wt: [n, K] float32 (rows = output channels). Returns (packed uint8 [n, K/32, 16], scales [n, K/32]).
+    fp16_scales: round each scale to the nearest fp16 (kept as float32) before quantizing with it,
+    so that a Q4_0 block (fp16 d) can hold exactly the same values (--gguf)."""
     n, k = wt.shape
     blocks = wt.reshape(n, k // INT4_BLOCK, INT4_BLOCK)
     amax = np.abs(blocks).max(axis=2)
     scales = (amax / 7.0).astype(np.float32)
     scales[scales == 0] = np.float32(1.0)
+    if fp16_scales:
+        scales = scales.astype(np.float16).astype(np.float32)
     q = np.rint(blocks / scales[:, :, None])
     np.clip(q, -8, 7, out=q)
     q = (q + 8).astype(np.uint8)
@@ -542,8 +556,8 @@ class Weights:
 
     ROW_CHUNK = 1024
 
-    def __init__(self, g, seed, precision):
-        self.g, self.seed, self.precision = g, seed, precision
+    def __init__(self, g, seed, precision, fp16_scales=False):
+        self.g, self.seed, self.precision, self.fp16_scales = g, seed, precision, fp16_scales
         self.n_params = 0
 
     def matmul(self, name, x, k, n, rows_fn, out=None):
@@ -561,7 +575,7 @@ class Weights:
                 key = (n0, n1)
                 if key not in cache:
                     cache.clear()
-                    cache[key] = quantize_int4_rows(rows_fn(n0, n1))
+                    cache[key] = quantize_int4_rows(rows_fn(n0, n1), self.fp16_scales)
                 return cache[key]
 
             def chunks(part):
@@ -615,7 +629,7 @@ def build_llama_style(cfg, seed, specials):
                                                           "intermediate", "vocab", "layers", "context_length"))
     fused = cfg["rotary_form"] == "fused"
     g = Graph()
-    W = Weights(g, seed, cfg["precision"])
+    W = Weights(g, seed, cfg["precision"], cfg.get("fp16_scales", False))
     TF = TensorProto.FLOAT
     g.inputs.append(helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]))
     g.inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"]))
@@ -1101,6 +1115,8 @@ def resolve_config(args):
 
 def generate(args):
     cfg = resolve_config(args)
+    # --gguf: int4 scales rounded to fp16, so that a Q4_0 block (fp16 d) holds the same values
+    cfg["fp16_scales"] = bool(getattr(args, "gguf", None)) and cfg["precision"] == "int4"
     os.makedirs(args.out, exist_ok=True)
     fam = cfg["family"]
     if fam == "bert" and args.tokenizer:
@@ -1124,6 +1140,8 @@ def generate(args):
                                          "vocab", "context_length")},
             "rope_theta": ROPE_THETA.get(fam), "parameters": int(n_params), "initializer_bytes": int(total),
             "external_data": ext, "tokenizer_tokens": n_tok, "special_tokens": specials}
+    if cfg["fp16_scales"]:
+        info["int4_scales"] = "fp16-rounded"  # only then, so other folders stay as before
     write_json(os.path.join(args.out, "synth_info.json"), info)
     return info
 
@@ -1142,12 +1160,29 @@ def main(argv=None):
     ap.add_argument("--tokenizer-tokens", type=int, help="cap on the learned tokenizer's size")
     ap.add_argument("--tokenizer", help="bert: use this HF tokenizer.json instead of learning one")
     ap.add_argument("--check", action="store_true", help="run onnx.checker on the result")
+    ap.add_argument("--gguf", metavar="OUT.gguf", help="also write the model as a llama.cpp GGUF (llama, phi3; see "
+                    "tools/synth_gguf.py); int4 scales are then rounded to fp16")
+    ap.add_argument("--gguf-type", choices=("q4_0", "f16"),
+                    help="GGUF matmul type (default: q4_0 for int4, f16 for fp32)")
     args = ap.parse_args(argv)
+    if args.gguf:
+        if args.family not in ("llama", "phi3"):
+            raise SystemExit(f"--gguf supports --family llama and phi3, not {args.family}"
+                             + (" (its q/k/v biases are not part of llama.cpp's llama architecture)"
+                                if args.family == "qwen2" else ""))
+        precision = args.precision or PRESETS[args.preset]["precision"]
+        args.gguf_type = args.gguf_type or ("q4_0" if precision == "int4" else "f16")
+        if args.gguf_type == "q4_0" and precision != "int4":
+            raise SystemExit("--gguf-type q4_0 needs --precision int4 (fp32 weights have no 4-bit codes to share)")
     info = generate(args)
     if args.check:
         onnx.checker.check_model(os.path.join(args.out, "model.onnx"))
+    if args.gguf:
+        import synth_gguf  # only --gguf needs it
+        info.update(synth_gguf.convert(args.out, args.gguf, args.gguf_type))
     print(json.dumps({k: info[k] for k in ("family", "preset", "precision", "rotary_form", "parameters",
-                                           "initializer_bytes", "external_data")}))
+                                           "initializer_bytes", "external_data", "gguf", "gguf_bytes")
+                      if k in info}))
 
 
 if __name__ == "__main__":

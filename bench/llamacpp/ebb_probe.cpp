@@ -1,0 +1,66 @@
+// bench/llamacpp/ebb_probe.cpp — one greedy generation through ebb's public C++ API, measured
+// the way llamacpp_probe.cpp measures llama.cpp (same command line, same prompt, same JSON; see
+// probe_util.h for what each time covers). Used by bench/vs_llamacpp.py.
+//
+//   ebb_probe --model MODEL_DIR --threads 2 --prompt-tokens 512 --gen-tokens 64
+//
+// Threads: session option intra_op_num_threads (ORT's pool; inter-op 1). Greedy (do_sample
+// false), max_length = prompt + gen, the model's default KV mode. The prompt runs as one
+// AppendTokens (ebb's prefill: one ORT Run over the whole prompt; the graph computes logits for
+// every position, ebb keeps the last). A generation that hits EOS stops early (the synthesized
+// models practically never pick it).
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "ebb/error.h"
+#include "ebb/generator.h"
+#include "ebb/model.h"
+#include "ebb/options.h"
+#include "probe_util.h"
+
+int main(int argc, char** argv) {
+  const auto t_main = probe::Clock::now();
+  probe::Result r;
+  r.engine = "ebb";
+  r.args = probe::ParseArgs(argc, argv);
+  try {
+    ebb::ModelOptions mo;
+    mo.session_options["intra_op_num_threads"] = std::to_string(r.args.threads);
+    const auto t0 = probe::Clock::now();
+    std::shared_ptr<ebb::Model> model = ebb::Model::Load(r.args.model, mo);
+    const auto t1 = probe::Clock::now();
+    r.load_s = probe::Seconds(t0, t1);
+    r.after_load = probe::Memory::Now();
+
+    ebb::GeneratorParams gp;
+    gp.max_length = r.args.prompt_tokens + r.args.gen_tokens;
+    gp.do_sample = false;
+    ebb::Generator g(model, gp);
+    const auto t2 = probe::Clock::now();
+    r.context_s = probe::Seconds(t1, t2);
+
+    const auto prompt = probe::Prompt(r.args.prompt_tokens, model->info().vocab_size);
+    g.AppendTokens(prompt);  // the prompt's forward pass
+    const auto t3 = probe::Clock::now();
+    r.prefill_s = probe::Seconds(t2, t3);
+    g.GenerateNextToken();  // samples from the prompt's logits: no forward pass
+    r.tokens.push_back(g.GetNextTokens()[0]);
+    const auto t4 = probe::Clock::now();
+    probe::AnnounceFirstToken(r.tokens[0]);
+    r.first_token_s = probe::Seconds(t_main, t4);
+
+    while (static_cast<int>(r.tokens.size()) < r.args.gen_tokens && !g.IsDone()) {
+      g.GenerateNextToken();  // one forward pass over the last token, then sampling
+      r.tokens.push_back(g.GetNextTokens()[0]);
+    }
+    r.decode_s = probe::Seconds(t4, probe::Clock::now());
+    r.at_end = probe::Memory::Now();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ebb_probe: %s\n", e.what());
+    return 1;
+  }
+  probe::PrintJson(r);
+  return 0;
+}
