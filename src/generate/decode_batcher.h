@@ -1,0 +1,123 @@
+// DecodeBatcher — decodes the concurrent generators of one model in one Run() per step
+// (model option decode_batch.max_rows > 1; docs/memory.md "Batched decode").
+//
+// Who joins: batch_size-1 generators of a GroupQueryAttention graph with a shared past/present
+// buffer (right-padded rows: GQA reads each row's length from the attention mask), while a row
+// is free. Everything else runs alone, as without a batcher.
+//
+// KV as rows: the batcher maps one region (lazily: pages become resident only when written) laid
+// out per layer, K then V, as [max_rows, kv_heads, stride, head_size] tensors, with stride =
+// context_length + 1 rounded up so that one row of one tensor is a whole number of pages. A
+// member's KvCache is a [1, H, stride, D] view of its row (KvSlotView) that charges the model's
+// KvPool for its tokens exactly as a pool-allocated cache would (budgets, memory.limit and the
+// KV figures stay true); the mapping itself is not charged. Leave() gives the row's pages back
+// to the OS (madvise MADV_DONTNEED).
+//
+// Steps: a member's prompt runs alone (its own Run()s on its row view, batch 1); each decode
+// token goes through Step(), which blocks until a batched Run() that includes it has finished.
+// A step covers the contiguous rows [lo, hi] between the lowest and highest waiting row; a row
+// in that range that is not stepping (its thread is elsewhere, or it is in a prefill, or the row
+// is free) is fed a pad token placed at its high-water column (the first column that holds no
+// valid token) with a mask that does not advance it, so nothing valid is overwritten; its
+// output is discarded. Every Run() on the batcher's memory (batched steps and the members' own
+// prefill/rewind Runs) holds the engine lock, so a pad never races a member's own write.
+// Policy: "gather" starts a step once every decoding member is waiting, or after max_wait_us;
+// a member that missed a step's gather is not waited for again until it calls Step() (a paused
+// or slow member costs the others at most one wait). "no-wait" starts at once with whoever is
+// waiting. A member that is done (or rewinds) calls Pause() so that nobody waits for it.
+// Errors: a failed batched Run() throws the same ebb::Error to every member of that step; each
+// member's committed state is unchanged (its token was written past its valid length).
+// Thread-safety: all methods are thread-safe. One thread calls Step() for a given row at a time
+// (a Generator is used by one thread). Lock order: engine_mu_, then mu_.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kv/kv_cache.h"
+
+namespace ebb::internal {
+
+class ModelImpl;
+
+class DecodeBatcher {
+ public:
+  // The model's batcher, created on first use; null when decode_batch.max_rows <= 1 or the
+  // region cannot be mapped (logged once; generators then run alone).
+  static std::shared_ptr<DecodeBatcher> ForModel(ModelImpl& model);
+
+  DecodeBatcher(ModelImpl& model, const KvShape& row_shape, int max_rows, bool no_wait,
+                int max_wait_us);
+  ~DecodeBatcher();
+  DecodeBatcher(const DecodeBatcher&) = delete;
+  DecodeBatcher& operator=(const DecodeBatcher&) = delete;
+
+  // Takes the lowest free row for a generator of up to `max_length` tokens; -1 when every row is
+  // taken or max_length does not fit the stride.
+  int Join(int max_length);
+  // Frees `row` between steps (waits for a running step) and gives its pages back to the OS.
+  void Leave(int row) noexcept;
+  KvSlotView SlotView(int row) const;
+
+  // Held around a member's own Run() on its row; NoteWritten(row, columns) after it succeeded
+  // (the row's columns [0, columns) may now hold valid tokens), with the lock still held.
+  std::unique_lock<std::mutex> LockEngine() { return std::unique_lock<std::mutex>(engine_mu_); }
+  void NoteWritten(int row, int columns);
+
+  // Feeds `token` at column `pos` of `row` (its committed length) in the next batched step and
+  // blocks until that step ran; `logits` receives the row's vocab_size float32 logits. Throws
+  // the step's ebb::Error.
+  void Step(int row, int32_t token, int32_t pos, std::vector<float>& logits);
+  // The row's generator will not call Step() for a while (done, rewinding): nobody waits for it.
+  void Pause(int row);
+
+  // Test/bench figures.
+  uint64_t steps() const;         // batched Run()s so far
+  uint64_t stepped_rows() const;  // member tokens they produced
+  uint64_t mapped_bytes() const { return region_bytes_; }
+  uint64_t resident_bytes() const;  // pages of the rows resident now (mincore)
+
+ private:
+  struct Row {
+    bool used = false;
+    bool decoding = false;  // has stepped since joining and not paused: expected back soon
+    bool missed = false;    // missed a gather: not waited for until it calls Step() again
+    bool waiting = false;   // in Step(), not yet taken into a step
+    bool ready = false;     // its step finished (result or error below)
+    int32_t token = 0;
+    int32_t pos = 0;
+    int hw = 0;  // columns [0, hw) may hold valid tokens; pads go at column hw
+    std::vector<float>* out = nullptr;
+    std::exception_ptr error;
+  };
+  bool AllExpectedWaiting() const;  // mu_ held
+  // Runs one step for the rows waiting now; called by the leader with `lk` (mu_) held; releases
+  // and retakes it around the Run().
+  void RunStep(std::unique_lock<std::mutex>& lk);
+  void ReleaseRowPages(int row) noexcept;
+
+  ModelImpl& m_;   // non-owning: the model owns the batcher
+  KvShape shape_;  // of one row (batch 1)
+  int max_rows_;
+  bool no_wait_;
+  int max_wait_us_;
+  int stride_ = 0;             // tokens per row
+  uint64_t row_bytes_ = 0;     // one row of one tensor, page-aligned
+  uint64_t tensor_bytes_ = 0;  // one tensor, all rows
+  char* region_ = nullptr;     // owned mapping of 2 * layers tensors
+  uint64_t region_bytes_ = 0;
+
+  std::mutex engine_mu_;  // held around every Run() on region_
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Row> rows_;       // guarded by mu_
+  bool leader_active_ = false;  // guarded by mu_: a thread is gathering or running a step
+  uint64_t steps_ = 0;          // guarded by mu_
+  uint64_t stepped_rows_ = 0;   // guarded by mu_
+};
+
+}  // namespace ebb::internal
