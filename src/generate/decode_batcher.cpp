@@ -7,6 +7,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "core/log.h"
@@ -63,34 +64,73 @@ DecodeBatcher::DecodeBatcher(ModelImpl& model, const KvShape& row_shape, int max
       max_wait_us_(max_wait_us) {
   if (shape_.combined) throw Error(ErrorCode::Internal, "a combined KV layout cannot be batched");
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t token_bytes =
-      static_cast<uint64_t>(shape_.kv_heads) * shape_.head_size * shape_.elem_bytes;
+  token_bytes_ = static_cast<uint64_t>(shape_.kv_heads) * shape_.head_size * shape_.elem_bytes;
+  while ((static_cast<uint64_t>(align_tokens_) * token_bytes_) % page != 0) ++align_tokens_;
   // One spare column: a pad of a full row goes at column max_length.
-  stride_ = m_.info.context_length + 1;
-  while ((static_cast<uint64_t>(stride_) * token_bytes) % page != 0) ++stride_;
-  row_bytes_ = static_cast<uint64_t>(stride_) * token_bytes;
-  tensor_bytes_ = row_bytes_ * static_cast<uint64_t>(max_rows_);
-  region_bytes_ = tensor_bytes_ * 2 * static_cast<uint64_t>(shape_.num_layers);
-  // Address space only: rows become resident as tokens are written.
-  void* p = mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    throw Error(ErrorCode::ResourceExhausted, "the OS refused to map " +
-                                                  FormatBytes(region_bytes_) +
-                                                  " of address space for the batch's KV rows");
-  }
-  region_ = static_cast<char*>(p);
+  max_stride_ = (m_.info.context_length + 1 + align_tokens_ - 1) / align_tokens_ * align_tokens_;
   rows_.resize(static_cast<size_t>(max_rows_));
-  EBB_LOG_INFO("model '{}': batched decode of up to {} rows ({} policy), {} of address space",
-               m_.id, max_rows_, no_wait_ ? "no-wait" : "gather", FormatBytes(region_bytes_));
+  EBB_LOG_INFO("model '{}': batched decode of up to {} rows ({} policy)", m_.id, max_rows_,
+               no_wait_ ? "no-wait" : "gather");
 }
 
-DecodeBatcher::~DecodeBatcher() {
+DecodeBatcher::~DecodeBatcher() { Unmap(); }
+
+void DecodeBatcher::Unmap() noexcept {
   if (region_ != nullptr) munmap(region_, region_bytes_);
+  region_ = nullptr;
+  region_bytes_ = row_bytes_ = tensor_bytes_ = 0;
+  stride_ = 0;
+}
+
+void DecodeBatcher::EnsureColumns(int columns) {
+  if (columns <= stride_) return;
+  // Grow by half at least (copies stay linear in the final width), in 64-token steps.
+  int64_t want = std::max<int64_t>({columns, stride_ + stride_ / 2, 64});
+  const int64_t step = std::lcm<int64_t>(align_tokens_, 64);
+  want = std::min<int64_t>((want + step - 1) / step * step, max_stride_);
+  if (want < columns) {
+    throw Error(ErrorCode::Internal, "batched decode row of " + std::to_string(columns) +
+                                         " columns is over the context length (a bug in ebb)");
+  }
+  const int stride = static_cast<int>(want);
+  const uint64_t row_bytes = static_cast<uint64_t>(stride) * token_bytes_;
+  const uint64_t tensor_bytes = row_bytes * static_cast<uint64_t>(max_rows_);
+  const uint64_t region_bytes = tensor_bytes * 2 * static_cast<uint64_t>(shape_.num_layers);
+  // Address space only: rows become resident as tokens are written.
+  void* p = mmap(nullptr, region_bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    throw Error(ErrorCode::ResourceExhausted, "batched decode: the OS refused to map " +
+                                                  FormatBytes(region_bytes) + " for KV rows of " +
+                                                  std::to_string(stride) + " tokens");
+  }
+  char* region = static_cast<char*>(p);
+  if (region_ != nullptr) {
+    // Copy each used row's columns that may hold valid tokens, per tensor and head.
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t d_bytes = static_cast<uint64_t>(shape_.head_size) * shape_.elem_bytes;
+    for (int r = 0; r < max_rows_; ++r) {
+      if (!rows_[r].used || rows_[r].hw == 0) continue;
+      const uint64_t used = static_cast<uint64_t>(std::min(rows_[r].hw, stride_)) * d_bytes;
+      for (int i = 0; i < 2 * shape_.num_layers; ++i) {
+        const char* src = region_ + i * tensor_bytes_ + r * row_bytes_;
+        char* dst = region + i * tensor_bytes + r * row_bytes;
+        for (int h = 0; h < shape_.kv_heads; ++h) {
+          std::memcpy(dst + h * stride * d_bytes, src + h * stride_ * d_bytes, used);
+        }
+      }
+    }
+    munmap(region_, region_bytes_);
+  }
+  region_ = region;
+  region_bytes_ = region_bytes;
+  row_bytes_ = row_bytes;
+  tensor_bytes_ = tensor_bytes;
+  stride_ = stride;
 }
 
 int DecodeBatcher::Join(int max_length) {
-  if (max_length >= stride_) return -1;
+  if (max_length >= max_stride_) return -1;
   std::lock_guard<std::mutex> lock(mu_);
   for (int r = 0; r < max_rows_; ++r) {
     if (!rows_[r].used) {
@@ -103,6 +143,7 @@ int DecodeBatcher::Join(int max_length) {
 }
 
 void DecodeBatcher::ReleaseRowPages(int row) noexcept {
+  if (region_ == nullptr) return;
   for (int i = 0; i < 2 * shape_.num_layers; ++i) {
     madvise(region_ + i * tensor_bytes_ + static_cast<uint64_t>(row) * row_bytes_, row_bytes_,
             MADV_DONTNEED);
@@ -115,10 +156,11 @@ void DecodeBatcher::Leave(int row) noexcept {
     std::lock_guard<std::mutex> engine(engine_mu_);
     std::lock_guard<std::mutex> lock(mu_);
     rows_[row] = Row{};
-    ReleaseRowPages(row);
-    // Nothing is resident once every row is free (a pad may have touched a free row).
+    // Nothing stays mapped once every row is free (a pad may have touched a free row).
     if (std::none_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.used; })) {
-      madvise(region_, region_bytes_, MADV_DONTNEED);
+      Unmap();
+    } else {
+      ReleaseRowPages(row);
     }
   }
   cv_.notify_all();  // a gathering leader may have been waiting for this row
@@ -134,7 +176,7 @@ KvSlotView DecodeBatcher::SlotView(int row) const {
 
 void DecodeBatcher::NoteWritten(int row, int columns) {
   std::lock_guard<std::mutex> lock(mu_);
-  rows_[row].hw = std::max(rows_[row].hw, std::min(columns, stride_ - 1));
+  rows_[row].hw = std::max(rows_[row].hw, std::min(columns, max_stride_ - 1));
 }
 
 void DecodeBatcher::Pause(int row) {
@@ -155,7 +197,19 @@ uint64_t DecodeBatcher::stepped_rows() const {
   return stepped_rows_;
 }
 
-uint64_t DecodeBatcher::resident_bytes() const {
+void DecodeBatcher::FailNextStepForTesting(int min_rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_min_rows_ = min_rows;
+}
+
+int DecodeBatcher::stride() {
+  std::lock_guard<std::mutex> engine(engine_mu_);
+  return stride_;
+}
+
+uint64_t DecodeBatcher::resident_bytes() {
+  std::lock_guard<std::mutex> engine(engine_mu_);
+  if (region_ == nullptr) return 0;
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   std::vector<unsigned char> vec((region_bytes_ + page - 1) / page);
   if (mincore(region_, region_bytes_, vec.data()) != 0) return 0;
@@ -262,8 +316,13 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
         }
         valid[b] = pos[b] + 1;
       }
+      if (fail_min_rows_ > 0 && static_cast<int>(stepping.size()) >= fail_min_rows_) {
+        fail_min_rows_ = 0;
+        throw Error(ErrorCode::Internal, "injected batched Run() failure (FailNextStepForTesting)");
+      }
     }
     const int64_t T = *std::max_element(valid.begin(), valid.end());
+    EnsureColumns(static_cast<int>(T));  // may re-lay the region (mu_ not held here)
     std::vector<int64_t> mask(static_cast<size_t>(B * T), 0);
     for (int64_t b = 0; b < B; ++b) {
       std::fill(mask.begin() + b * T, mask.begin() + b * T + valid[b], 1);
@@ -334,7 +393,7 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
         const auto* src = reinterpret_cast<const Ort::Float16_t*>(logits_out.data()) + b * V;
         for (int64_t v = 0; v < V; ++v) dst[v] = src[v].ToFloat();
       }
-      row.hw = std::max(row.hw, std::min(taken_pos[b] + 1, stride_ - 1));
+      row.hw = std::max(row.hw, std::min(taken_pos[b] + 1, max_stride_ - 1));
       ++stepped_rows_;
     }
     row.ready = true;

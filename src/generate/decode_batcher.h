@@ -6,12 +6,15 @@
 // is free. Everything else runs alone, as without a batcher.
 //
 // KV as rows: the batcher maps one region (lazily: pages become resident only when written) laid
-// out per layer, K then V, as [max_rows, kv_heads, stride, head_size] tensors, with stride =
-// context_length + 1 rounded up so that one row of one tensor is a whole number of pages. A
-// member's KvCache is a [1, H, stride, D] view of its row (KvSlotView) that charges the model's
-// KvPool for its tokens exactly as a pool-allocated cache would (budgets, memory.limit and the
-// KV figures stay true); the mapping itself is not charged. Leave() gives the row's pages back
-// to the OS (madvise MADV_DONTNEED).
+// out per layer, K then V, as [max_rows, kv_heads, stride, head_size] tensors; one row of one
+// tensor is a whole number of pages. The stride follows the widest row, not max_length: ORT's
+// CPU GroupQueryAttention costs in proportion to the buffer's width (measured: a 2048-token
+// buffer made a 128-token decode ~3x slower), so the region starts narrow and is re-laid wider
+// (x1.5, copying each row's valid columns) when a Run needs more columns. A member's KvCache is
+// a [1, H, stride, D] view of its row (KvSlotView, read under the engine lock) that charges the
+// model's KvPool for its tokens exactly as a pool-allocated cache would (budgets, memory.limit
+// and the KV figures stay true); the mapping itself is not charged. Leave() gives the row's
+// pages back to the OS (madvise MADV_DONTNEED); the last Leave() unmaps the region.
 //
 // Steps: a member's prompt runs alone (its own Run()s on its row view, batch 1); each decode
 // token goes through Step(), which blocks until a batched Run() that includes it has finished.
@@ -57,15 +60,19 @@ class DecodeBatcher {
   DecodeBatcher& operator=(const DecodeBatcher&) = delete;
 
   // Takes the lowest free row for a generator of up to `max_length` tokens; -1 when every row is
-  // taken or max_length does not fit the stride.
+  // taken or max_length is over the model's context_length.
   int Join(int max_length);
   // Frees `row` between steps (waits for a running step) and gives its pages back to the OS.
   void Leave(int row) noexcept;
-  KvSlotView SlotView(int row) const;
 
-  // Held around a member's own Run() on its row; NoteWritten(row, columns) after it succeeded
-  // (the row's columns [0, columns) may now hold valid tokens), with the lock still held.
+  // Held around a member's own Run() on its row: EnsureColumns(the step's mask width), then
+  // SlotView(row) (through its KvCache) to bind, Run, and NoteWritten(row, columns) after it
+  // succeeded (the row's columns [0, columns) may now hold valid tokens).
   std::unique_lock<std::mutex> LockEngine() { return std::unique_lock<std::mutex>(engine_mu_); }
+  // Engine lock held: makes the stride at least `columns` (re-lays the region wider; throws
+  // ResourceExhausted when the OS refuses the mapping, changing nothing).
+  void EnsureColumns(int columns);
+  KvSlotView SlotView(int row) const;  // engine lock held
   void NoteWritten(int row, int columns);
 
   // Feeds `token` at column `pos` of `row` (its committed length) in the next batched step and
@@ -78,8 +85,11 @@ class DecodeBatcher {
   // Test/bench figures.
   uint64_t steps() const;         // batched Run()s so far
   uint64_t stepped_rows() const;  // member tokens they produced
-  uint64_t mapped_bytes() const { return region_bytes_; }
-  uint64_t resident_bytes() const;  // pages of the rows resident now (mincore)
+  uint64_t resident_bytes();      // pages of the region resident now (mincore)
+  int stride();                   // columns per row now (0: nothing mapped)
+  // The next batched step of at least `min_rows` members fails as a failed Run() would
+  // (ebb::Error Internal), without running.
+  void FailNextStepForTesting(int min_rows);
 
  private:
   struct Row {
@@ -98,26 +108,31 @@ class DecodeBatcher {
   // Runs one step for the rows waiting now; called by the leader with `lk` (mu_) held; releases
   // and retakes it around the Run().
   void RunStep(std::unique_lock<std::mutex>& lk);
-  void ReleaseRowPages(int row) noexcept;
+  void ReleaseRowPages(int row) noexcept;  // engine lock held
+  void Unmap() noexcept;                   // engine lock held
 
   ModelImpl& m_;   // non-owning: the model owns the batcher
   KvShape shape_;  // of one row (batch 1)
   int max_rows_;
   bool no_wait_;
   int max_wait_us_;
-  int stride_ = 0;             // tokens per row
-  uint64_t row_bytes_ = 0;     // one row of one tensor, page-aligned
-  uint64_t tensor_bytes_ = 0;  // one tensor, all rows
-  char* region_ = nullptr;     // owned mapping of 2 * layers tensors
-  uint64_t region_bytes_ = 0;
+  uint64_t token_bytes_ = 0;  // one token of one row of one tensor
+  int align_tokens_ = 1;      // strides are multiples of this (whole pages per row)
+  int max_stride_ = 0;        // context_length + 1, aligned
 
-  std::mutex engine_mu_;  // held around every Run() on region_
+  std::mutex engine_mu_;       // held around every Run() on region_ and every change of it
+  int stride_ = 0;             // guarded by engine_mu_: tokens per row (0: nothing mapped)
+  uint64_t row_bytes_ = 0;     // guarded by engine_mu_: one row of one tensor
+  uint64_t tensor_bytes_ = 0;  // guarded by engine_mu_: one tensor, all rows
+  char* region_ = nullptr;     // guarded by engine_mu_: owned mapping of 2 * layers tensors
+  uint64_t region_bytes_ = 0;  // guarded by engine_mu_
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Row> rows_;       // guarded by mu_
   bool leader_active_ = false;  // guarded by mu_: a thread is gathering or running a step
   uint64_t steps_ = 0;          // guarded by mu_
   uint64_t stepped_rows_ = 0;   // guarded by mu_
+  int fail_min_rows_ = 0;       // guarded by mu_: FailNextStepForTesting; 0 = off
 };
 
 }  // namespace ebb::internal

@@ -236,8 +236,10 @@ struct Generator::Impl {
       }
     }
     if (brow.batcher) {
+      DecodeBatcher* b = brow.batcher.get();  // outlives the cache (BatchRow is declared first)
+      const int row = brow.row;
       kv = std::make_unique<KvCache>(*m.kv_pool, shape, mode, max_length, m.options.kv_chunk_tokens,
-                                     brow.batcher->SlotView(brow.row));
+                                     [b, row] { return b->SlotView(row); });
     } else {
       kv = std::make_unique<KvCache>(*m.kv_pool, shape, info.past_present_share_buffer, mode,
                                      max_length, m.options.kv_chunk_tokens);
@@ -477,6 +479,13 @@ struct Generator::Impl {
       in_names.push_back(io.position_ids.c_str());
       in_values.push_back(pos.View(mem, {B, S}));
     }
+    // A batch member's own Run() writes its row of the batcher's memory: not during a step, and
+    // the row (which may move when the batcher widens) is bound under the same lock.
+    std::unique_lock<std::mutex> engine;
+    if (brow.batcher) {
+      engine = brow.batcher->LockEngine();
+      brow.batcher->EnsureColumns(T_cols);
+    }
     std::vector<Ort::Value> past, present;
     // The present is as wide as the mask: P + S on left-padded graphs; on right-padded (GQA)
     // graphs the longest row's length, which stays P while that row is done.
@@ -502,9 +511,6 @@ struct Generator::Impl {
     bool shrink = false;
     Ort::RunOptions ro = m.shrink->BeginRun(&shrink);
     BeginRequest();
-    // A batch member's own Run() writes its row of the batcher's memory: not during a step.
-    std::unique_lock<std::mutex> engine;
-    if (brow.batcher) engine = brow.batcher->LockEngine();
     try {
       m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
                      out_values.data(), out_values.size());

@@ -25,16 +25,15 @@ KvCache::KvCache(KvPool& pool, const KvShape& shape, bool shared, KvMode mode, i
 }
 
 KvCache::KvCache(KvPool& pool, const KvShape& shape, KvMode mode, int max_length, int chunk_tokens,
-                 const KvSlotView& slot)
+                 std::function<KvSlotView()> slot)
     : pool_(pool),
       shape_(shape),
       shared_(true),
       mode_(mode),
       max_length_(max_length),
       chunk_tokens_(std::max(1, chunk_tokens)),
-      slot_(slot) {
-  if (slot_.base == nullptr || shape_.batch != 1 || shape_.combined ||
-      max_length_ >= slot_.stride_tokens) {
+      slot_(std::move(slot)) {
+  if (!slot_ || shape_.batch != 1 || shape_.combined) {
     throw Error(ErrorCode::Internal, "KV slot view does not fit the cache (a bug in ebb)");
   }
   if (mode_ == KvMode::kStatic) Reserve(max_length_);
@@ -66,12 +65,9 @@ uint64_t KvCache::BytesFor(int tokens) const {
 }
 
 void KvCache::Reserve(int total_tokens) {
-  if (slot_.base != nullptr) {
+  if (slot_) {
     if (total_tokens <= cap_a_) return;
     const int cap = RoundUp(total_tokens);
-    if (cap >= slot_.stride_tokens) {
-      throw Error(ErrorCode::Internal, "KV slot overflow (a bug in ebb)");
-    }
     // The new charge is taken before the old one is returned: a refusal changes nothing.
     charge_ = pool_.Charge(BytesFor(cap), "KV cache");
     cap_a_ = cap;
@@ -147,9 +143,10 @@ void KvCache::AppendViews(void* base, int cap, int seq, const Ort::MemoryInfo& m
 void KvCache::BindStep(int past, int new_tokens, const Ort::MemoryInfo& mem,
                        std::vector<Ort::Value>& past_values,
                        std::vector<Ort::Value>& present_values) {
-  if (slot_.base != nullptr) {
-    AppendSlotViews(slot_, 1, shape_, mem, past_values);
-    AppendSlotViews(slot_, 1, shape_, mem, present_values);
+  if (slot_) {
+    const KvSlotView view = slot_();
+    AppendSlotViews(view, 1, shape_, mem, past_values);
+    AppendSlotViews(view, 1, shape_, mem, present_values);
     return;
   }
   if (shared_) {

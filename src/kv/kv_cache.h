@@ -19,6 +19,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,11 +61,12 @@ class KvCache {
   // allocates now and may throw ResourceExhausted.
   KvCache(KvPool& pool, const KvShape& shape, bool shared, KvMode mode, int max_length,
           int chunk_tokens);
-  // Slot mode: a shared past/present buffer in `slot` (not in the pool). Reserve() charges the
-  // pool for the tokens (static: max_length now; dynamic: in chunks) as the other modes
-  // allocate them, with the same errors; max_length must be < slot.stride_tokens.
+  // Slot mode: a shared past/present buffer in a row that another owner maps (not in the pool);
+  // `slot` returns where the row is now, called by BindStep (the owner keeps it valid and at
+  // least as wide as the step). Reserve() charges the pool for the tokens (static: max_length
+  // now; dynamic: in chunks) as the other modes allocate them, with the same errors.
   KvCache(KvPool& pool, const KvShape& shape, KvMode mode, int max_length, int chunk_tokens,
-          const KvSlotView& slot);
+          std::function<KvSlotView()> slot);
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
@@ -118,8 +120,8 @@ class KvCache {
   // BeginSteps' copy of the committed past, compact ([.., saved_width_, ..] per tensor).
   KvBlock saved_;
   int saved_width_ = 0;
-  // Slot mode (slot_.base != nullptr): the charge for cap_a_ tokens; a_ and b_ stay empty.
-  KvSlotView slot_;
+  // Slot mode (slot_ set): the charge for cap_a_ tokens; a_ and b_ stay empty.
+  std::function<KvSlotView()> slot_;
   KvCharge charge_;
 };
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <latch>
 #include <mutex>
 #include <thread>
@@ -69,9 +70,9 @@ class DecodeBatch : public ::testing::Test {
   }
 };
 
-TEST_F(DecodeBatch, FourStaggeredRequestsMatchTheirSoloRuns) {
-  const int kMax = 40;
-  const std::vector<Tokens> prompts = {Prompt(3, 1), Prompt(9, 2), Prompt(17, 3), Prompt(6, 4)};
+// Four requests of different prompt lengths; request k joins once request k-1 has generated 4
+// tokens. Returns the batcher's stride at the end of the last request.
+int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts) {
   std::vector<Tokens> solo;
   {
     auto plain = Model::Load(ModelDir());
@@ -83,6 +84,7 @@ TEST_F(DecodeBatch, FourStaggeredRequestsMatchTheirSoloRuns) {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int> produced(prompts.size(), 0);
+  std::atomic<int> max_stride_seen{0};
   std::vector<std::thread> threads;
   for (size_t k = 0; k < prompts.size(); ++k) {
     threads.emplace_back([&, k] {
@@ -102,6 +104,10 @@ TEST_F(DecodeBatch, FourStaggeredRequestsMatchTheirSoloRuns) {
         }
         cv.notify_all();
       }
+      const int st = BatcherOf(model)->stride();
+      int seen = max_stride_seen.load();
+      while (st > seen && !max_stride_seen.compare_exchange_weak(seen, st)) {
+      }
       auto s = g.GetSequence(0);
       got[k].assign(s.begin(), s.end());
     });
@@ -109,11 +115,25 @@ TEST_F(DecodeBatch, FourStaggeredRequestsMatchTheirSoloRuns) {
   for (auto& t : threads) t.join();
   for (size_t k = 0; k < prompts.size(); ++k) EXPECT_EQ(got[k], solo[k]) << "request " << k;
   auto* b = BatcherOf(model);
-  ASSERT_NE(b, nullptr);
+  EXPECT_NE(b, nullptr);
+  if (b == nullptr) return 0;
   // Batched for real: more member tokens than Run()s.
   EXPECT_GT(b->stepped_rows(), b->steps());
   EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
   EXPECT_EQ(b->resident_bytes(), 0u);
+  return max_stride_seen.load();
+}
+
+TEST_F(DecodeBatch, FourStaggeredRequestsMatchTheirSoloRuns) {
+  FourStaggeredRequestsMatchSolo(40, {Prompt(3, 1), Prompt(9, 2), Prompt(17, 3), Prompt(6, 4)});
+}
+
+// Rows longer than the first stride: the region is re-laid wider (several times) while members
+// decode and prefill; every request still matches its solo run.
+TEST_F(DecodeBatch, WideningTheRowsKeepsEveryRequestsTokens) {
+  const int stride = FourStaggeredRequestsMatchSolo(
+      220, {Prompt(70, 1), Prompt(3, 2), Prompt(130, 3), Prompt(20, 4)});
+  EXPECT_GE(stride, 220);
 }
 
 TEST_F(DecodeBatch, MembersLeavingMidBatchDoNotDisturbTheOthers) {
@@ -256,6 +276,75 @@ TEST_F(DecodeBatch, KvBudgetRefusesAJoiningRequestCleanly) {
   auto plain = Model::Load(ModelDir());
   auto sa = a.GetSequence(0);
   EXPECT_EQ(Tokens(sa.begin(), sa.end()), Solo(plain, Prompt(6, 1), 64));
+}
+
+TEST_F(DecodeBatch, AFailedStepReachesEveryMemberAndChangesNothing) {
+  const int kMax = 24;
+  auto model = LoadBatched(2, "gather", "200000");
+  GeneratorParams p;
+  p.max_length = kMax;
+  Generator a(model, p), b(model, p);
+  a.AppendTokens(Prompt(5, 1));
+  b.AppendTokens(Prompt(9, 2));
+  a.GenerateNextToken();  // from the prefill's logits
+  b.GenerateNextToken();
+  auto both = [&](const std::function<void(Generator&)>& fn) {
+    std::thread t([&] { fn(a); });
+    fn(b);
+    t.join();
+  };
+  // The first step with both members fails: both get the error, in the same round.
+  BatcherOf(model)->FailNextStepForTesting(2);
+  std::atomic<int> failed{0};
+  for (int round = 0; round < 10 && failed == 0; ++round) {
+    both([&](Generator& g) {
+      try {
+        g.GenerateNextToken();
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Internal);
+        EXPECT_THAT(e.what(), HasSubstr("injected batched Run() failure"));
+        ++failed;
+      }
+    });
+  }
+  EXPECT_EQ(failed.load(), 2);
+  // Each generator is as before the failed call: finishing gives the solo tokens.
+  both([](Generator& g) {
+    while (!g.IsDone()) g.GenerateNextToken();
+  });
+  auto plain = Model::Load(ModelDir());
+  auto sa = a.GetSequence(0), sb = b.GetSequence(0);
+  EXPECT_EQ(Tokens(sa.begin(), sa.end()), Solo(plain, Prompt(5, 1), kMax));
+  EXPECT_EQ(Tokens(sb.begin(), sb.end()), Solo(plain, Prompt(9, 2), kMax));
+}
+
+TEST_F(DecodeBatch, RewindThenDecodeMatchesSolo) {
+  auto run = [](const std::shared_ptr<Model>& model, Generator* other) {
+    GeneratorParams p;
+    p.max_length = 32;
+    Generator g(model, p);
+    g.AppendTokens(Prompt(7, 3));
+    for (int i = 0; i < 10; ++i) g.GenerateNextToken();
+    g.RewindTo(12);
+    std::thread t;
+    if (other != nullptr) {
+      t = std::thread([other] {
+        while (!other->IsDone()) other->GenerateNextToken();
+      });
+    }
+    while (!g.IsDone()) g.GenerateNextToken();
+    if (t.joinable()) t.join();
+    auto s = g.GetSequence(0);
+    return Tokens(s.begin(), s.end());
+  };
+  auto plain = Model::Load(ModelDir());
+  auto model = LoadBatched(2);
+  GeneratorParams p;
+  p.max_length = 32;
+  Generator other(model, p);
+  other.AppendTokens(Prompt(4, 5));
+  EXPECT_EQ(run(model, &other), run(plain, nullptr));
+  EXPECT_GT(BatcherOf(model)->steps(), 0u);
 }
 
 TEST_F(DecodeBatch, OptionsAreCheckedWithClearErrors) {
