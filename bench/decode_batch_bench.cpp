@@ -21,6 +21,8 @@
 
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "generate/decode_batcher.h"
+#include "model/model_impl.h"
 
 namespace {
 
@@ -36,7 +38,17 @@ struct Args {
   int rows = 4;
   std::string policy = "gather";
   std::string wait_us = "2000";
+  std::vector<std::string> session_options;  // K=V, applied to both models
 };
+
+// Rows per batched Run() so far (the batcher's counters).
+double RowsPerStep(ebb::Model& model) {
+  auto& m = ebb::internal::ImplOf(model);
+  std::lock_guard<std::mutex> lock(m.decode_batcher_mu);
+  if (!m.decode_batcher || m.decode_batcher->steps() == 0) return 0;
+  return static_cast<double>(m.decode_batcher->stepped_rows()) /
+         static_cast<double>(m.decode_batcher->steps());
+}
 
 Tokens Prompt(int len, int seed, int vocab) {
   Tokens t;
@@ -107,6 +119,8 @@ int main(int argc, char** argv) {
       a.policy = next();
     } else if (k == "--wait-us") {
       a.wait_us = next();
+    } else if (k == "--session-option") {
+      a.session_options.push_back(next());
     } else if (a.model.empty() && k[0] != '-') {
       a.model = k;
     } else {
@@ -121,8 +135,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    auto off = ebb::Model::Load(a.model);
-    ebb::ModelOptions mo;
+    ebb::ModelOptions common;
+    for (const auto& kv : a.session_options) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "--session-option needs K=V\n");
+        return 2;
+      }
+      common.Set("session_options." + kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    auto off = ebb::Model::Load(a.model, common);
+    ebb::ModelOptions mo = common;
     mo.Set("decode_batch.max_rows", std::to_string(a.rows));
     mo.Set("decode_batch.policy", a.policy);
     mo.Set("decode_batch.max_wait_us", a.wait_us);
@@ -179,10 +202,11 @@ int main(int argc, char** argv) {
         "  1 stream, batching off: %.1f\n  1 stream, batching on:  %.1f\n"
         "  %d streams, off:        %.1f (%.2fx one stream)\n"
         "  %d streams, on:         %.1f (%.2fx one stream)\n"
-        "  batched tokens identical to unbatched: %s\n",
+        "  batched tokens identical to unbatched: %s\n"
+        "  rows per batched Run(): %.2f\n",
         a.prompt, a.gen, a.repeats, base, Median(results["on1"]), a.streams,
         Median(results["offn"]), Median(results["offn"]) / base, a.streams, Median(results["onn"]),
-        Median(results["onn"]) / base, identical ? "yes" : "NO");
+        Median(results["onn"]) / base, identical ? "yes" : "NO", RowsPerStep(*on));
     return identical ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
