@@ -15,6 +15,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "generate/decode_batcher.h"
 #include "model/model_impl.h"
 #include "test_env.h"
@@ -345,6 +346,36 @@ TEST_F(DecodeBatch, RewindThenDecodeMatchesSolo) {
   other.AppendTokens(Prompt(4, 5));
   EXPECT_EQ(run(model, &other), run(plain, nullptr));
   EXPECT_GT(BatcherOf(model)->steps(), 0u);
+}
+
+TEST_F(DecodeBatch, MemoryLimitRefusesAJoiningRequestCleanly) {
+  auto model = LoadBatched(4);
+  const uint64_t one = model->info().kv_bytes_per_token * 64;
+  // Two generators' KV beside the weights of every model the default runtime holds, not three.
+  Runtime::Default().SetMemoryLimit(Runtime::Default().Stats().weights_bytes + 2 * one + one / 2);
+  {
+    GeneratorParams p;
+    p.max_length = 64;
+    Generator a(model, p), b(model, p);
+    a.AppendTokens(Prompt(6, 1));
+    b.AppendTokens(Prompt(3, 2));
+    try {
+      Generator c(model, p);
+      ADD_FAILURE() << "expected ResourceExhausted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+      EXPECT_THAT(e.what(), HasSubstr("memory.limit"));
+    }
+    EXPECT_EQ(model->kv_stats().in_use_bytes, 2 * one);
+    std::thread t([&] {
+      while (!a.IsDone()) a.GenerateNextToken();
+    });
+    while (!b.IsDone()) b.GenerateNextToken();
+    t.join();
+    EXPECT_GT(BatcherOf(model)->steps(), 0u);
+  }
+  EXPECT_EQ(Runtime::Default().Stats().kv.in_use_bytes, 0u);
+  Runtime::Default().SetMemoryLimit(0);
 }
 
 TEST_F(DecodeBatch, OptionsAreCheckedWithClearErrors) {
