@@ -92,6 +92,11 @@ struct EBB_API ModelOptions {
   // computes the LM head only at the position each row samples (src/model/last_logits.h);
   // "all" (false) loads the graph as it is ([B, S, vocab] logits per Run).
   bool last_position_logits = true;
+  // decode_batch.*: concurrent generators of the model decode in one Run() per step
+  // (docs/memory.md "Batched decode"). max_rows 1 (default) = off: every generator runs alone.
+  int32_t decode_batch_max_rows = 1;        // decode_batch.max_rows: rows per batched step
+  bool decode_batch_no_wait = false;        // decode_batch.policy: false = gather, true = no-wait
+  int32_t decode_batch_max_wait_us = 2000;  // decode_batch.max_wait_us: gather window
   // model_cache.dir: where compiled graphs are cached (docs/memory.md "Compiled-model cache").
   // "off" (default): never read or write a cache; "auto": <model folder>/.ebb-cache when
   // writable, else $XDG_CACHE_HOME/ebb (else $HOME/.cache/ebb), else no cache; else a folder.

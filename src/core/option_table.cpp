@@ -73,6 +73,15 @@ constexpr std::array kTable = {
     OptionSpec{"model_cache.dir", T::kString, kMo, "", "off", "off, auto or a folder",
                "opt-in cache of ORT's optimised graph and weights, memory-mapped by later loads; "
                "auto = .ebb-cache in the model folder if writable, else $XDG_CACHE_HOME/ebb"},
+    OptionSpec{"decode_batch.max_rows", T::kInt, kMo, "rows", "1", "1 to 64",
+               "decode up to this many concurrent generators of the model in one Run() per "
+               "step (GQA graphs with a shared KV buffer, batch_size 1); 1 = off"},
+    OptionSpec{"decode_batch.policy", T::kEnum, kMo, "", "gather", "gather|no-wait",
+               "when a batched step starts: gather = once every decoding member is waiting or "
+               "after decode_batch.max_wait_us; no-wait = at once, with whoever is waiting"},
+    OptionSpec{"decode_batch.max_wait_us", T::kInt, kMo, "microseconds", "2000", "0 to 1000000",
+               "gather policy: the longest a step waits for members still sampling their last "
+               "token (a member that missed a step is not waited for again until it returns)"},
     // ---- ORT session options with typed setters ----
     OptionSpec{"profile_file_prefix", T::kString, kSe, "", "off", "a file path prefix",
                "write ORT's per-operator profile (Chrome trace JSON) to PREFIX_<date>.json when "

@@ -124,6 +124,12 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     kv_chunk_tokens = static_cast<int32_t>(internal::ParseInt(k, v, 1, 1 << 20));
   } else if (k == "prefill_chunk_size") {
     prefill_chunk_size = static_cast<int32_t>(internal::ParseInt(k, v, 0, INT32_MAX));
+  } else if (k == "decode_batch.max_rows") {
+    decode_batch_max_rows = static_cast<int32_t>(internal::ParseInt(k, v, 1, 64));
+  } else if (k == "decode_batch.policy") {
+    decode_batch_no_wait = internal::Trim(v) == "no-wait";  // the table checked the value
+  } else if (k == "decode_batch.max_wait_us") {
+    decode_batch_max_wait_us = static_cast<int32_t>(internal::ParseInt(k, v, 0, 1000000));
   } else if (k == "memory.limit") {
     memory_limit_bytes = ParseByteSize(v, k);
   } else if (k == "memory.shrink_every") {

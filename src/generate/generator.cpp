@@ -13,6 +13,7 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/model.h"
+#include "generate/decode_batcher.h"
 #include "generate/generator_testing.h"
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
@@ -23,6 +24,7 @@ namespace ebb {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using internal::DecodeBatcher;
 using internal::KvCache;
 using internal::ModelImpl;
 
@@ -38,6 +40,18 @@ struct GeneratorSlot {
   GeneratorSlot(const GeneratorSlot&) = delete;
   GeneratorSlot& operator=(const GeneratorSlot&) = delete;
   ModelImpl& model;
+};
+// A row of the model's DecodeBatcher, held from before the KV cache is created until after it is
+// destroyed (declared before it in Impl): leaving gives the row's pages back to the OS.
+struct BatchRow {
+  std::shared_ptr<DecodeBatcher> batcher;  // null: this generator runs alone
+  int row = -1;
+  BatchRow() = default;
+  BatchRow(const BatchRow&) = delete;
+  BatchRow& operator=(const BatchRow&) = delete;
+  ~BatchRow() {
+    if (batcher) batcher->Leave(row);
+  }
 };
 // FailNthRunForTesting's countdown (generator_testing.h); 0 = off.
 thread_local int g_fail_run_countdown = 0;
@@ -73,6 +87,7 @@ struct Generator::Impl {
   int32_t max_length;
   int32_t prefill_chunk;
   bool right_padded;  // GQA graphs: rows start at column 0, padding on the right
+  BatchRow brow;      // before kv: the KV may live in the batcher's row
   std::unique_ptr<KvCache> kv;
   std::vector<internal::Sampler> samplers;  // one per row, so rows are independent
 
@@ -208,8 +223,27 @@ struct Generator::Impl {
     const KvMode mode = p.kv_mode.value_or(m.options.kv_mode);
     // GQA graphs with search.past_present_share_buffer share past and present in both modes
     // (dynamic grows the shared buffer); other graphs ping-pong.
-    kv = std::make_unique<KvCache>(*m.kv_pool, shape, info.past_present_share_buffer, mode,
-                                   max_length, m.options.kv_chunk_tokens);
+    // decode_batch.max_rows > 1: a batch-1 generator of a GQA graph with a shared buffer decodes
+    // in the model's batched steps when a row is free (its KV then lives in that row).
+    if (batch == 1 && right_padded && info.past_present_share_buffer && !shape.combined &&
+        !internal_request) {
+      if (auto b = DecodeBatcher::ForModel(m)) {
+        const int row = b->Join(max_length);
+        if (row >= 0) {
+          brow.batcher = std::move(b);
+          brow.row = row;
+        }
+      }
+    }
+    if (brow.batcher) {
+      DecodeBatcher* b = brow.batcher.get();  // outlives the cache (BatchRow is declared first)
+      const int row = brow.row;
+      kv = std::make_unique<KvCache>(*m.kv_pool, shape, mode, max_length, m.options.kv_chunk_tokens,
+                                     [b, row] { return b->SlotView(row); });
+    } else {
+      kv = std::make_unique<KvCache>(*m.kv_pool, shape, info.past_present_share_buffer, mode,
+                                     max_length, m.options.kv_chunk_tokens);
+    }
 
     internal::SamplerConfig sc{do_sample, top_k, top_p, temperature, repetition_penalty, p.seed};
     for (int b = 0; b < batch; ++b) {
@@ -445,6 +479,13 @@ struct Generator::Impl {
       in_names.push_back(io.position_ids.c_str());
       in_values.push_back(pos.View(mem, {B, S}));
     }
+    // A batch member's own Run() writes its row of the batcher's memory: not during a step, and
+    // the row (which may move when the batcher widens) is bound under the same lock.
+    std::unique_lock<std::mutex> engine;
+    if (brow.batcher) {
+      engine = brow.batcher->LockEngine();
+      brow.batcher->EnsureColumns(T_cols);
+    }
     std::vector<Ort::Value> past, present;
     // The present is as wide as the mask: P + S on left-padded graphs; on right-padded (GQA)
     // graphs the longest row's length, which stays P while that row is done.
@@ -486,6 +527,7 @@ struct Generator::Impl {
       m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
                      out_values.data(), out_values.size());
       m.shrink->EndRun(shrink, true);
+      if (brow.batcher) brow.batcher->NoteWritten(brow.row, T_cols);
     } catch (const Ort::Exception& e) {
       m.shrink->EndRun(shrink, false);
       const std::string msg = internal::OneLine(e.what());
@@ -508,6 +550,7 @@ struct Generator::Impl {
           oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
           "ONNX Runtime Run failed on " + m.config.model_path.filename().string() + ": " + msg);
     }
+    if (engine.owns_lock()) engine.unlock();
     ++stats.model_runs;
     kv->CommitStep();
     // Keep only the wanted position of each row, as float32.
@@ -534,7 +577,13 @@ struct Generator::Impl {
                   "the generator is done (EOS or max_length reached); check IsDone() before "
                   "GenerateNextToken");
     }
-    if (!logits_valid) Run(pending);
+    if (!logits_valid) {
+      if (brow.batcher && pending[0].size() == 1 && lens[0] > 0 && !done[0]) {
+        StepBatched();
+      } else {
+        Run(pending);
+      }
+    }
     for (auto& p : pending) p.clear();
     const int64_t V = m.info.vocab_size;
     next_tokens.assign(batch, m.info.pad_token_id);
@@ -564,13 +613,32 @@ struct Generator::Impl {
     }
     MarkFullRows();
     logits_valid = false;
-    if (IsDone()) EndRequest();
+    if (IsDone()) {
+      if (brow.batcher) brow.batcher->Pause(brow.row);
+      EndRequest();
+    }
     if (!have_first_token) {
       have_first_token = true;
       t_first_token = Clock::now();
       stats.ttft_ms =
           std::chrono::duration<double, std::milli>(t_first_token - t_first_append).count();
     }
+  }
+
+  // One decode token of a batch member, in the model's next batched step (blocks until it ran).
+  // Throws what the step threw; the generator is then as before (the token written at column
+  // lens[0] is beyond its valid length).
+  void StepBatched() {
+    const int32_t p = lens[0];
+    kv->Reserve(p + 1);  // charges a dynamic-mode growth; may throw ResourceExhausted
+    std::vector<float> new_logits(static_cast<size_t>(m.info.vocab_size));
+    BeginRequest();
+    brow.batcher->Step(brow.row, pending[0][0], p, new_logits);
+    ++stats.model_runs;
+    lens[0] = p + 1;
+    width = std::max(width, p + 1);
+    logits = std::move(new_logits);
+    logits_valid = true;
   }
 
   void Rewind(size_t length) {
@@ -582,6 +650,7 @@ struct Generator::Impl {
                                                   ") is past the sequence length " +
                                                   std::to_string(sequences[0].size()));
     }
+    if (brow.batcher) brow.batcher->Pause(brow.row);
     // Keep length-1 tokens in the KV cache and re-run the last one to recompute its logits.
     const int32_t keep = length == 0 ? 0 : static_cast<int32_t>(length) - 1;
     const int32_t in_kv = std::min<int32_t>(width, keep);

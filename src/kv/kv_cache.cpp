@@ -24,6 +24,21 @@ KvCache::KvCache(KvPool& pool, const KvShape& shape, bool shared, KvMode mode, i
   if (mode_ == KvMode::kStatic) Reserve(max_length_);
 }
 
+KvCache::KvCache(KvPool& pool, const KvShape& shape, KvMode mode, int max_length, int chunk_tokens,
+                 std::function<KvSlotView()> slot)
+    : pool_(pool),
+      shape_(shape),
+      shared_(true),
+      mode_(mode),
+      max_length_(max_length),
+      chunk_tokens_(std::max(1, chunk_tokens)),
+      slot_(std::move(slot)) {
+  if (!slot_ || shape_.batch != 1 || shape_.combined) {
+    throw Error(ErrorCode::Internal, "KV slot view does not fit the cache (a bug in ebb)");
+  }
+  if (mode_ == KvMode::kStatic) Reserve(max_length_);
+}
+
 int KvCache::RoundUp(int tokens) const {
   if (mode_ == KvMode::kStatic) return max_length_;
   // Grow by at least half the current capacity: fixed 256-token steps made a 4096-token
@@ -50,6 +65,14 @@ uint64_t KvCache::BytesFor(int tokens) const {
 }
 
 void KvCache::Reserve(int total_tokens) {
+  if (slot_) {
+    if (total_tokens <= cap_a_) return;
+    const int cap = RoundUp(total_tokens);
+    // The new charge is taken before the old one is returned: a refusal changes nothing.
+    charge_ = pool_.Charge(BytesFor(cap), "KV cache");
+    cap_a_ = cap;
+    return;
+  }
   if (shared_) {
     if (total_tokens <= cap_a_) return;
     const int cap = RoundUp(total_tokens);
@@ -120,6 +143,12 @@ void KvCache::AppendViews(void* base, int cap, int seq, const Ort::MemoryInfo& m
 void KvCache::BindStep(int past, int new_tokens, const Ort::MemoryInfo& mem,
                        std::vector<Ort::Value>& past_values,
                        std::vector<Ort::Value>& present_values) {
+  if (slot_) {
+    const KvSlotView view = slot_();
+    AppendSlotViews(view, 1, shape_, mem, past_values);
+    AppendSlotViews(view, 1, shape_, mem, present_values);
+    return;
+  }
   if (shared_) {
     // GQA reads the valid prefix per row (seqlens_k) and appends in place.
     int stride = cap_a_;
@@ -151,6 +180,17 @@ void KvCache::EnsureWidth(int tokens) {
     for (size_t r = rows; r-- > 1;) std::memmove(base + r * row_new, base + r * row_old, row_old);
   }
   width_ = new_width;
+}
+
+void AppendSlotViews(const KvSlotView& view, int rows, const KvShape& shape,
+                     const Ort::MemoryInfo& mem, std::vector<Ort::Value>& out) {
+  const std::vector<int64_t> dims{rows, shape.kv_heads, view.stride_tokens, shape.head_size};
+  const size_t bytes = static_cast<size_t>(rows) * shape.kv_heads * view.stride_tokens *
+                       shape.head_size * shape.elem_bytes;
+  for (int i = 0; i < 2 * shape.num_layers; ++i) {
+    out.push_back(Ort::Value::CreateTensor(mem, view.base + i * view.tensor_stride_bytes, bytes,
+                                           dims.data(), dims.size(), shape.elem_type));
+  }
 }
 
 void KvCache::CommitStep() {

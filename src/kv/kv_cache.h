@@ -23,6 +23,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,12 +45,32 @@ struct KvShape {
   uint64_t BytesPerToken() const { return 2ull * num_layers * kv_heads * head_size * elem_bytes; }
 };
 
+// Where a DecodeBatcher row keeps a cache (slot mode): tensor i of the row (layer-major, K then
+// V) starts at base + i * tensor_stride_bytes and is [1, H, stride_tokens, D]. The memory is the
+// batcher's; the cache only charges its pool for the tokens it reserves.
+struct KvSlotView {
+  char* base = nullptr;
+  uint64_t tensor_stride_bytes = 0;
+  int stride_tokens = 0;
+};
+
+// Appends, per layer K then V, `rows` consecutive rows of a slot region starting at view.base:
+// [rows, H, stride_tokens, D] tensors (past and present alike: the buffer is shared).
+void AppendSlotViews(const KvSlotView& view, int rows, const KvShape& shape,
+                     const Ort::MemoryInfo& mem, std::vector<Ort::Value>& out);
+
 class KvCache {
  public:
   // `shared`: use one buffer for past and present (graph must support it: GQA). Static mode
   // allocates now and may throw ResourceExhausted.
   KvCache(KvPool& pool, const KvShape& shape, bool shared, KvMode mode, int max_length,
           int chunk_tokens);
+  // Slot mode: a shared past/present buffer in a row that another owner maps (not in the pool);
+  // `slot` returns where the row is now, called by BindStep (the owner keeps it valid and at
+  // least as wide as the step). Reserve() charges the pool for the tokens (static: max_length
+  // now; dynamic: in chunks) as the other modes allocate them, with the same errors.
+  KvCache(KvPool& pool, const KvShape& shape, KvMode mode, int max_length, int chunk_tokens,
+          std::function<KvSlotView()> slot);
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
@@ -78,7 +99,7 @@ class KvCache {
   // Keeps the first `new_width` tokens of every row (requires new_width <= width). Buffers stay.
   void Rewind(int width, int new_width);
 
-  uint64_t bytes() const { return a_.bytes() + b_.bytes() + saved_.bytes(); }
+  uint64_t bytes() const { return a_.bytes() + b_.bytes() + saved_.bytes() + charge_.bytes(); }
 
  private:
   // Bytes of a buffer of `tokens` tokens; throws ResourceExhausted on a 64-bit overflow.
@@ -107,6 +128,9 @@ class KvCache {
   // BeginSteps' copy of the committed past, compact ([.., saved_width_, ..] per tensor).
   KvBlock saved_;
   int saved_width_ = 0;
+  // Slot mode (slot_ set): the charge for cap_a_ tokens; a_ and b_ stay empty.
+  std::function<KvSlotView()> slot_;
+  KvCharge charge_;
 };
 
 }  // namespace ebb::internal

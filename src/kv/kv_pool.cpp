@@ -53,9 +53,24 @@ KvPool::~KvPool() {
   Trim();
 }
 
-KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
-  if (bytes == 0) return KvBlock();
-  const uint64_t size = PageRound(bytes);
+KvCharge& KvCharge::operator=(KvCharge&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    pool_ = other.pool_;
+    bytes_ = other.bytes_;
+    other.pool_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void KvCharge::Reset() {
+  if (pool_ != nullptr && bytes_ > 0) pool_->Uncharge(bytes_);
+  pool_ = nullptr;
+  bytes_ = 0;
+}
+
+KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what) {
   AdmitFn admit;
   ReleaseFn release;
   {
@@ -77,19 +92,50 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
     admit = admit_;
     release = release_;
   }
+  if (admit) {
+    try {
+      admit(size);  // may throw: then only our charge is undone
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.in_use_bytes -= size;
+      stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
+      throw;
+    }
+  }
+  return release;
+}
+
+KvCharge KvPool::Charge(uint64_t bytes, const char* what) {
+  if (bytes == 0) return KvCharge();
+  const uint64_t size = PageRound(bytes);
+  Admit(size, what);  // may throw; nothing charged then
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.num_allocations;
+  stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
+  stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
+  return KvCharge(this, size);
+}
+
+void KvPool::Uncharge(uint64_t bytes) noexcept {
+  ReleaseFn release;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    release = release_;
+    stats_.in_use_bytes -= bytes;
+    stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
+  }
+  if (release) release(bytes);
+}
+
+KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
+  if (bytes == 0) return KvBlock();
+  const uint64_t size = PageRound(bytes);
+  const ReleaseFn release = Admit(size, what);  // may throw; nothing charged then
   auto uncharge = [&] {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.in_use_bytes -= size;
     stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
   };
-  if (admit) {
-    try {
-      admit(size);  // may throw: then only our charge is undone
-    } catch (...) {
-      uncharge();
-      throw;
-    }
-  }
 
   void* data = nullptr;
   bool os_map = false;

@@ -43,6 +43,28 @@ class KvBlock {
   uint64_t bytes_ = 0;
 };
 
+// KV bytes charged to the pool (its budget, in-use figures and the admission hook) without
+// memory from it: KV that lives in memory another owner maps (a DecodeBatcher's row slots).
+// Destroying (or Reset()) returns the charge. Move-only.
+class KvCharge {
+ public:
+  KvCharge() = default;
+  KvCharge(KvCharge&& other) noexcept { *this = std::move(other); }
+  KvCharge& operator=(KvCharge&& other) noexcept;
+  KvCharge(const KvCharge&) = delete;
+  KvCharge& operator=(const KvCharge&) = delete;
+  ~KvCharge() { Reset(); }
+
+  uint64_t bytes() const { return bytes_; }
+  void Reset();
+
+ private:
+  friend class KvPool;
+  KvCharge(KvPool* pool, uint64_t bytes) : pool_(pool), bytes_(bytes) {}
+  KvPool* pool_ = nullptr;  // non-owning
+  uint64_t bytes_ = 0;
+};
+
 struct KvPoolStats {
   uint64_t in_use_bytes = 0;    // held by live blocks
   uint64_t retained_bytes = 0;  // freed but kept mapped for reuse (<= retain_bytes)
@@ -73,6 +95,9 @@ class KvPool {
   // the bytes needed, in use and allowed, and the option to change, when over budget or when
   // the OS refuses the mapping. `what` describes the request for the message.
   KvBlock Allocate(uint64_t bytes, const char* what = "KV cache");
+  // Charges `bytes` (rounded up to the page size) as in use without mapping anything: the same
+  // budget and admission checks and errors as Allocate(), nothing charged on failure.
+  KvCharge Charge(uint64_t bytes, const char* what = "KV cache");
 
   // Unmaps every retained region (trim). Returns the bytes given back to the OS.
   uint64_t Trim();
@@ -82,7 +107,12 @@ class KvPool {
 
  private:
   friend class KvBlock;
+  friend class KvCharge;
+  // Budget check, charge and admission hook; throws with nothing charged. Returns the hook
+  // that undoes the admission (to call when a later step fails).
+  ReleaseFn Admit(uint64_t size, const char* what);
   void Release(void* data, uint64_t bytes) noexcept;
+  void Uncharge(uint64_t bytes) noexcept;
 
   mutable std::mutex mu_;
   uint64_t max_bytes_;     // guarded by mu_

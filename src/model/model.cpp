@@ -335,7 +335,11 @@ void ModelImpl::Release() {
     slot_cv_.wait(lock, [this] { return live_ == 0; });
   }
   // No generator is alive and none can start: free the session (and an arena it alone uses),
-  // the KV pool's retained memory, then the heap.
+  // the batch's KV rows, the KV pool's retained memory, then the heap.
+  {
+    std::lock_guard<std::mutex> lock(decode_batcher_mu);
+    decode_batcher.reset();
+  }
   session.reset();
   if (kv_pool) kv_pool->Trim();
   env_arena.reset();

@@ -22,6 +22,8 @@
 
 namespace ebb::internal {
 
+class DecodeBatcher;  // generate/decode_batcher.h (created by it; held here type-erased)
+
 // What the generator must feed and read, resolved against the graph at load time.
 struct DecoderIo {
   std::string input_ids;
@@ -87,6 +89,11 @@ class ModelImpl final : public Model {
   // Run options (config, then user, then RuntimeHandle) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;
   std::unique_ptr<Tokenizer> tokenizer_owned;  // null: the folder has no tokenizer.json
+  // decode_batch.max_rows > 1: the batcher of concurrent generators, created on first use by
+  // DecodeBatcher::ForModel; members hold it too. Freed by Release() (after every generator).
+  std::mutex decode_batcher_mu;
+  std::shared_ptr<DecodeBatcher> decode_batcher;  // guarded by decode_batcher_mu
+  bool decode_batcher_failed = false;             // guarded by decode_batcher_mu
   std::mutex chat_template_mu;
   std::unique_ptr<ChatTemplate> chat_template_owned;  // guarded by chat_template_mu; loaded on use
 

@@ -1,0 +1,437 @@
+// Issue 15 item 5: concurrent generators of one model decode in one Run() per step
+// (decode_batch.max_rows). Batched greedy tokens equal solo runs; members join and leave between
+// steps; a paused member never stalls the others; KV goes back to 0 and the rows' pages to the OS.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <latch>
+#include <mutex>
+#include <thread>
+
+#include "ebb/error.h"
+#include "ebb/generator.h"
+#include "ebb/model.h"
+#include "ebb/runtime.h"
+#include "generate/decode_batcher.h"
+#include "model/model_impl.h"
+#include "test_env.h"
+
+namespace ebb {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Tokens = std::vector<int32_t>;
+
+fs::path ModelDir() { return testing::TestModelsDir() / "llama-tiny-int4"; }
+
+std::shared_ptr<Model> LoadBatched(int rows, const char* policy = "gather",
+                                   const char* wait_us = "2000") {
+  ModelOptions mo;
+  mo.Set("decode_batch.max_rows", std::to_string(rows));
+  mo.Set("decode_batch.policy", policy);
+  mo.Set("decode_batch.max_wait_us", wait_us);
+  return Model::Load(ModelDir(), mo);
+}
+
+internal::DecodeBatcher* BatcherOf(const std::shared_ptr<Model>& model) {
+  auto& m = internal::ImplOf(*model);
+  std::lock_guard<std::mutex> lock(m.decode_batcher_mu);
+  return m.decode_batcher.get();
+}
+
+Tokens Prompt(int len, int seed) {
+  Tokens t;
+  for (int i = 0; i < len; ++i) t.push_back(5 + (seed * 131 + i * 37) % 1000);
+  return t;
+}
+
+Tokens Generate(Generator& g, const Tokens& prompt) {
+  g.AppendTokens(prompt);
+  while (!g.IsDone()) g.GenerateNextToken();
+  auto s = g.GetSequence(0);
+  return Tokens(s.begin(), s.end());
+}
+
+Tokens Solo(const std::shared_ptr<Model>& model, const Tokens& prompt, int max_length) {
+  GeneratorParams p;
+  p.max_length = max_length;
+  Generator g(model, p);
+  return Generate(g, prompt);
+}
+
+class DecodeBatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(ModelDir())) GTEST_SKIP() << ModelDir() << " is absent";
+  }
+};
+
+// Four requests of different prompt lengths; request k joins once request k-1 has generated 4
+// tokens. Returns the batcher's stride at the end of the last request.
+int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts) {
+  std::vector<Tokens> solo;
+  {
+    auto plain = Model::Load(ModelDir());
+    for (const auto& p : prompts) solo.push_back(Solo(plain, p, kMax));
+  }
+  // A long gather window: members that are decoding are waited for, so steps have several rows
+  // even on a loaded machine (done members pause and are not waited for).
+  auto model = LoadBatched(4, "gather", "1000000");
+  std::vector<Tokens> got(prompts.size());
+  // Request k joins once request k-1 has generated 4 tokens (staggered joins).
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> produced(prompts.size(), 0);
+  std::atomic<int> max_stride_seen{0};
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    threads.emplace_back([&, k] {
+      if (k > 0) {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return produced[k - 1] >= 4; });
+      }
+      GeneratorParams p;
+      p.max_length = kMax;
+      Generator g(model, p);
+      g.AppendTokens(prompts[k]);
+      while (!g.IsDone()) {
+        g.GenerateNextToken();
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++produced[k];
+        }
+        cv.notify_all();
+      }
+      const int st = BatcherOf(model)->stride();
+      int seen = max_stride_seen.load();
+      while (st > seen && !max_stride_seen.compare_exchange_weak(seen, st)) {
+      }
+      auto s = g.GetSequence(0);
+      got[k].assign(s.begin(), s.end());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t k = 0; k < prompts.size(); ++k) EXPECT_EQ(got[k], solo[k]) << "request " << k;
+  auto* b = BatcherOf(model);
+  EXPECT_NE(b, nullptr);
+  if (b == nullptr) return 0;
+  // Batched for real: more member tokens than Run()s.
+  EXPECT_GT(b->stepped_rows(), b->steps());
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+  EXPECT_EQ(b->resident_bytes(), 0u);
+  return max_stride_seen.load();
+}
+
+TEST_F(DecodeBatch, FourStaggeredRequestsMatchTheirSoloRuns) {
+  FourStaggeredRequestsMatchSolo(40, {Prompt(3, 1), Prompt(9, 2), Prompt(17, 3), Prompt(6, 4)});
+}
+
+// Rows longer than the first stride: the region is re-laid wider (several times) while members
+// decode and prefill; every request still matches its solo run.
+TEST_F(DecodeBatch, WideningTheRowsKeepsEveryRequestsTokens) {
+  const int stride = FourStaggeredRequestsMatchSolo(
+      220, {Prompt(70, 1), Prompt(3, 2), Prompt(130, 3), Prompt(20, 4)});
+  EXPECT_GE(stride, 220);
+}
+
+TEST_F(DecodeBatch, MembersLeavingMidBatchDoNotDisturbTheOthers) {
+  const int kMax = 36;
+  const std::vector<Tokens> prompts = {Prompt(5, 7), Prompt(11, 8), Prompt(4, 9), Prompt(8, 10)};
+  std::vector<Tokens> solo;
+  {
+    auto plain = Model::Load(ModelDir());
+    for (const auto& p : prompts) solo.push_back(Solo(plain, p, kMax));
+  }
+  auto model = LoadBatched(4);
+  std::vector<Tokens> got(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    threads.emplace_back([&, k] {
+      GeneratorParams p;
+      p.max_length = kMax;
+      auto g = std::make_unique<Generator>(model, p);
+      g->AppendTokens(prompts[k]);
+      // Requests 1 and 3 are abandoned (destroyed before done) after a few tokens.
+      const int stop_after = k == 1 ? 3 : k == 3 ? 9 : 1 << 20;
+      for (int n = 0; !g->IsDone() && n < stop_after; ++n) g->GenerateNextToken();
+      auto s = g->GetSequence(0);
+      got[k].assign(s.begin(), s.end());
+      g.reset();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    // An abandoned request's tokens are a prefix of its solo run.
+    ASSERT_LE(got[k].size(), solo[k].size());
+    EXPECT_EQ(got[k], Tokens(solo[k].begin(), solo[k].begin() + got[k].size())) << k;
+  }
+  EXPECT_EQ(got[0], solo[0]);
+  EXPECT_EQ(got[2], solo[2]);
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+  EXPECT_EQ(BatcherOf(model)->resident_bytes(), 0u);
+}
+
+// One member stops asking for tokens (its thread waits on a latch that only opens once the
+// others have finished): the others must finish anyway. A stall would deadlock the test.
+void PausedMemberDoesNotStall(const char* policy) {
+  const int kMax = 30;
+  auto model = LoadBatched(3, policy, "200000");  // a long gather window: one wait at most
+  std::latch others_done(2);
+  std::vector<Tokens> got(3);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 3; ++k) {
+    threads.emplace_back([&, k] {
+      GeneratorParams p;
+      p.max_length = kMax;
+      Generator g(model, p);
+      g.AppendTokens(Prompt(4 + k, 20 + k));
+      int n = 0;
+      while (!g.IsDone()) {
+        if (k == 0 && n == 3) others_done.wait();  // paused mid-generation
+        g.GenerateNextToken();
+        ++n;
+      }
+      auto s = g.GetSequence(0);
+      got[k].assign(s.begin(), s.end());
+      if (k != 0) others_done.count_down();
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto plain = Model::Load(ModelDir());
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(got[k], Solo(plain, Prompt(4 + k, 20 + k), kMax)) << k;
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+}
+
+TEST_F(DecodeBatch, PausedMemberDoesNotStallTheOthersGather) { PausedMemberDoesNotStall("gather"); }
+TEST_F(DecodeBatch, PausedMemberDoesNotStallTheOthersNoWait) {
+  PausedMemberDoesNotStall("no-wait");
+}
+
+TEST_F(DecodeBatch, KvChargedPerMemberAndPagesGoBackToTheOs) {
+  auto model = LoadBatched(2);
+  GeneratorParams p;
+  p.max_length = 64;
+  {
+    Generator a(model, p);
+    a.AppendTokens(Prompt(10, 1));
+    a.GenerateNextToken();
+    const uint64_t one = a.Stats().kv_bytes;
+    EXPECT_GT(one, 0u);
+    EXPECT_EQ(model->kv_stats().in_use_bytes, one);
+    auto* b = BatcherOf(model);
+    ASSERT_NE(b, nullptr);
+    EXPECT_GT(b->resident_bytes(), 0u);
+    {
+      Generator c(model, p);
+      c.AppendTokens(Prompt(5, 2));
+      EXPECT_EQ(model->kv_stats().in_use_bytes, 2 * one);
+      // Both rows taken: a third generator runs alone (its own pool memory), unchanged.
+      Generator d(model, p);
+      EXPECT_EQ(model->kv_stats().in_use_bytes, 3 * one);
+      d.AppendTokens(Prompt(7, 3));
+      d.GenerateNextToken();
+    }
+    EXPECT_EQ(model->kv_stats().in_use_bytes, one);
+  }
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+  EXPECT_EQ(BatcherOf(model)->resident_bytes(), 0u);
+}
+
+TEST_F(DecodeBatch, KvBudgetRefusesAJoiningRequestCleanly) {
+  // Room for the KV of two generators of max_length 64, not three.
+  ModelOptions mo;
+  mo.Set("decode_batch.max_rows", "4");
+  auto probe = Model::Load(ModelDir());
+  uint64_t one = 0;
+  {
+    GeneratorParams p;
+    p.max_length = 64;
+    Generator g(probe, p);
+    one = g.Stats().kv_bytes;
+  }
+  mo.Set("kv_cache.max_bytes", std::to_string(2 * one + one / 2));
+  auto model = Model::Load(ModelDir(), mo);
+  GeneratorParams p;
+  p.max_length = 64;
+  Generator a(model, p);
+  Generator b(model, p);
+  a.AppendTokens(Prompt(6, 1));
+  b.AppendTokens(Prompt(6, 2));
+  try {
+    Generator c(model, p);
+    FAIL() << "a third generator should not fit";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+    EXPECT_THAT(e.what(), HasSubstr("kv_cache.max_bytes"));
+  }
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 2 * one);
+  // The refusal left the batch as it was: both members still decode, batched.
+  std::thread ta([&] {
+    while (!a.IsDone()) a.GenerateNextToken();
+  });
+  while (!b.IsDone()) b.GenerateNextToken();
+  ta.join();
+  auto plain = Model::Load(ModelDir());
+  auto sa = a.GetSequence(0);
+  EXPECT_EQ(Tokens(sa.begin(), sa.end()), Solo(plain, Prompt(6, 1), 64));
+}
+
+TEST_F(DecodeBatch, AFailedStepReachesEveryMemberAndChangesNothing) {
+  const int kMax = 24;
+  auto model = LoadBatched(2, "gather", "200000");
+  GeneratorParams p;
+  p.max_length = kMax;
+  Generator a(model, p), b(model, p);
+  a.AppendTokens(Prompt(5, 1));
+  b.AppendTokens(Prompt(9, 2));
+  a.GenerateNextToken();  // from the prefill's logits
+  b.GenerateNextToken();
+  auto both = [&](const std::function<void(Generator&)>& fn) {
+    std::thread t([&] { fn(a); });
+    fn(b);
+    t.join();
+  };
+  // The first step with both members fails: both get the error, in the same round.
+  BatcherOf(model)->FailNextStepForTesting(2);
+  std::atomic<int> failed{0};
+  for (int round = 0; round < 10 && failed == 0; ++round) {
+    both([&](Generator& g) {
+      try {
+        g.GenerateNextToken();
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Internal);
+        EXPECT_THAT(e.what(), HasSubstr("injected batched Run() failure"));
+        ++failed;
+      }
+    });
+  }
+  EXPECT_EQ(failed.load(), 2);
+  // Each generator is as before the failed call: finishing gives the solo tokens.
+  both([](Generator& g) {
+    while (!g.IsDone()) g.GenerateNextToken();
+  });
+  auto plain = Model::Load(ModelDir());
+  auto sa = a.GetSequence(0), sb = b.GetSequence(0);
+  EXPECT_EQ(Tokens(sa.begin(), sa.end()), Solo(plain, Prompt(5, 1), kMax));
+  EXPECT_EQ(Tokens(sb.begin(), sb.end()), Solo(plain, Prompt(9, 2), kMax));
+}
+
+TEST_F(DecodeBatch, RewindThenDecodeMatchesSolo) {
+  auto run = [](const std::shared_ptr<Model>& model, Generator* other) {
+    GeneratorParams p;
+    p.max_length = 32;
+    Generator g(model, p);
+    g.AppendTokens(Prompt(7, 3));
+    for (int i = 0; i < 10; ++i) g.GenerateNextToken();
+    g.RewindTo(12);
+    std::thread t;
+    if (other != nullptr) {
+      t = std::thread([other] {
+        while (!other->IsDone()) other->GenerateNextToken();
+      });
+    }
+    while (!g.IsDone()) g.GenerateNextToken();
+    if (t.joinable()) t.join();
+    auto s = g.GetSequence(0);
+    return Tokens(s.begin(), s.end());
+  };
+  auto plain = Model::Load(ModelDir());
+  auto model = LoadBatched(2);
+  GeneratorParams p;
+  p.max_length = 32;
+  Generator other(model, p);
+  other.AppendTokens(Prompt(4, 5));
+  EXPECT_EQ(run(model, &other), run(plain, nullptr));
+  EXPECT_GT(BatcherOf(model)->steps(), 0u);
+}
+
+TEST_F(DecodeBatch, MemoryLimitRefusesAJoiningRequestCleanly) {
+  auto model = LoadBatched(4);
+  const uint64_t one = model->info().kv_bytes_per_token * 64;
+  // Two generators' KV beside the weights of every model the default runtime holds, not three.
+  Runtime::Default().SetMemoryLimit(Runtime::Default().Stats().weights_bytes + 2 * one + one / 2);
+  {
+    GeneratorParams p;
+    p.max_length = 64;
+    Generator a(model, p), b(model, p);
+    a.AppendTokens(Prompt(6, 1));
+    b.AppendTokens(Prompt(3, 2));
+    try {
+      Generator c(model, p);
+      ADD_FAILURE() << "expected ResourceExhausted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+      EXPECT_THAT(e.what(), HasSubstr("memory.limit"));
+    }
+    EXPECT_EQ(model->kv_stats().in_use_bytes, 2 * one);
+    std::thread t([&] {
+      while (!a.IsDone()) a.GenerateNextToken();
+    });
+    while (!b.IsDone()) b.GenerateNextToken();
+    t.join();
+    EXPECT_GT(BatcherOf(model)->steps(), 0u);
+  }
+  EXPECT_EQ(Runtime::Default().Stats().kv.in_use_bytes, 0u);
+  Runtime::Default().SetMemoryLimit(0);
+}
+
+TEST_F(DecodeBatch, OptionsAreCheckedWithClearErrors) {
+  ModelOptions mo;
+  auto expect_error = [&](const char* key, const char* value, const char* needle) {
+    try {
+      mo.Set(key, value);
+      ADD_FAILURE() << key << "=" << value << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_THAT(e.what(), HasSubstr(needle)) << key << "=" << value;
+    }
+  };
+  expect_error("decode_batch.max_rows", "0", "decode_batch.max_rows");
+  expect_error("decode_batch.max_rows", "65", "1 to 64");
+  expect_error("decode_batch.max_rows", "four", "decode_batch.max_rows");
+  expect_error("decode_batch.policy", "fifo", "gather");
+  expect_error("decode_batch.max_wait_us", "-1", "decode_batch.max_wait_us");
+  expect_error("decode_batch.max_row", "4", "decode_batch.max_rows");  // did you mean
+  GeneratorParams gp;
+  EXPECT_THROW(gp.Set("decode_batch.max_rows", "4"), Error);  // a model key, not a request key
+  mo.Set("decode_batch.max_rows", "8");
+  mo.Set("decode_batch.policy", "no-wait");
+  mo.Set("decode_batch.max_wait_us", "0");
+  EXPECT_EQ(mo.decode_batch_max_rows, 8);
+  EXPECT_TRUE(mo.decode_batch_no_wait);
+  EXPECT_EQ(mo.decode_batch_max_wait_us, 0);
+}
+
+TEST_F(DecodeBatch, OffByDefault) {
+  auto model = Model::Load(ModelDir());
+  EXPECT_EQ(model->options().decode_batch_max_rows, 1);
+  GeneratorParams p;
+  p.max_length = 20;
+  Generator a(model, p), b(model, p);
+  std::thread t([&] { Generate(a, Prompt(4, 1)); });
+  Generate(b, Prompt(6, 2));
+  t.join();
+  EXPECT_EQ(BatcherOf(model), nullptr);
+  EXPECT_EQ(a.Stats().model_runs, a.Stats().generated_tokens);  // 1 prefill + 1 per later token
+}
+
+// Graphs that cannot join (batch_size > 1 generators) keep today's path on a batching model.
+TEST_F(DecodeBatch, BatchGeneratorsKeepTheirOwnPath) {
+  auto model = LoadBatched(4);
+  GeneratorParams p;
+  p.max_length = 20;
+  p.batch_size = 2;
+  Generator g(model, p);
+  g.AppendTokens(std::vector<Tokens>{Prompt(4, 1), Prompt(7, 2)});
+  while (!g.IsDone()) g.GenerateNextToken();
+  auto* b = BatcherOf(model);
+  EXPECT_TRUE(b == nullptr || b->steps() == 0);
+}
+
+}  // namespace
+}  // namespace ebb
