@@ -70,7 +70,13 @@ std::string OrtAppendName(std::string_view canonical) {
 
 std::string DescribeProvider(std::string_view canonical) {
   const Provider* p = Find(canonical);
-  if (p == nullptr) return "'" + std::string(canonical) + "'";
+  // Appended, not `"'" + std::string(...)`: GCC 12 at -O2 misreports that form (-Wrestrict).
+  if (p == nullptr) {
+    std::string quoted = "'";
+    quoted.append(canonical);
+    quoted.push_back('\'');
+    return quoted;
+  }
   return std::string(p->display) + " (" + std::string(p->canonical) + ", " +
          std::string(p->ort_name) + ")";
 }
