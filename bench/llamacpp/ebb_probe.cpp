@@ -5,10 +5,10 @@
 //   ebb_probe --model MODEL_DIR --threads 2 --prompt-tokens 512 --gen-tokens 64
 //
 // Threads: session option intra_op_num_threads (ORT's pool; inter-op 1). Greedy (do_sample
-// false), max_length = prompt + gen, the model's default KV mode. The prompt runs as one
-// AppendTokens (ebb's prefill: one ORT Run over the whole prompt; the graph computes logits for
-// every position, ebb keeps the last). A generation that hits EOS stops early (the synthesized
-// models practically never pick it).
+// false), max_length = prompt + gen, ebb's defaults otherwise (static KV, prefill_chunk_size
+// 256, prefill_logits=last). The prompt runs as one AppendTokens (ebb's prefill: one ORT Run per
+// 256-token chunk; the LM head runs only at the last position, as llama.cpp's does). A
+// generation that hits EOS stops early (the synthesized models practically never pick it).
 #include <cstdio>
 #include <exception>
 #include <memory>
