@@ -612,3 +612,34 @@ def test_runtime_routes_give_info_and_sdk_stats_and_options_max_length_wins(srv)
         assert j["usage"]["completion_tokens"] == 3
     st, _, j = srv.post(f"/v1/models/{m}/unload", {})
     assert st == 200, j
+
+
+def test_batched_decode_over_http_gives_each_request_its_solo_text():
+    # --parallel 4 with decode_batch.max_rows=4: concurrent requests decode in shared steps
+    # (docs/memory.md "Batched decode"); each must get the text it gets alone, and the KV of
+    # all of them must be back to 0 afterwards.
+    with Server("--models-dir", str(MODELS), "--parallel", "4",
+                "--option", "decode_batch.max_rows=4") as s:
+        prompts = ["hello", "the river ran low", "memory that ebbs back", "a b c d e f g"]
+        solo = []
+        for p in prompts:
+            st, _, j = s.post("/v1/chat/completions", chat_body(TINY, content=p, max_tokens=40))
+            assert st == 200, j
+            solo.append(j["choices"][0]["message"]["content"])
+        results = [None] * len(prompts)
+
+        def one(i):
+            st, _, j = s.post("/v1/chat/completions",
+                              chat_body(TINY, content=prompts[i], max_tokens=40))
+            results[i] = (st, j)
+
+        for _ in range(2):
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            for i, (st, j) in enumerate(results):
+                assert st == 200, j
+                assert j["choices"][0]["message"]["content"] == solo[i], prompts[i]
+        assert wait_until(lambda: s.model(TINY)["kv"]["in_use_bytes"] == 0, 2.0)
