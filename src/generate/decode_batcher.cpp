@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "generate/run_error.h"
 #include "model/model_impl.h"
 
 namespace ebb::internal {
@@ -376,13 +377,9 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
       m_.shrink->EndRun(shrink, true);
     } catch (const Ort::Exception& e) {
       m_.shrink->EndRun(shrink, false);
-      const std::string msg = OneLine(e.what());
-      const bool oom = msg.find("Failed to allocate") != std::string::npos ||
-                       msg.find("bad_alloc") != std::string::npos;
-      throw Error(oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
-                  "ONNX Runtime Run failed on " + m_.config.model_path.filename().string() +
-                      " (batched decode step of " + std::to_string(stepping.size()) +
-                      " generators): " + msg);
+      throw RunError(m_, e.what(),
+                     " (batched decode step of " + std::to_string(stepping.size()) + " generators)",
+                     -1);
     }
   } catch (...) {
     error = std::current_exception();

@@ -15,6 +15,7 @@
 #include "ebb/model.h"
 #include "generate/decode_batcher.h"
 #include "generate/generator_testing.h"
+#include "generate/run_error.h"
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
@@ -530,25 +531,7 @@ struct Generator::Impl {
       if (brow.batcher) brow.batcher->NoteWritten(brow.row, T_cols);
     } catch (const Ort::Exception& e) {
       m.shrink->EndRun(shrink, false);
-      const std::string msg = internal::OneLine(e.what());
-      const bool oom = msg.find("Failed to allocate") != std::string::npos ||
-                       msg.find("Available memory") != std::string::npos ||
-                       msg.find("bad_alloc") != std::string::npos ||
-                       msg.find("exceeds") != std::string::npos;
-      if (oom && m.arena_max_mem > 0) {
-        // The hard cap refused an extension: a clear error; the model stays usable.
-        const std::string chunk_hint =
-            prefill_chunk > 0
-                ? "lower prefill_chunk_size (now " + std::to_string(prefill_chunk) + ")"
-                : "set prefill_chunk_size (now 0: the whole prompt in one Run), e.g. 256";
-        throw Error(ErrorCode::ResourceExhausted,
-                    "this step needs more ORT arena memory than the cap arena.max_mem=" +
-                        std::to_string(m.arena_max_mem) + " allows (" + msg +
-                        "); shorten the prompt, " + chunk_hint + ", or raise arena.max_mem");
-      }
-      throw Error(
-          oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
-          "ONNX Runtime Run failed on " + m.config.model_path.filename().string() + ": " + msg);
+      throw internal::RunError(m, e.what(), "", prefill_chunk);
     }
     if (engine.owns_lock()) engine.unlock();
     ++stats.model_runs;

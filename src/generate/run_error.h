@@ -1,0 +1,23 @@
+// RunError: the one mapping of an ONNX Runtime failure inside a decoder Run() to an ebb::Error,
+// shared by the generator's own Runs and the batched decode steps, so that the same failure
+// says the same thing (and has the same code) on both paths.
+// Thread-safety: a pure function.
+#pragma once
+
+#include <string>
+
+#include "ebb/error.h"
+
+namespace ebb::internal {
+
+struct ModelImpl;
+
+// `ort_message`: ORT's exception text. `context`: what was running, e.g. "" or " (batched decode
+// step of 3 generators)". `prefill_chunk`: the request's prefill_chunk_size, for the hint when
+// the arena cap refused an extension (-1: not a prefill, no chunk hint).
+// Allocation failures are ResourceExhausted (with the arena.max_mem fix when a cap is set);
+// anything else is Internal, naming the model file.
+Error RunError(const ModelImpl& m, const std::string& ort_message, const std::string& context,
+               int prefill_chunk);
+
+}  // namespace ebb::internal
