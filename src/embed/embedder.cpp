@@ -15,6 +15,7 @@
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
 #include "model/model_impl.h"
+#include "ort/index_tensor.h"
 
 namespace ebb {
 namespace internal {
@@ -31,31 +32,6 @@ struct EmbedSlot {
   ModelImpl& model;
 };
 
-// An int32 or int64 [B, L] input.
-struct IndexInput {
-  ONNXTensorElementDataType type;
-  std::vector<int64_t> i64;
-  std::vector<int32_t> i32;
-  void Fill(size_t n) {
-    i64.assign(type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 ? n : 0, 0);
-    i32.assign(type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 ? 0 : n, 0);
-  }
-  void Put(size_t at, int64_t v) {
-    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
-      i64[at] = v;
-    } else {
-      i32[at] = static_cast<int32_t>(v);
-    }
-  }
-  Ort::Value View(const Ort::MemoryInfo& mem, const std::vector<int64_t>& dims) {
-    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
-      return Ort::Value::CreateTensor<int64_t>(mem, i64.data(), i64.size(), dims.data(),
-                                               dims.size());
-    }
-    return Ort::Value::CreateTensor<int32_t>(mem, i32.data(), i32.size(), dims.data(), dims.size());
-  }
-};
-
 // Runs one padded batch; returns the requested output (last_hidden_state [B, L, H] or the
 // pooled [B, H]). Goes through the model's ShrinkController like every step.
 Ort::Value RunBatch(ModelImpl& m, const std::vector<const std::vector<int32_t>*>& rows,
@@ -65,7 +41,7 @@ Ort::Value RunBatch(ModelImpl& m, const std::vector<const std::vector<int32_t>*>
   int64_t L = 0;
   for (const auto* r : rows) L = std::max<int64_t>(L, static_cast<int64_t>(r->size()));
   const std::vector<int64_t> dims{B, L};
-  IndexInput ids{io.input_ids_type, {}, {}}, mask{io.attention_mask_type, {}, {}},
+  IndexTensor ids{io.input_ids_type, {}, {}}, mask{io.attention_mask_type, {}, {}},
       types{io.token_type_ids_type, {}, {}};
   ids.Fill(B * L);
   mask.Fill(B * L);

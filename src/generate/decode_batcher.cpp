@@ -15,22 +15,9 @@
 #include "ebb/error.h"
 #include "generate/run_error.h"
 #include "model/model_impl.h"
+#include "ort/index_tensor.h"
 
 namespace ebb::internal {
-namespace {
-
-// An int32 or int64 input, as the graph wants.
-Ort::Value IndexView(const Ort::MemoryInfo& mem, ONNXTensorElementDataType type,
-                     std::vector<int64_t>& i64, std::vector<int32_t>& i32,
-                     const std::vector<int64_t>& dims) {
-  if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
-    return Ort::Value::CreateTensor<int64_t>(mem, i64.data(), i64.size(), dims.data(), dims.size());
-  }
-  i32.assign(i64.begin(), i64.end());
-  return Ort::Value::CreateTensor<int32_t>(mem, i32.data(), i32.size(), dims.data(), dims.size());
-}
-
-}  // namespace
 
 std::shared_ptr<DecodeBatcher> DecodeBatcher::ForModel(ModelImpl& m) {
   if (m.options.decode_batch_max_rows <= 1) return nullptr;
@@ -330,16 +317,20 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
     }
     std::vector<const char*> in_names, out_names;
     std::vector<Ort::Value> in_values, out_values;
-    std::vector<int32_t> ids32, mask32, pos32;
+    IndexTensor ids_in{io.input_ids_type, {}, {}}, mask_in{io.attention_mask_type, {}, {}},
+        pos_in{io.position_ids_type, {}, {}};
+    ids_in.Assign(ids);
     in_names.push_back(io.input_ids.c_str());
-    in_values.push_back(IndexView(mem, io.input_ids_type, ids, ids32, {B, 1}));
+    in_values.push_back(ids_in.View(mem, {B, 1}));
     if (!io.attention_mask.empty()) {
+      mask_in.Assign(mask);
       in_names.push_back(io.attention_mask.c_str());
-      in_values.push_back(IndexView(mem, io.attention_mask_type, mask, mask32, {B, T}));
+      in_values.push_back(mask_in.View(mem, {B, T}));
     }
     if (!io.position_ids.empty()) {
+      pos_in.Assign(pos);
       in_names.push_back(io.position_ids.c_str());
-      in_values.push_back(IndexView(mem, io.position_ids_type, pos, pos32, {B, 1}));
+      in_values.push_back(pos_in.View(mem, {B, 1}));
     }
     // A graph rewritten for last-position logits (prefill_logits=last): one token per row, so
     // row b's logits are at flat position b. Its logits are [B, 1, V] either way.

@@ -20,6 +20,7 @@
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
 #include "model/model_impl.h"
+#include "ort/index_tensor.h"
 
 namespace ebb {
 namespace {
@@ -57,27 +58,6 @@ struct BatchRow {
 // FailNthRunForTesting's countdown (generator_testing.h); 0 = off.
 thread_local int g_fail_run_countdown = 0;
 
-// An int32 or int64 tensor buffer, as the graph wants.
-struct IndexTensor {
-  ONNXTensorElementDataType type;
-  std::vector<int64_t> i64;
-  std::vector<int32_t> i32;
-  void Assign(const std::vector<int64_t>& v) {
-    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
-      i64 = v;
-    } else {
-      i32.assign(v.begin(), v.end());
-    }
-  }
-  Ort::Value View(const Ort::MemoryInfo& mem, std::vector<int64_t> dims) {
-    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
-      return Ort::Value::CreateTensor<int64_t>(mem, i64.data(), i64.size(), dims.data(),
-                                               dims.size());
-    }
-    return Ort::Value::CreateTensor<int32_t>(mem, i32.data(), i32.size(), dims.data(), dims.size());
-  }
-};
-
 }  // namespace
 
 struct Generator::Impl {
@@ -103,7 +83,7 @@ struct Generator::Impl {
   bool logits_valid = false;
   std::vector<char> logits_out;  // ORT output buffer [batch, S, vocab], reused
 
-  IndexTensor ids, attn, pos;
+  internal::IndexTensor ids, attn, pos;
   GeneratorStats stats;
   bool started = false;
   Clock::time_point t_first_append{};

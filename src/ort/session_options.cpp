@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -261,9 +262,23 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
       } else if (key == "profile_file_prefix") {
         // ORT's profiler: one JSON trace (chrome://tracing) per session, written when the
         // session ends (the model unloads), named PREFIX_<date>_<time>.json.
-        if (value.empty())
+        // Checked now: ORT would only fail (and only log) when it writes, at unload.
+        const std::string prefix = Trim(value);
+        if (prefix.empty()) {
           Bad(key, value, "expected a file prefix such as /tmp/ebb-profile, or off");
-        if (value != "off") so.EnableProfiling(value.c_str());
+        }
+        if (prefix != "off") {
+          const std::filesystem::path dir = std::filesystem::path(prefix).parent_path().empty()
+                                                ? std::filesystem::path(".")
+                                                : std::filesystem::path(prefix).parent_path();
+          if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0) {
+            Bad(key, value,
+                "the folder '" + dir.string() +
+                    "' does not exist or is not writable; name a "
+                    "prefix in a writable folder, such as /tmp/ebb-profile");
+          }
+          so.EnableProfiling(prefix.c_str());
+        }
       } else if (key == "use_env_allocators" || key == "session.use_env_allocators") {
         *use_env_allocators = ParseBool(key, value);
         so.AddConfigEntry("session.use_env_allocators", *use_env_allocators ? "1" : "0");

@@ -208,5 +208,21 @@ TEST(OrtProfile, WrittenAtUnloadAndOffWritesNothing) {
   fs::remove_all(dir);
 }
 
+// A prefix ORT could not write to is refused at load (ORT itself would only log, at unload).
+TEST(OrtProfile, UnwritablePrefixOrBlankIsRefusedAtLoad) {
+  for (const std::string bad : {"   ", "/nonexistent-ebb-folder/trace"}) {
+    SCOPED_TRACE("'" + bad + "'");
+    ModelOptions o;
+    o.Set("session_options.profile_file_prefix", bad);
+    try {
+      Model::Load(testing::TestModelsDir() / "llama-tiny-fp32", o);
+      FAIL() << "loaded with profile_file_prefix='" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("profile_file_prefix"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ebb
