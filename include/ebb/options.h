@@ -97,13 +97,20 @@ struct EBB_API ModelOptions {
   int32_t decode_batch_max_rows = 1;        // decode_batch.max_rows: rows per batched step
   bool decode_batch_no_wait = false;        // decode_batch.policy: false = gather, true = no-wait
   int32_t decode_batch_max_wait_us = 2000;  // decode_batch.max_wait_us: gather window
-  // model_cache.dir: where compiled graphs are cached (docs/memory.md "Compiled-model cache").
-  // "off" (default): never read or write a cache; "auto": <model folder>/.ebb-cache when
-  // writable, else $XDG_CACHE_HOME/ebb (else $HOME/.cache/ebb), else no cache; else a folder.
-  // Off by default because, measured, the cache-building first load is 1.2-1.8x slower and an
-  // entry costs about the weights' size on disk, while ORT 1.29 still prepacks int4 weights on
-  // every load (docs/benchmarks.md): a user opts in where repeated loads pay for it.
-  std::string model_cache_dir = "off";
+  // model_cache.dir: where compiled graphs and ORT's prepacked weights are cached, so that later
+  // loads run from file-backed, shareable pages (docs/memory.md "Compiled-model cache").
+  // "" (unset, the default) = $EBB_MODEL_CACHE_DIR when set, else "auto"; "auto" = the per-user
+  // folder $XDG_CACHE_HOME/ebb/models (else $HOME/.cache/ebb/models); "off" = never read or
+  // write a cache; else a folder. A load without an entry is a normal load; the entry is built
+  // afterwards, in the background, at low priority, and used from the next load on.
+  std::string model_cache_dir;
+  // model_cache.max_bytes: disk budget of the cache folder; after an entry is built, the least
+  // recently used entries are removed until the folder fits. 0 = no budget.
+  uint64_t model_cache_max_bytes = 16ull << 30;
+  // memory.release_weights_after_s: an idle model whose weights are file-backed (loaded from a
+  // cache entry) releases its resident weight pages after this many seconds without a request,
+  // as RuntimeHandle::ReleaseWeights() does. 0 = never (default).
+  int32_t release_weights_after_s = 0;
   // execution_provider: the one execution provider to run on ("cpu", "cuda", "dml", or ORT's
   // name such as "CUDAExecutionProvider"), replacing genai_config.json's provider list; "cpu"
   // runs on CPU whatever the config names. Empty (default) = the config's list.

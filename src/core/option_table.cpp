@@ -70,9 +70,16 @@ constexpr std::array kTable = {
                "last: a prefill Run computes the LM head only at the sampled position (the "
                "graph is rewritten at load; kept as it is, logged, when its LM head is not a "
                "MatMul); all: the graph as it is"},
-    OptionSpec{"model_cache.dir", T::kString, kMo, "", "off", "off, auto or a folder",
-               "opt-in cache of ORT's optimised graph and weights, memory-mapped by later loads; "
-               "auto = .ebb-cache in the model folder if writable, else $XDG_CACHE_HOME/ebb"},
+    OptionSpec{"model_cache.dir", T::kString, kMo, "", "auto", "auto, off or a folder",
+               "cache of ORT's optimised graph and prepacked weights, built in the background "
+               "after a load and memory-mapped (file-backed, shareable) by later loads; auto = "
+               "$EBB_MODEL_CACHE_DIR if set, else $XDG_CACHE_HOME/ebb/models"},
+    OptionSpec{"model_cache.max_bytes", T::kSize, kMo, "bytes", "16GiB", "",
+               "disk budget of the cache folder: least recently used entries are removed "
+               "beyond it; 0 = no budget"},
+    OptionSpec{"memory.release_weights_after_s", T::kInt, kMo, "seconds", "0", "0 to 31536000",
+               "an idle model with file-backed weights drops its resident weight pages after "
+               "this long without a request (as runtime.release_weights); 0 = never"},
     OptionSpec{"decode_batch.max_rows", T::kInt, kMo, "rows", "1", "1 to 64",
                "decode up to this many concurrent generators of the model in one Run() per "
                "step (GQA graphs with a shared KV buffer, batch_size 1); 1 = off"},

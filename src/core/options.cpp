@@ -146,6 +146,10 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
       throw Error(ErrorCode::InvalidArgument,
                   "model_cache.dir='' names no folder; use auto (the default), off, or a folder");
     }
+  } else if (k == "model_cache.max_bytes") {
+    model_cache_max_bytes = ParseByteSize(v, k);
+  } else if (k == "memory.release_weights_after_s") {
+    release_weights_after_s = static_cast<int32_t>(internal::ParseInt(k, v, 0, 31536000));
   } else if (k == "execution_provider") {
     execution_provider = internal::Trim(v);  // checked against ORT when the model loads
   } else {

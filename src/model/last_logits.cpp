@@ -12,11 +12,24 @@
 #include <string_view>
 #include <vector>
 
+#include "model/proto_wire.h"
+
 namespace ebb::internal {
 namespace {
 
-// Protobuf wire types and the ONNX field numbers this file reads or writes (onnx.proto3).
-constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
+using proto::ForEachField;
+using proto::kLen;
+using proto::kVarint;
+using proto::Malformed;
+using proto::Mapping;
+using proto::PutInt;
+using proto::PutLen;
+using proto::PutTag;
+using proto::PutVarint;
+using proto::Span;
+using proto::WriteAll;
+
+// The ONNX field numbers this file reads or writes (onnx.proto3).
 constexpr uint64_t kModelGraph = 7;
 constexpr uint64_t kGraphNode = 1, kGraphInput = 11;
 constexpr uint64_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
@@ -28,100 +41,6 @@ constexpr uint64_t kValueInfoName = 1, kValueInfoType = 2;
 constexpr uint64_t kTypeTensor = 1, kTensorElemType = 1, kTensorShape = 2, kShapeDim = 1,
                    kDimParam = 2;
 constexpr uint64_t kInt64 = 7;  // TensorProto.DataType.INT64
-
-// A malformed file: the caller falls back to loading it unchanged (ORT then says what is wrong).
-struct Malformed {
-  std::string what;
-};
-
-// Reads protobuf fields from a byte span (the memory-mapped model file).
-class Span {
- public:
-  Span(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
-  uint64_t pos = 0;
-
-  uint64_t Varint(uint64_t end) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos >= end) throw Malformed{"truncated varint"};
-      const uint8_t c = data_[pos++];
-      v |= static_cast<uint64_t>(c & 0x7f) << shift;
-      if ((c & 0x80) == 0) return v;
-    }
-    throw Malformed{"varint longer than 10 bytes"};
-  }
-  // Consumes a field's value; returns the [begin, end) of a length-delimited payload.
-  std::pair<uint64_t, uint64_t> Value(int wire_type, uint64_t end) {
-    uint64_t n = 0;
-    switch (wire_type) {
-      case kVarint:
-        Varint(end);
-        return {pos, pos};
-      case kFixed64:
-        n = 8;
-        break;
-      case kFixed32:
-        n = 4;
-        break;
-      case kLen:
-        n = Varint(end);
-        break;
-      default:
-        throw Malformed{"unsupported wire type " + std::to_string(wire_type)};
-    }
-    if (n > end - pos) throw Malformed{"field past the end of its message"};
-    const uint64_t begin = pos;
-    pos += n;
-    return {begin, pos};
-  }
-  std::string_view Str(std::pair<uint64_t, uint64_t> r) const {
-    return {reinterpret_cast<const char*>(data_ + r.first), r.second - r.first};
-  }
-  const uint8_t* data() const { return data_; }
-  uint64_t size() const { return size_; }
-
- private:
-  const uint8_t* data_;
-  uint64_t size_;
-};
-
-// Calls on_field(field, wire_type, tag_begin, value_range) for each field of [begin, end).
-template <typename F>
-void ForEachField(Span& s, uint64_t begin, uint64_t end, F&& on_field) {
-  s.pos = begin;
-  while (s.pos < end) {
-    const uint64_t tag_begin = s.pos;
-    const uint64_t tag = s.Varint(end);
-    if ((tag >> 3) == 0) throw Malformed{"field number 0"};
-    const int wire_type = static_cast<int>(tag & 7);
-    const auto value = s.Value(wire_type, end);
-    const uint64_t after = s.pos;
-    on_field(tag >> 3, wire_type, tag_begin, value);
-    s.pos = after;
-  }
-}
-
-// ---- writing ----------------------------------------------------------------------------------
-
-void PutVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-void PutTag(std::string& out, uint64_t field, int wire_type) {
-  PutVarint(out, (field << 3) | static_cast<uint64_t>(wire_type));
-}
-void PutLen(std::string& out, uint64_t field, std::string_view payload) {
-  PutTag(out, field, kLen);
-  PutVarint(out, payload.size());
-  out.append(payload);
-}
-void PutInt(std::string& out, uint64_t field, uint64_t v) {
-  PutTag(out, field, kVarint);
-  PutVarint(out, v);
-}
 
 // A Constant node whose value is the int64 vector `values` (a Reshape's shape).
 std::string ConstantInt64Node(const std::string& output, const std::vector<int64_t>& values) {
@@ -180,47 +99,6 @@ struct NodeRef {
   std::vector<std::string> inputs, outputs;
   std::string op_type, domain;
 };
-
-// A read-only mapping of a whole file.
-class Mapping {
- public:
-  explicit Mapping(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Malformed{"cannot open the file"};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
-      ::close(fd);
-      throw Malformed{"empty or unreadable file"};
-    }
-    size_ = static_cast<uint64_t>(st.st_size);
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) throw Malformed{"cannot map the file"};
-    data_ = static_cast<const uint8_t*>(p);
-  }
-  ~Mapping() { ::munmap(const_cast<uint8_t*>(data_), size_); }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  const uint8_t* data() const { return data_; }
-  uint64_t size() const { return size_; }
-
- private:
-  const uint8_t* data_ = nullptr;
-  uint64_t size_ = 0;
-};
-
-bool WriteAll(int fd, const uint8_t* p, uint64_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, std::min<uint64_t>(n, 1u << 30));
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<uint64_t>(w);
-  }
-  return true;
-}
-bool WriteAll(int fd, std::string_view s) {
-  return WriteAll(fd, reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
 
 }  // namespace
 

@@ -17,11 +17,13 @@
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
 #include "memory/memory_governor.h"
+#include "model/cache_builder.h"
 #include "model/graph_ops.h"
 #include "model/last_logits.h"
 #include "model/model_cache.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
+#include "model/probe_run.h"
 #include "ort/arena_stats.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
@@ -286,6 +288,39 @@ std::optional<std::set<std::string>> TryGraphOpTypes(const std::filesystem::path
   }
 }
 
+// A session of the model folder's graph as ebb runs it: rewritten for last-position logits
+// (last_logits.h) when asked and possible, else as it is. Throws the Ort::Exception of the plain
+// load when the model itself does not load.
+std::unique_ptr<Ort::Session> CreateSourceSession(const GenaiConfig& cfg, bool last_logits,
+                                                  Ort::SessionOptions so) {
+  // Last-position logits: ORT loads a rewritten copy of the graph from a memory file, with the
+  // external data still read from the model's folder.
+  if (!cfg.is_encoder && last_logits) {
+    std::string why_not;
+    std::optional<RewrittenModel> rewritten =
+        RewriteForLastLogits(cfg.model_path, cfg.io.logits, cfg.hidden_size, &why_not);
+    if (!rewritten) {
+      EBB_LOG_INFO("prefill_logits=last: {} keeps every position's logits ({})",
+                   cfg.model_path.string(), why_not);
+    } else {
+      Ort::SessionOptions o = so.Clone();
+      o.AddConfigEntry("session.model_external_initializers_file_folder_path",
+                       cfg.model_path.parent_path().c_str());
+      try {
+        return std::make_unique<Ort::Session>(OrtEnvironment(), rewritten->path().c_str(), o);
+      } catch (const Ort::Exception& e) {
+        // ebb's rewrite must never be why a model does not load: load the file as it is (which
+        // reports the model's own problems, if that is what failed).
+        EBB_LOG_WARN(
+            "prefill_logits=last: the rewritten graph of {} did not load ({}); loading it "
+            "as it is",
+            cfg.model_path.string(), internal::OneLine(e.what()));
+      }
+    }
+  }
+  return std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
+}
+
 }  // namespace
 
 ModelImpl::~ModelImpl() {
@@ -334,6 +369,8 @@ void ModelImpl::Release() {
     released_ = true;
     slot_cv_.wait(lock, [this] { return live_ == 0; });
   }
+  // The background cache build reads the session: it finishes first (cache_builder.h).
+  cache_builder.reset();
   // No generator is alive and none can start: free the session (and an arena it alone uses),
   // the batch's KV rows, the KV pool's retained memory, then the heap.
   {
@@ -352,6 +389,32 @@ void ModelImpl::Release() {
 
 uint64_t EstimateWeightsBytes(const std::filesystem::path& dir) {
   return WeightsBytes(LoadModelFolderConfig(dir).model_path);
+}
+
+// Builds the model's cache entry in the background (cache_builder.h). The build's own session
+// holds a second, temporary copy of the weights: it is charged to memory.limit for the build's
+// duration, and no build starts when the budget has no room for it.
+void StartCacheBuild(ModelImpl& mi, const Ort::SessionOptions& so, ModelCache cache) {
+  MemoryGovernor& gov = mi.host->governor();
+  const uint64_t transient = mi.weights_bytes;
+  try {
+    gov.Admit(transient);
+  } catch (const Error& e) {
+    EBB_LOG_INFO("model cache: not building an entry for {} now: {}", mi.config.dir.string(),
+                 e.what());
+    return;
+  }
+  ModelCache::BuildJob job;
+  job.session_options = so.Clone();
+  job.create_source = [cfg = mi.config,
+                       last = mi.options.last_position_logits](Ort::SessionOptions o) {
+    return CreateSourceSession(cfg, last, std::move(o));
+  };
+  job.probe = [&mi](Ort::Session& s) { return ProbeOutputs(s, mi.config, mi.io, mi.encoder); };
+  job.reference = [&mi] { return ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder); };
+  mi.cache_builder =
+      std::make_unique<CacheBuilder>(std::move(cache), std::move(job), mi.config.dir.string(),
+                                     [&gov, transient](bool) { gov.Release(transient); });
 }
 
 std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
@@ -382,13 +445,12 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
   CheckRegularFile(cfg.model_path, "the model's ONNX file");
   // The compiled-model cache (model_cache.h): load the cached graph with nothing left to
-  // optimise, or have ORT write it while it loads the model. A cache problem never fails a load.
-  // A parse failure here is ebb's own limitation (ORT may still load the file): no prepacked
-  // blobs are cached, and GQA falls back to the config's flag, which GQA exports set.
+  // optimise and the weights (prepacked ones included) mapped from the entry; or load the model
+  // normally and build the entry in the background once the load is done. A cache problem never
+  // fails a load.
   const std::optional<std::set<std::string>> op_types = TryGraphOpTypes(cfg.model_path);
-  const bool save_prepacked = op_types && op_types->count("MatMulNBits") == 0;
   ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, cfg.session_options,
-                                      cfg.provider_options, options, save_prepacked);
+                                      cfg.provider_options, options);
   if (cache.action() == ModelCache::Action::kLoad) {
     cache.Prefetch();
     Ort::SessionOptions cached_so = so.Clone();
@@ -396,60 +458,17 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     try {
       impl->session =
           std::make_unique<Ort::Session>(OrtEnvironment(), cache.cached_model().c_str(), cached_so);
+      cache.MarkUsed();
+      impl->weights_entry = cache.entry();
       EBB_LOG_INFO("model cache: loaded {} from {} (graph already optimised, weights mapped)",
                    cfg.model_path.string(), cache.entry().string());
     } catch (const Ort::Exception& e) {
       cache.RebuildAfterFailedLoad(e.what());
     }
   }
-  // Last-position logits (last_logits.h): ORT loads a rewritten copy of the graph from a memory
-  // file, with the external data still read from the model's folder.
-  std::optional<RewrittenModel> rewritten;
-  if (!impl->session && !cfg.is_encoder && options.last_position_logits) {
-    std::string why_not;
-    rewritten = RewriteForLastLogits(cfg.model_path, cfg.io.logits, cfg.hidden_size, &why_not);
-    if (!rewritten) {
-      EBB_LOG_INFO("prefill_logits=last: {} keeps every position's logits ({})",
-                   cfg.model_path.string(), why_not);
-    }
-  }
-  const std::filesystem::path load_path = rewritten ? rewritten->path() : cfg.model_path;
-  auto for_load_path = [&](Ort::SessionOptions o) {
-    if (rewritten) {
-      o.AddConfigEntry("session.model_external_initializers_file_folder_path",
-                       cfg.model_path.parent_path().c_str());
-    }
-    return o;
-  };
-  if (!impl->session && cache.action() == ModelCache::Action::kBuild) {
-    Ort::SessionOptions build_so = for_load_path(so.Clone());
-    cache.AddBuildOptions(build_so);
-    try {
-      impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), load_path.c_str(), build_so);
-      cache.Commit();
-    } catch (const Ort::Exception& e) {
-      // Writing the cache may be what failed (disk full); the plain load below says if the
-      // model itself is at fault.
-      cache.GiveUpBuild(e.what());
-    }
-  }
-  if (!impl->session && rewritten) {
-    try {
-      impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), load_path.c_str(),
-                                                     for_load_path(so.Clone()));
-    } catch (const Ort::Exception& e) {
-      // ebb's rewrite must never be why a model does not load: load the file as it is (which
-      // reports the model's own problems, if that is what failed).
-      EBB_LOG_WARN(
-          "prefill_logits=last: the rewritten graph of {} did not load ({}); loading it "
-          "as it is",
-          cfg.model_path.string(), internal::OneLine(e.what()));
-    }
-  }
-  rewritten.reset();  // ORT has read the memory file (or given up on it)
   if (!impl->session) {
     try {
-      impl->session = std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
+      impl->session = CreateSourceSession(cfg, options.last_position_logits, so.Clone());
     } catch (const Ort::Exception& e) {
       throw SessionCreateError(cfg, options, e.what());
     }
@@ -574,9 +593,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     // runs from, and paging out an entry also evicts it from the page cache, so the next load
     // would fault it back from disk in small reads (docs/memory.md). Its pages are clean and
     // shared; the kernel reclaims them when it needs to.
-    const FilePagesRelease r = ReleaseFilePages(cfg.dir, cache.action() == ModelCache::Action::kLoad
-                                                             ? cache.entry()
-                                                             : std::filesystem::path());
+    const FilePagesRelease r = ReleaseFilePages(cfg.dir, impl->weights_entry);
     if (r.before.resident_bytes > 0) {
       EBB_LOG_INFO("released {} of resident model-file pages ({} mappings; {} still resident)",
                    FormatBytes(r.before.resident_bytes -
@@ -584,6 +601,8 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                    r.before.num_mappings, FormatBytes(r.after.resident_bytes));
     }
   }
+  // GUARD-HOOK
+  if (cache.action() == ModelCache::Action::kBuild) StartCacheBuild(*impl, so, std::move(cache));
   return impl;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,14 +23,17 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/version.h"
+#include "model/prepacked_align.h"
+#include "model/probe_run.h"
 #include "ort/execution_providers.h"
+#include "ort/ort_env.h"
 
 namespace ebb::internal {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kFormat = "ebb-model-cache/1";
+constexpr const char* kFormat = "ebb-model-cache/2";  // 2: aligned prepacked blobs
 constexpr const char* kTempPrefix = ".tmp-";
 constexpr uint64_t kMiB = 1ull << 20;
 
@@ -73,22 +77,6 @@ bool ConflictingKey(const std::string& k) {
          k == "session.optimized_model_external_initializers_min_size_in_bytes" ||
          k == "session.load_model_format" || k == "session.save_model_format" ||
          k == "session.model_external_initializers_file_folder_path" || k == "ep.context_enable";
-}
-
-// "model name" and "flags" of the first CPU: MLAS picks its kernels (and so the prepacked
-// layout) by ISA, so a cache must not travel to a different CPU.
-std::string CpuIdentity() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model, flags;
-  while (std::getline(in, line) && (model.empty() || flags.empty())) {
-    if (model.empty() && (line.rfind("model name", 0) == 0 || line.rfind("CPU part", 0) == 0)) {
-      model = Trim(line.substr(line.find(':') + 1));
-    }
-    if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) {
-      flags = Hex64(HashBytes(line.data(), line.size()));
-    }
-  }
-  return model + " flags:" + flags;
 }
 
 int64_t MtimeNs(const fs::path& p) {
@@ -141,7 +129,7 @@ std::string GraphInputs(const KeyValues& config_session,
   for (const auto& [k, v] : config_session) merged[k] = v;
   for (const auto& [k, v] : options.session_options) merged[k] = v;
   std::ostringstream out;
-  out << "format=" << kFormat << "\nort=" << OrtVersion() << "\ncpu=" << CpuIdentity() << "\n";
+  out << "format=" << kFormat << "\nort=" << OrtVersion() << "\nisa=" << IsaLevel() << "\n";
   if (!merged.count("graph_optimization_level")) out << "graph_optimization_level=all (ebb)\n";
   // ebb's own graph rewrite (last_logits.h) changes the compiled graph too.
   out << "prefill_logits=" << (options.last_position_logits ? "last" : "all") << "\n";
@@ -291,20 +279,79 @@ void CleanUp(const fs::path& root, const fs::path& source, const std::string& fi
   }
 }
 
+// The folders an entry may be read from, the first being where one is written. "auto": the
+// per-user folder, then <model dir>/.ebb-cache (read only: a model folder may ship a cache).
 std::vector<fs::path> CandidateRoots(const fs::path& model_path, const std::string& setting) {
-  if (setting != "" && setting != "auto") return {fs::path(setting)};
-  std::vector<fs::path> roots{model_path.parent_path() / ".ebb-cache"};
+  if (setting != "auto") return {fs::path(setting)};
+  std::vector<fs::path> roots;
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   if (xdg != nullptr && xdg[0] == '/') {
-    roots.push_back(fs::path(xdg) / "ebb");
+    roots.push_back(fs::path(xdg) / "ebb" / "models");
   } else if (home != nullptr && home[0] == '/') {
-    roots.push_back(fs::path(home) / ".cache" / "ebb");
+    roots.push_back(fs::path(home) / ".cache" / "ebb" / "models");
   }
+  roots.push_back(model_path.parent_path() / ".ebb-cache");
   return roots;
 }
 
+// model_cache.dir after its default: "" is $EBB_MODEL_CACHE_DIR when set and not blank, else auto.
+std::string ResolveSetting(const std::string& setting) {
+  if (!setting.empty()) return setting;
+  const char* env = std::getenv("EBB_MODEL_CACHE_DIR");
+  const std::string v = env != nullptr ? Trim(env) : std::string();
+  return v.empty() ? "auto" : v;
+}
+
+// Makes a committed file read-only (0444): an entry is immutable, and a stray write to it fails.
+void MakeReadOnly(const fs::path& p) {
+  std::error_code ec;
+  fs::permissions(p, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read,
+                  fs::perm_options::replace, ec);
+}
+
+uint64_t FolderBytes(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(dir, ec)) {
+    if (f.is_regular_file(ec)) total += f.file_size(ec);
+  }
+  return total;
+}
+
 }  // namespace
+
+std::string IsaLevel() {
+  // MLAS dispatches on these (mlasi.h / platform.cpp: AVX2+FMA, AVX-512 F/BW/DQ/VL ("core"),
+  // AVX-512 VNNI, AVX-VNNI, AMX; NEON dot product and i8mm on Arm). Other flags do not change a
+  // kernel or a packed layout, so CPUs that differ only in them share entries.
+  static const char* const kFlags[] = {
+      "avx",      "avx2",     "fma",         "f16c",     "avx512f",     "avx512bw",
+      "avx512dq", "avx512vl", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
+      "amx_tile", "amx_int8", "amx_bf16",    "asimd",    "asimddp",     "i8mm",
+      "sve",      "sve2",     "fphp",        "bf16"};
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> have;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::string w;
+    while (words >> w) have.insert(w);
+    break;
+  }
+#if defined(__x86_64__)
+  std::string out = "x86-64";
+#elif defined(__aarch64__)
+  std::string out = "aarch64";
+#else
+  std::string out = "other";
+#endif
+  for (const char* f : kFlags) {
+    if (have.count(f)) out += std::string(" ") + f;
+  }
+  return out;
+}
 
 ModelCache::ModelCache(ModelCache&& o) noexcept
     : action_(o.action_),
@@ -315,8 +362,8 @@ ModelCache::ModelCache(ModelCache&& o) noexcept
       key_(std::move(o.key_)),
       fingerprint_(std::move(o.fingerprint_)),
       inputs_(std::move(o.inputs_)),
-      build_started_ms_(o.build_started_ms_),
-      save_prepacked_(o.save_prepacked_) {
+      max_bytes_(o.max_bytes_),
+      build_started_ms_(o.build_started_ms_) {
   o.action_ = Action::kOff;
   o.temp_.clear();
 }
@@ -328,16 +375,17 @@ ModelCache::~ModelCache() {
 ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setting,
                             const KeyValues& config_session,
                             const std::vector<ProviderOptions>& config_providers,
-                            const ModelOptions& options, bool save_prepacked) {
+                            const ModelOptions& options) {
   ModelCache c;
-  c.save_prepacked_ = save_prepacked;
-  if (setting == "off" || setting.empty()) {
+  const std::string resolved = ResolveSetting(setting);
+  c.max_bytes_ = options.model_cache_max_bytes;
+  if (resolved == "off") {
     EBB_LOG_DEBUG("model cache: off (model_cache.dir=off)");
     return c;
   }
   std::string conflict, non_cpu;
   c.inputs_ = GraphInputs(config_session, config_providers, options, &conflict, &non_cpu) +
-              "prepacked_blobs=" + (save_prepacked ? "1" : "0") + "\n";
+              "prepacked_blobs=aligned-" + std::to_string(kAlignment) + "\n";
   if (!conflict.empty()) {
     EBB_LOG_INFO(
         "model cache: not used because session option {} is set (the cache sets it "
@@ -361,7 +409,7 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
                            c.fingerprint_.size() + 1 + c.inputs_.size()));
   const std::string entry_name = c.model_path_.filename().string() + "-" + c.key_;
 
-  const std::vector<fs::path> roots = CandidateRoots(c.model_path_, setting);
+  const std::vector<fs::path> roots = CandidateRoots(c.model_path_, resolved);
   // A valid entry in any candidate root is loaded (a read-only model folder may still carry one).
   for (const auto& root : roots) {
     const fs::path entry = root / entry_name;
@@ -376,13 +424,16 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
     EBB_LOG_WARN("model cache: rebuilding {}: {}", entry.string(), bad);
     RemoveAll(entry);
   }
+  // Build into the first root that can be created (the entry itself is built after the load).
   for (const auto& root : roots) {
+    std::error_code mk;
+    fs::create_directories(root, mk);
+    if (mk || !fs::is_directory(root, mk) || ::access(root.c_str(), W_OK) != 0) continue;
     c.root_ = root;
     c.entry_ = root / entry_name;
-    if (c.StartBuild()) return c;
+    c.action_ = Action::kBuild;
+    return c;
   }
-  c.root_.clear();
-  c.entry_.clear();
   std::string tried;
   for (const auto& r : roots) tried += (tried.empty() ? "" : ", ") + r.string();
   EBB_LOG_WARN(
@@ -412,8 +463,8 @@ bool ModelCache::StartBuild() {
   action_ = Action::kBuild;
   build_started_ms_ = NowMs();
   EBB_LOG_INFO(
-      "model cache: building {} for {} (first load with these options; later loads "
-      "map it)",
+      "model cache: building {} for {} in the background (first load with these options; "
+      "later loads map it)",
       entry_.string(), model_path_.string());
   return true;
 }
@@ -428,19 +479,13 @@ void ModelCache::Prefetch() const {
   }
 }
 
-void ModelCache::AddBuildOptions(Ort::SessionOptions& so) const {
-  so.SetOptimizedModelFilePath((temp_ / kGraphFile).c_str());
-  so.AddConfigEntry("session.optimized_model_external_initializers_file_name", kDataFile);
-  // Every initializer of 1 KiB or more goes to the data file; ORT maps that file on the next
-  // load. Smaller ones stay in the graph file (mapping them would waste a page each).
-  so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
-  if (save_prepacked_) {
-    so.AddConfigEntry("session.save_external_prepacked_constant_initializers", "1");
-  }
+void ModelCache::MarkUsed() const {
+  if (action_ != Action::kLoad) return;
+  ::utimensat(AT_FDCWD, entry_.c_str(), nullptr, 0);  // now; best effort (a read-only root)
 }
 
-void ModelCache::Commit() {
-  if (action_ != Action::kBuild || temp_.empty()) return;
+bool ModelCache::Commit() {
+  if (action_ != Action::kBuild || temp_.empty()) return false;
   try {
     nlohmann::json files = nlohmann::json::array();
     uint64_t total = 0;
@@ -449,6 +494,7 @@ void ModelCache::Commit() {
       if (!e.is_regular_file()) continue;
       const fs::path p = e.path();
       if (!FsyncPath(p, false)) throw std::runtime_error("cannot sync " + p.string());
+      MakeReadOnly(p);
       const uint64_t size = fs::file_size(p);
       bool ok = false;
       const std::string sum = Hex64(SampledHash(p, size, &ok));
@@ -488,7 +534,7 @@ void ModelCache::Commit() {
                      entry_.string());
         RemoveAll(temp_);
         temp_.clear();
-        return;
+        return false;
       }
       throw std::runtime_error("cannot rename " + temp_.string() + " to " + entry_.string() + ": " +
                                ErrnoText(err));
@@ -497,6 +543,7 @@ void ModelCache::Commit() {
     FsyncPath(root_, true);
     EBB_LOG_INFO("model cache: built {} ({} in {} files) in {:.0f} ms", entry_.string(),
                  FormatBytes(total), files.size(), NowMs() - build_started_ms_);
+    return true;
   } catch (const std::exception& e) {
     EBB_LOG_WARN(
         "model cache: could not write {} ({}); the model is loaded, the next load "
@@ -504,6 +551,7 @@ void ModelCache::Commit() {
         entry_.string(), e.what());
     RemoveAll(temp_);
     temp_.clear();
+    return false;
   }
 }
 
@@ -511,18 +559,134 @@ void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
   EBB_LOG_WARN("model cache: rebuilding {}: ONNX Runtime could not load it ({})", entry_.string(),
                EscapeForMessage(why, 400));
   RemoveAll(entry_);
-  action_ = Action::kOff;
-  if (!StartBuild()) action_ = Action::kOff;
+  action_ = root_.empty() ? Action::kOff : Action::kBuild;
 }
 
-void ModelCache::GiveUpBuild(const std::string& why) {
-  EBB_LOG_WARN(
-      "model cache: ONNX Runtime failed while loading the model and writing {} ({}); "
-      "retrying without the cache",
-      entry_.string(), EscapeForMessage(why, 400));
-  if (!temp_.empty()) RemoveAll(temp_);
-  temp_.clear();
-  action_ = Action::kOff;
+namespace {
+
+// An advisory lock on <root>/.lock-<key>, held for the duration of a build.
+class BuildLock {
+ public:
+  explicit BuildLock(const fs::path& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      busy_ = errno == EWOULDBLOCK;
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~BuildLock() {
+    if (fd_ < 0) return;
+    ::unlink(path_.c_str());  // a process that opened it meanwhile just builds again
+    ::close(fd_);
+  }
+  BuildLock(const BuildLock&) = delete;
+  BuildLock& operator=(const BuildLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+  bool busy() const { return busy_; }  // another process holds it
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+  bool busy_ = false;
+};
+
+}  // namespace
+
+bool ModelCache::BuildEntry(BuildJob& job) {
+  if (action_ != Action::kBuild) return false;
+  const BuildLock lock(root_ / (".lock-" + key_));
+  if (lock.busy()) {
+    EBB_LOG_INFO("model cache: another process is building {}; not building it twice",
+                 entry_.string());
+    return false;
+  }
+  std::error_code ec;
+  if (fs::is_directory(entry_, ec) && VerifyEntry(entry_, key_).empty()) {
+    EBB_LOG_INFO("model cache: {} was built meanwhile; nothing to do", entry_.string());
+    return false;
+  }
+  if (!StartBuild()) return false;
+  const fs::path ort_dir = temp_ / "ort";
+  std::string step = "writing the optimised graph";
+  try {
+    fs::create_directories(ort_dir);
+    {
+      // ORT writes the graph with every initializer of 1 KiB or more and every prepacked blob in
+      // one data file; one intra-op thread, so the build takes one core at most.
+      Ort::SessionOptions so = job.session_options.Clone();
+      so.SetIntraOpNumThreads(1);
+      so.SetOptimizedModelFilePath((ort_dir / kGraphFile).c_str());
+      so.AddConfigEntry("session.optimized_model_external_initializers_file_name", kDataFile);
+      so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
+      so.AddConfigEntry("session.save_external_prepacked_constant_initializers", "1");
+      job.create_source(std::move(so));  // the session itself is not needed: ORT wrote the files
+    }
+    step = "aligning the prepacked blobs";
+    const AlignedExternalData a =
+        AlignExternalData(ort_dir / kGraphFile, temp_ / kGraphFile, kDataFile, kAlignment);
+    fs::remove_all(ort_dir);
+    EBB_LOG_DEBUG(
+        "model cache: aligned {} tensors, {} prepacked blobs ({} regions, {} were misaligned) "
+        "to {} bytes",
+        a.num_tensors, a.num_prepacked_blobs, a.num_regions, a.num_were_misaligned, kAlignment);
+    step = "checking the entry against the normal load";
+    {
+      Ort::SessionOptions so = job.session_options.Clone();
+      so.SetIntraOpNumThreads(1);
+      so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
+      Ort::Session probe_session(OrtEnvironment(), (temp_ / kGraphFile).c_str(), so);
+      const std::vector<float> got = job.probe(probe_session);
+      const std::vector<float> want = job.reference();
+      const std::string diff = CompareProbeOutputs(want, got);
+      if (!diff.empty()) {
+        throw std::runtime_error("the cached graph computes other outputs than the model (" + diff +
+                                 ")");
+      }
+    }
+  } catch (const std::exception& e) {
+    EBB_LOG_WARN("model cache: not caching {}: {} failed ({}); loads stay uncached",
+                 model_path_.string(), step, EscapeForMessage(OneLine(e.what()), 400));
+    RemoveAll(temp_);
+    temp_.clear();
+    return false;
+  }
+  if (!Commit()) return false;
+  EnforceBudget();
+  return true;
+}
+
+void ModelCache::EnforceBudget() const {
+  if (max_bytes_ == 0 || root_.empty()) return;
+  struct Item {
+    fs::path path;
+    uint64_t bytes;
+    int64_t used_ns;
+  };
+  std::vector<Item> items;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory(ec) || name.starts_with(kTempPrefix)) continue;
+    if (!fs::exists(e.path() / kManifestFile, ec)) continue;
+    const uint64_t bytes = FolderBytes(e.path());
+    items.push_back({e.path(), bytes, MtimeNs(e.path())});
+    total += bytes;
+  }
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return a.used_ns < b.used_ns; });
+  for (const auto& it : items) {
+    if (total <= max_bytes_) break;
+    if (it.path == entry_) continue;  // the entry just built stays
+    // Safe under a process that maps it: unlinked files stay valid for their mappings.
+    EBB_LOG_INFO(
+        "model cache: removing {} ({}), the least recently used entry: the cache folder holds "
+        "{}, over model_cache.max_bytes={}",
+        it.path.string(), FormatBytes(it.bytes), FormatBytes(total), FormatBytes(max_bytes_));
+    RemoveAll(it.path);
+    total -= std::min(total, it.bytes);
+  }
 }
 
 }  // namespace ebb::internal

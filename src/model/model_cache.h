@@ -6,24 +6,39 @@
 // 1 KiB or more in one external-data file; later loads read that graph with ORT_DISABLE_ALL and
 // ORT memory-maps the initializers from the file (clean, shareable file pages).
 //
-// Prepacked weights: ORT can also save its prepacked blobs in that file
-// (session.save_external_prepacked_constant_initializers) and map them on the next load. ebb
-// does so only for graphs without MatMulNBits: ORT 1.29's saved MatMulNBits blobs give NaN
-// logits when loaded back (measured on the synthesized int4 models; fp32 MatMul blobs round-trip
-// exactly). int4 graphs therefore still prepack MatMulNBits on every load, into anonymous memory.
+// Prepacked weights: ORT also saves its prepacked blobs in that file
+// (session.save_external_prepacked_constant_initializers) and uses them in place from its mapping
+// on the next load, so MatMulNBits' packed int4 weights become clean, shareable file pages
+// instead of anonymous memory. ORT's saver aligns only blobs above 1 MiB, and MLAS reads a packed
+// layout from the buffer's address modulo 64, so ebb rewrites every entry with each tensor and
+// blob at a page-aligned offset (prepacked_align.h) and checks it once against the normal load
+// (a fixed input's outputs must match; probe_run.h) before it is committed. ORT still runs
+// PrePack() on a cached load (it looks the saved blob up by a hash of the packed bytes), so the
+// cache saves memory and graph optimisation, not the prepacking time.
+//
+// When: Plan() finds an entry (kLoad) or decides one should be built (kBuild). A build never
+// slows the load that needs it: the model loads normally, then BuildEntry() runs on a background
+// thread at low priority (cache_builder.h), and the next load maps the entry.
 //
 // Layout: <root>/<model file name>-<key>/ holds model.onnx (the optimised graph),
 // model.onnx.data (its initializers and prepacked blobs) and manifest.json, written last. The
 // key (16 hex digits of XXH64) covers the model files (size, mtime and the first and last MiB of
-// each), the ORT version, the CPU (model name and ISA flags: MLAS's prepacked layouts depend on
-// them), the execution providers and every session option that can change the compiled graph.
+// each), the ORT version, the CPU's instruction-set level as MLAS dispatches on it (IsaLevel():
+// the packed layouts of AVX2 and AVX-512 differ), the execution providers and every session
+// option that can change the compiled graph.
+//
+// Disk budget: model_cache.max_bytes; after a commit the least recently loaded entries (by the
+// entry folder's mtime, which every load from it touches) are removed until the folder fits.
 //
 // Atomicity: an entry is written into <root>/.tmp-<key>-<pid>-<n>, fsynced, its manifest
-// (sizes, mtimes and XXH64 checksums) written and fsynced last, then the folder is renamed into
-// place. A crash leaves only a .tmp- folder, which is never loaded and is removed by a later load
-// once its process is gone. Two processes building the same entry at once each write their own
-// temp folder; the first rename wins and the other discards its copy. An entry is never modified
-// in place (only removed whole), so a process that has it mapped keeps valid pages.
+// (sizes, mtimes and XXH64 checksums) written and fsynced last, its files made read-only, then
+// the folder is renamed into place. A crash leaves only a .tmp- folder, which is never loaded and
+// is removed by a later load once its process is gone. A builder holds an advisory lock
+// (<root>/.lock-<key>, flock) for the whole build: a second process that finds it held skips the
+// build; should two build anyway (a lock on a filesystem without flock), the first rename wins
+// and the other discards its copy. An entry is never modified in place (only removed whole), so
+// a process that has it mapped keeps valid pages; a file someone else truncates under a running
+// process is absorbed by MappedFileGuard (memory/mapped_file_guard.h), which fails the request.
 //
 // Verification on load: the manifest must parse and name this key; every file must have its
 // recorded size and mtime; model.onnx is checksummed in full, and the data file in 1 MiB at each
@@ -38,6 +53,8 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,20 +69,18 @@ class ModelCache {
   enum class Action {
     kOff,    // load the model as before (cache off, not applicable, or no usable folder)
     kLoad,   // load cached_model() with ORT_DISABLE_ALL
-    kBuild,  // load the model with AddBuildOptions(); Commit() after the session exists
+    kBuild,  // load the model normally; BuildEntry() afterwards (in the background)
   };
 
-  // Decides what this load does. `setting` is model_cache.dir: "" or "auto" (the default:
-  // <model dir>/.ebb-cache when it can be written, else $XDG_CACHE_HOME/ebb, else
-  // $HOME/.cache/ebb), "off", or a folder. Never throws for file-system problems: it logs them
-  // and returns kOff, so a cache can never stop a model from loading. Removes stale entries of
-  // the same model file (built from other model contents) and temp folders of dead processes.
-  // `save_prepacked`: whether ORT may save prepacked blobs for this graph (false for graphs with
-  // MatMulNBits, see above); part of the key.
+  // Decides what this load does. `setting` is model_cache.dir: "" (the default:
+  // $EBB_MODEL_CACHE_DIR when set, else auto), "auto" ($XDG_CACHE_HOME/ebb/models, else
+  // $HOME/.cache/ebb/models; an entry shipped in <model dir>/.ebb-cache is also read), "off", or
+  // a folder. Never throws for file-system problems: it logs them and returns kOff, so a cache can
+  // never stop a model from loading. `max_bytes`: model_cache.max_bytes (0 = no budget).
   static ModelCache Plan(const std::filesystem::path& model_path, const std::string& setting,
                          const KeyValues& config_session,
                          const std::vector<ProviderOptions>& config_providers,
-                         const ModelOptions& options, bool save_prepacked);
+                         const ModelOptions& options);
 
   ModelCache(ModelCache&&) noexcept;
   ModelCache& operator=(ModelCache&&) = delete;
@@ -75,33 +90,50 @@ class ModelCache {
   Action action() const { return action_; }
   // kLoad: the cached optimised graph.
   std::filesystem::path cached_model() const { return entry_ / kGraphFile; }
-  // The folder whose files ORT maps on a cached load (the entry), for memory.release_file_pages
-  // to leave alone: those pages are the weights. Empty when nothing is cached.
+  // The entry folder (where an entry is or will be); empty when the cache is off.
   const std::filesystem::path& entry() const { return entry_; }
 
   // kLoad: asks the kernel to read the entry's files ahead (POSIX_FADV_WILLNEED), so ORT's
   // page faults on the mapped data file hit the page cache instead of reading from disk in small
   // pieces. ORT reads all of the file during the load (to prepack) or the first token anyway.
   void Prefetch() const;
-  // kBuild: adds the session config entries that make ORT write the entry into the temp folder.
-  void AddBuildOptions(Ort::SessionOptions& so) const;
-  // kBuild, after the session was created: syncs, writes the manifest, renames into place. Logs
-  // what it did; on failure logs why and leaves no entry (never throws).
-  void Commit();
+  // kLoad succeeded: touches the entry folder's mtime, the LRU order of the disk budget.
+  void MarkUsed() const;
   // kLoad failed (ORT could not create a session from the entry): logs `why`, removes the
-  // entry and turns this into a build into a fresh temp folder (kBuild), or kOff if that fails.
+  // entry and turns this into kBuild.
   void RebuildAfterFailedLoad(const std::string& why);
-  // kBuild failed (ORT could not create the session while writing the entry; e.g. disk full):
-  // logs `why`, removes the temp folder, and turns this into kOff.
-  void GiveUpBuild(const std::string& why);
+
+  // What BuildEntry needs from the load. Every function may throw (Ort::Exception, ebb::Error);
+  // BuildEntry logs the failure and builds nothing.
+  struct BuildJob {
+    // The load's session options (cloned per session the build creates).
+    Ort::SessionOptions session_options{nullptr};
+    // Creates a session of the model as the load did (ebb's graph rewrites included) with `so`.
+    std::function<std::unique_ptr<Ort::Session>(Ort::SessionOptions so)> create_source;
+    // The fixed probe (probe_run.h) on a session, and on the model's live session.
+    std::function<std::vector<float>(Ort::Session&)> probe;
+    std::function<std::vector<float>()> reference;
+  };
+  // kBuild: takes the advisory lock, has ORT write the optimised graph with its prepacked blobs
+  // into a temp folder (one intra-op thread), aligns every blob (prepacked_align.h), loads the
+  // result and compares its probe with the reference, then commits (manifest, read-only files,
+  // rename) and applies the disk budget. Returns true when an entry was committed; otherwise
+  // logs why (another builder, a failed check, disk full, a read-only folder) and
+  // leaves nothing behind. Never throws. Runs on the calling thread.
+  bool BuildEntry(BuildJob& job);
 
   static constexpr const char* kGraphFile = "model.onnx";
   static constexpr const char* kDataFile = "model.onnx.data";
   static constexpr const char* kManifestFile = "manifest.json";
+  // Every tensor and prepacked blob of an entry starts at a multiple of this (the page size,
+  // which also keeps each blob's pages its own when they are released).
+  static constexpr uint64_t kAlignment = 4096;
 
  private:
   ModelCache() = default;
   bool StartBuild();  // creates temp_; false (logged) when the root cannot be written
+  bool Commit();      // temp_ -> entry_; false (logged) on failure
+  void EnforceBudget() const;
 
   Action action_ = Action::kOff;
   std::filesystem::path model_path_;  // canonical source model file
@@ -111,8 +143,12 @@ class ModelCache {
   std::string key_;
   std::string fingerprint_;  // of the model files alone (stale-entry detection)
   std::string inputs_;       // readable text of the graph-changing inputs (manifest)
+  uint64_t max_bytes_ = 0;
   double build_started_ms_ = 0;
-  bool save_prepacked_ = false;
 };
+
+// The CPU features MLAS picks its kernels (and so its prepacked layouts) by, as a short text:
+// e.g. "x86-64 avx2 fma f16c avx512f avx512bw avx512vl avx512vnni amx". Part of the cache key.
+std::string IsaLevel();
 
 }  // namespace ebb::internal

@@ -23,6 +23,7 @@
 namespace ebb::internal {
 
 class DecodeBatcher;  // generate/decode_batcher.h (created by it; held here type-erased)
+class CacheBuilder;   // model/cache_builder.h
 
 // What the generator must feed and read, resolved against the graph at load time.
 struct DecoderIo {
@@ -80,6 +81,11 @@ class ModelImpl final : public Model {
   // allocates from must outlive the session.
   std::unique_ptr<EnvArenaLease> env_arena;
   std::unique_ptr<Ort::Session> session;
+  // The cache entry whose files the session maps its weights from (model_cache.h); empty: the
+  // weights are ORT's anonymous copies.
+  std::filesystem::path weights_entry;
+  // Builds the cache entry after a load without one; reset (it waits) before the session.
+  std::unique_ptr<CacheBuilder> cache_builder;
   Ort::MemoryInfo cpu_memory{nullptr};
   bool has_cpu_arena = true;     // enable_cpu_mem_arena (config, then user)
   bool registered = false;       // counted by the host's MemoryGovernor

@@ -75,6 +75,8 @@ class ModelCopy {
     fs::create_directories(base_);
     dir_ = base_ / name;
     fs::create_directories(dir_);
+    // model_cache.dir=auto writes to the per-user folder: this test's own.
+    ::setenv("XDG_CACHE_HOME", (base_ / "xdg").c_str(), 1);
     // Not the shared folder's own cache, which other tests' loads create there.
     for (const auto& e : fs::directory_iterator(testing::TestModelsDir() / name)) {
       if (e.path().filename() == ".ebb-cache") continue;
@@ -82,24 +84,27 @@ class ModelCopy {
     }
   }
   ~ModelCopy() {
+    ::unsetenv("XDG_CACHE_HOME");
     std::error_code ec;
     fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
     fs::remove_all(base_, ec);
   }
   const fs::path& dir() const { return dir_; }
   const fs::path& base() const { return base_; }
-  fs::path cache_root() const { return dir_ / ".ebb-cache"; }
+  fs::path cache_root() const { return base_ / "xdg" / "ebb" / "models"; }
 
  private:
   fs::path base_, dir_;
 };
 
-// Complete entries (folders with a manifest) and unfinished temp folders under `root`.
+// Entries (folders; builders' .lock- files are not) and unfinished temp folders under `root`.
 std::vector<fs::path> Entries(const fs::path& root) {
   std::vector<fs::path> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(root, ec)) {
-    if (!e.path().filename().string().starts_with(".tmp-")) out.push_back(e.path());
+    if (e.is_directory(ec) && !e.path().filename().string().starts_with(".tmp-")) {
+      out.push_back(e.path());
+    }
   }
   return out;
 }
@@ -121,7 +126,8 @@ std::vector<int32_t> Greedy(const std::shared_ptr<Model>& model) {
   return {g.GetSequence(0).begin(), g.GetSequence(0).end()};
 }
 
-// The cache is opt-in (model_cache.dir defaults to off): these tests load with "auto".
+// The suite runs with EBB_MODEL_CACHE_DIR=off (tests/CMakeLists.txt): these tests ask for the
+// default, auto, explicitly.
 ModelOptions AutoCache() {
   ModelOptions o;
   o.Set("model_cache.dir", "auto");
@@ -159,8 +165,9 @@ void Scribble(const fs::path& p, uint64_t offset, size_t n, bool keep_mtime) {
 // Starts the CLI on `dir` (output discarded); returns its pid.
 pid_t SpawnCli(const fs::path& dir) {
   const std::string cli = testing::CliPath();
-  std::vector<std::string> args = {cli,       "generate",     dir.string(), "--input-ids",
-                                   "5,17,42", "--max-length", "8", "--option", "model_cache.dir=auto"};
+  std::vector<std::string> args = {cli,           "generate", dir.string(),
+                                   "--input-ids", "5,17,42",  "--max-length",
+                                   "8",           "--option", "model_cache.dir=auto"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -412,7 +419,6 @@ TEST(ModelCache, ConcurrentBuildersLeaveOneCompleteEntry) {
 TEST(ModelCache, OffWritesNothingAndAnExplicitFolderIsUsed) {
   ModelCopy m("llama-tiny-fp32");
   const fs::path xdg = m.base() / "xdg";
-  ::setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
   ModelOptions off;
   off.Set("model_cache.dir", "off");
   LoadAndGreedy(m.dir(), off);
@@ -428,36 +434,64 @@ TEST(ModelCache, OffWritesNothingAndAnExplicitFolderIsUsed) {
   LogCapture logs;
   EXPECT_EQ(LoadAndGreedy(m.dir(), explicit_dir), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
-  ::unsetenv("XDG_CACHE_HOME");
 
   EXPECT_THROW(explicit_dir.Set("model_cache.dir", " "), Error);
 }
 
-TEST(ModelCache, ReadOnlyModelFolderFallsBackToXdgThenToNoCache) {
+TEST(ModelCache, AutoUsesThePerUserFolderReadsAShippedEntryAndElseLoadsWithoutACache) {
   ModelCopy m("llama-tiny-fp32");
   const auto want = Uncached(m.dir());
-  // The model folder cannot hold a cache: .ebb-cache is a file (root can write anywhere, so
-  // permissions alone would not stop this test's process), and the folder is read-only.
-  std::ofstream(m.cache_root()) << "not a folder";
-  fs::permissions(m.dir(),
-                  fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
-                  fs::perm_options::remove);
-  const fs::path xdg = m.base() / "xdg";
-  ::setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
   LogCapture logs;
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
-  EXPECT_EQ(Entries(xdg / "ebb").size(), 1u);
-  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
-  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
 
-  // No writable folder at all: a log line, no failure, nothing written.
+  // An entry shipped in the model folder's .ebb-cache is read when the per-user folder cannot
+  // be written.
+  const fs::path shipped = m.dir() / ".ebb-cache";
+  fs::create_directories(shipped);
+  const fs::path entry = Entries(m.cache_root()).at(0);
+  fs::rename(entry, shipped / entry.filename());
   ::setenv("XDG_CACHE_HOME", "/dev/null", 1);
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
-  const std::string log = logs.Take();
+  std::string log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("model cache: loaded"));
+  EXPECT_THAT(log, HasSubstr(shipped.string()));
+
+  // No writable folder at all (.ebb-cache is a file: root could write a read-only folder): a log
+  // line, no failure, nothing written.
+  fs::remove_all(shipped);
+  std::ofstream(shipped) << "not a folder";
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  log = logs.Take();
   EXPECT_THAT(log, HasSubstr("no writable cache folder"));
   EXPECT_THAT(log, HasSubstr("loading"));
-  ::unsetenv("XDG_CACHE_HOME");
+}
+
+TEST(ModelCache, DefaultIsAutoAndEbbModelCacheDirReplacesTheDefault) {
+  ModelCopy m("llama-tiny-fp32");
+  const auto want = Uncached(m.dir());
+  const char* before = std::getenv("EBB_MODEL_CACHE_DIR");
+  const std::string saved = before != nullptr ? before : "";
+  ::unsetenv("EBB_MODEL_CACHE_DIR");
+  EXPECT_EQ(LoadAndGreedy(m.dir(), ModelOptions{}), want);
+  EXPECT_EQ(Entries(m.cache_root()).size(), 1u) << "the default is auto: the per-user folder";
+
+  const fs::path env_dir = m.base() / "from-env";
+  ::setenv("EBB_MODEL_CACHE_DIR", env_dir.c_str(), 1);
+  EXPECT_EQ(LoadAndGreedy(m.dir(), ModelOptions{}), want);
+  EXPECT_EQ(Entries(env_dir).size(), 1u);
+  // An explicit option wins over the environment.
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  fs::remove_all(env_dir);
+  EXPECT_EQ(LoadAndGreedy(m.dir(), off), want);
+  EXPECT_FALSE(fs::exists(env_dir));
+  if (before != nullptr) {
+    ::setenv("EBB_MODEL_CACHE_DIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("EBB_MODEL_CACHE_DIR");
+  }
 }
 
 }  // namespace

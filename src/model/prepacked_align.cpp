@@ -1,0 +1,353 @@
+#include "model/prepacked_align.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/files.h"
+#include "ebb/error.h"
+#include "model/proto_wire.h"
+
+namespace ebb::internal {
+namespace {
+
+using proto::ForEachField;
+using proto::kLen;
+using proto::Malformed;
+using proto::Mapping;
+using proto::PutLen;
+using proto::Span;
+using proto::WriteAll;
+
+// ONNX field numbers (onnx.proto3).
+constexpr uint64_t kModelGraph = 7;
+constexpr uint64_t kGraphNode = 1, kGraphInitializer = 5;
+constexpr uint64_t kNodeAttribute = 5;
+constexpr uint64_t kAttrGraph = 6, kAttrGraphs = 11;
+constexpr uint64_t kTensorExternalData = 13;
+constexpr uint64_t kEntryKey = 1, kEntryValue = 2;
+
+using Range = std::pair<uint64_t, uint64_t>;
+
+struct Entry {
+  std::string key, value;
+};
+
+uint64_t ParseU64(std::string_view s, const char* what) {
+  if (s.empty() || s.size() > 19)
+    throw Malformed{std::string("bad ") + what + " '" + std::string(s) + "'"};
+  uint64_t v = 0;
+  for (const char c : s) {
+    if (c < '0' || c > '9')
+      throw Malformed{std::string("bad ") + what + " '" + std::string(s) + "'"};
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+std::vector<std::string_view> SplitView(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    const size_t at = s.find(sep, start);
+    out.push_back(
+        s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
+// The external-data records of one TensorProto payload, in file order.
+std::vector<Entry> ReadEntries(Span& s, Range tensor) {
+  std::vector<Entry> entries;
+  ForEachField(s, tensor.first, tensor.second, [&](uint64_t field, int wt, uint64_t, Range v) {
+    if (field != kTensorExternalData || wt != kLen) return;
+    Entry e;
+    ForEachField(s, v.first, v.second, [&](uint64_t f, int w, uint64_t, Range r) {
+      if (w != kLen) return;
+      if (f == kEntryKey) e.key = std::string(s.Str(r));
+      if (f == kEntryValue) e.value = std::string(s.Str(r));
+    });
+    entries.push_back(std::move(e));
+  });
+  return entries;
+}
+
+// Calls fn(offset, length) for each region an initializer's records reference: the tensor's own
+// bytes, then each prepacked blob.
+template <typename F>
+void ForEachRegion(const std::vector<Entry>& entries, F&& fn) {
+  uint64_t offset = 0, length = 0;
+  bool has_length = false;
+  for (const auto& e : entries) {
+    if (e.key == "offset") offset = ParseU64(e.value, "offset");
+    if (e.key == "length") {
+      length = ParseU64(e.value, "length");
+      has_length = true;
+    }
+  }
+  if (has_length) fn(offset, length, false);
+  for (const auto& e : entries) {
+    if (!e.key.starts_with("prepacked")) continue;
+    const auto fields = SplitView(e.value, '|');
+    for (size_t i = 1; i < fields.size(); ++i) {
+      const auto blob = SplitView(fields[i], ';');
+      if (blob.size() != 3) throw Malformed{"bad prepacked record '" + e.value + "'"};
+      fn(ParseU64(blob[0], "prepacked offset"), ParseU64(blob[1], "prepacked length"), true);
+    }
+  }
+}
+
+std::string LocationOf(const std::vector<Entry>& entries) {
+  for (const auto& e : entries) {
+    if (e.key == "location") return e.value;
+  }
+  return {};
+}
+
+// Calls fn(tensor_payload) for each main-graph initializer, after checking that no node carries
+// a subgraph (whose initializers this rewrite would not see).
+template <typename F>
+void ForEachInitializer(Span& s, Range graph, F&& fn) {
+  ForEachField(s, graph.first, graph.second, [&](uint64_t field, int wt, uint64_t, Range v) {
+    if (wt != kLen) return;
+    if (field == kGraphNode) {
+      ForEachField(s, v.first, v.second, [&](uint64_t f, int w, uint64_t, Range attr) {
+        if (f != kNodeAttribute || w != kLen) return;
+        ForEachField(s, attr.first, attr.second, [&](uint64_t af, int, uint64_t, Range) {
+          if (af == kAttrGraph || af == kAttrGraphs) {
+            throw Malformed{
+                "the graph has subgraphs (If/Loop/Scan), whose initializers are not rewritten"};
+          }
+        });
+      });
+    } else if (field == kGraphInitializer) {
+      fn(v);
+    }
+  });
+}
+
+Range FindGraph(Span& s) {
+  Range graph{0, 0};
+  int graphs = 0;
+  ForEachField(s, 0, s.size(), [&](uint64_t field, int wt, uint64_t, Range v) {
+    if (field == kModelGraph && wt == kLen) {
+      graph = v;
+      ++graphs;
+    }
+  });
+  if (graphs != 1) throw Malformed{"expected one graph, found " + std::to_string(graphs)};
+  return graph;
+}
+
+// Writes regions of `src` into `fd` at aligned offsets, each distinct region once.
+class RegionWriter {
+ public:
+  RegionWriter(int fd, const Mapping* src, uint64_t alignment)
+      : fd_(fd), src_(src), alignment_(alignment) {}
+
+  uint64_t Place(uint64_t offset, uint64_t length) {
+    if (src_ == nullptr)
+      throw Malformed{"a tensor references external data, but there is no data file"};
+    if (offset > src_->size() || length > src_->size() - offset) {
+      throw Malformed{"a record references bytes [" + std::to_string(offset) + ", +" +
+                      std::to_string(length) + ") past the data file's end (" +
+                      std::to_string(src_->size()) + " bytes)"};
+    }
+    const auto [it, inserted] = placed_.try_emplace({offset, length}, 0);
+    if (!inserted) return it->second;
+    static const char kZeros[4096] = {};
+    uint64_t pad = (alignment_ - pos_ % alignment_) % alignment_;
+    while (pad > 0) {
+      const uint64_t n = std::min<uint64_t>(pad, sizeof(kZeros));
+      if (!WriteAll(fd_, std::string_view(kZeros, n)))
+        throw Malformed{"write failed: " + DescribeErrno(errno)};
+      pos_ += n;
+      pad -= n;
+    }
+    if (!WriteAll(fd_, src_->data() + offset, length))
+      throw Malformed{"write failed: " + DescribeErrno(errno)};
+    it->second = pos_;
+    pos_ += length;
+    ++num_regions_;
+    if (offset % alignment_ != 0) ++num_were_misaligned_;
+    return it->second;
+  }
+  uint64_t size() const { return pos_; }
+  uint64_t num_regions() const { return num_regions_; }
+  uint64_t num_were_misaligned() const { return num_were_misaligned_; }
+
+ private:
+  int fd_;
+  const Mapping* src_;
+  uint64_t alignment_;
+  uint64_t pos_ = 0;
+  uint64_t num_regions_ = 0;
+  uint64_t num_were_misaligned_ = 0;
+  std::map<Range, uint64_t> placed_;
+};
+
+// The TensorProto payload [tensor) with its external-data records re-emitted for new offsets.
+std::string RewriteTensor(Span& s, Range tensor, const std::vector<Entry>& entries,
+                          RegionWriter& out, AlignedExternalData& stats) {
+  std::vector<Entry> rewritten = entries;
+  uint64_t new_offset = 0;
+  std::vector<uint64_t> blob_offsets;
+  ForEachRegion(entries, [&](uint64_t off, uint64_t len, bool prepacked) {
+    const uint64_t at = out.Place(off, len);
+    if (prepacked) {
+      blob_offsets.push_back(at);
+      ++stats.num_prepacked_blobs;
+    } else {
+      new_offset = at;
+    }
+  });
+  size_t blob = 0;
+  for (auto& e : rewritten) {
+    if (e.key == "offset") e.value = std::to_string(new_offset);
+    if (!e.key.starts_with("prepacked")) continue;
+    const auto fields = SplitView(e.value, '|');
+    std::string v(fields[0]);
+    for (size_t i = 1; i < fields.size(); ++i) {
+      const auto parts = SplitView(fields[i], ';');
+      v += "|" + std::to_string(blob_offsets.at(blob++)) + ";" + std::string(parts[1]) + ";" +
+           std::string(parts[2]);
+    }
+    e.value = std::move(v);
+  }
+  // ORT writes "offset" only when it is not 0; a tensor moved away from 0 needs one.
+  bool has_offset = false, has_length = false;
+  for (const auto& e : rewritten) {
+    has_offset |= e.key == "offset";
+    has_length |= e.key == "length";
+  }
+  if (!has_offset && has_length && new_offset != 0) {
+    rewritten.insert(rewritten.begin() + 1, Entry{"offset", std::to_string(new_offset)});
+  }
+  std::string result;
+  bool emitted = false;
+  ForEachField(
+      s, tensor.first, tensor.second, [&](uint64_t field, int wt, uint64_t tag_begin, Range v) {
+        if (field == kTensorExternalData && wt == kLen) {
+          if (!emitted) {  // all records at the first record's place, in their original order
+            for (const auto& e : rewritten) {
+              std::string entry;
+              PutLen(entry, kEntryKey, e.key);
+              PutLen(entry, kEntryValue, e.value);
+              PutLen(result, kTensorExternalData, entry);
+            }
+            emitted = true;
+          }
+          return;
+        }
+        result.append(reinterpret_cast<const char*>(s.data() + tag_begin), v.second - tag_begin);
+      });
+  return result;
+}
+
+}  // namespace
+
+AlignedExternalData AlignExternalData(const std::filesystem::path& graph_in,
+                                      const std::filesystem::path& graph_out,
+                                      const std::string& data_name, uint64_t alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+    throw Error(ErrorCode::InvalidArgument, "AlignExternalData: alignment must be a power of two");
+  }
+  const std::filesystem::path data_in = graph_in.parent_path() / data_name;
+  const std::filesystem::path data_out = graph_out.parent_path() / data_name;
+  AlignedExternalData stats;
+  int fd = -1;
+  try {
+    const Mapping graph_file(graph_in);
+    std::error_code ec;
+    std::unique_ptr<Mapping> data;
+    if (std::filesystem::exists(data_in, ec)) data = std::make_unique<Mapping>(data_in);
+    Span s(graph_file.data(), graph_file.size());
+    const Range graph = FindGraph(s);
+    // Subgraphs: refused (their initializers would keep stale offsets).
+    ForEachInitializer(s, graph, [](Range) {});
+    fd = ::open(data_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Malformed{"cannot create " + data_out.string() + ": " + DescribeErrno(errno)};
+    RegionWriter out(fd, data.get(), alignment);
+
+    // The graph with every external initializer re-emitted; everything else verbatim.
+    std::string new_graph;
+    ForEachField(
+        s, graph.first, graph.second, [&](uint64_t field, int wt, uint64_t tag_begin, Range v) {
+          if (field == kGraphInitializer && wt == kLen) {
+            const std::vector<Entry> entries = ReadEntries(s, v);
+            const std::string location = LocationOf(entries);
+            if (!location.empty()) {
+              if (location != data_name) {
+                throw Malformed{"initializer data in '" + location + "', expected '" + data_name +
+                                "'"};
+              }
+              ++stats.num_tensors;
+              PutLen(new_graph, kGraphInitializer, RewriteTensor(s, v, entries, out, stats));
+              return;
+            }
+          }
+          new_graph.append(reinterpret_cast<const char*>(s.data() + tag_begin),
+                           v.second - tag_begin);
+        });
+
+    std::string model;
+    ForEachField(s, 0, s.size(), [&](uint64_t field, int wt, uint64_t tag_begin, Range v) {
+      if (field == kModelGraph && wt == kLen) {
+        PutLen(model, kModelGraph, new_graph);
+      } else {
+        model.append(reinterpret_cast<const char*>(s.data() + tag_begin), v.second - tag_begin);
+      }
+    });
+    stats.num_regions = out.num_regions();
+    stats.num_were_misaligned = out.num_were_misaligned();
+    stats.data_bytes = out.size();
+    if (::close(fd) != 0) {
+      fd = -1;
+      throw Malformed{"cannot write " + data_out.string() + ": " + DescribeErrno(errno)};
+    }
+    fd = -1;
+    const int gfd = ::open(graph_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (gfd < 0)
+      throw Malformed{"cannot create " + graph_out.string() + ": " + DescribeErrno(errno)};
+    const bool ok = WriteAll(gfd, model);
+    const int err = errno;
+    if (::close(gfd) != 0 || !ok) {
+      throw Malformed{"cannot write " + graph_out.string() + ": " +
+                      DescribeErrno(ok ? errno : err)};
+    }
+  } catch (const Malformed& m) {
+    if (fd >= 0) ::close(fd);
+    throw Error(ErrorCode::Internal,
+                "cannot align the external data of " + graph_in.string() + ": " + m.what);
+  }
+  return stats;
+}
+
+uint64_t CountMisalignedRegions(const std::filesystem::path& graph_path, uint64_t alignment) {
+  try {
+    const Mapping graph_file(graph_path);
+    Span s(graph_file.data(), graph_file.size());
+    const Range graph = FindGraph(s);
+    uint64_t misaligned = 0;
+    ForEachInitializer(s, graph, [&](Range v) {
+      const std::vector<Entry> entries = ReadEntries(s, v);
+      if (LocationOf(entries).empty()) return;
+      ForEachRegion(entries, [&](uint64_t off, uint64_t, bool) {
+        if (off % alignment != 0) ++misaligned;
+      });
+    });
+    return misaligned;
+  } catch (const Malformed& m) {
+    throw Error(ErrorCode::Internal,
+                "cannot read the external data records of " + graph_path.string() + ": " + m.what);
+  }
+}
+
+}  // namespace ebb::internal

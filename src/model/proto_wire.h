@@ -1,0 +1,133 @@
+// Protobuf wire-format reading and writing for ONNX files, without linking protobuf.
+//
+// ebb edits ONNX files in two places (model/last_logits.cpp, model/prepacked_align.cpp): a
+// bounded walk over a memory-mapped file that copies most bytes verbatim and re-emits the few
+// messages it changes. These are the shared pieces: a field reader over a byte span, the writers
+// of tags, varints and length-delimited fields, and a read-only file mapping.
+// Thread-safety: free functions and value types with no shared state.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace ebb::internal::proto {
+
+// Wire types.
+constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
+
+// A malformed file: the caller falls back to loading it unchanged (ORT then says what is wrong).
+struct Malformed {
+  std::string what;
+};
+
+// Reads protobuf fields from a byte span (the memory-mapped model file).
+class Span {
+ public:
+  Span(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+  uint64_t pos = 0;
+
+  uint64_t Varint(uint64_t end) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos >= end) throw Malformed{"truncated varint"};
+      const uint8_t c = data_[pos++];
+      v |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if ((c & 0x80) == 0) return v;
+    }
+    throw Malformed{"varint longer than 10 bytes"};
+  }
+  // Consumes a field's value; returns the [begin, end) of a length-delimited payload.
+  std::pair<uint64_t, uint64_t> Value(int wire_type, uint64_t end) {
+    uint64_t n = 0;
+    switch (wire_type) {
+      case kVarint:
+        Varint(end);
+        return {pos, pos};
+      case kFixed64:
+        n = 8;
+        break;
+      case kFixed32:
+        n = 4;
+        break;
+      case kLen:
+        n = Varint(end);
+        break;
+      default:
+        throw Malformed{"unsupported wire type " + std::to_string(wire_type)};
+    }
+    if (n > end - pos) throw Malformed{"field past the end of its message"};
+    const uint64_t begin = pos;
+    pos += n;
+    return {begin, pos};
+  }
+  std::string_view Str(std::pair<uint64_t, uint64_t> r) const {
+    return {reinterpret_cast<const char*>(data_ + r.first), r.second - r.first};
+  }
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_;
+  uint64_t size_;
+};
+
+// Calls on_field(field, wire_type, tag_begin, value_range) for each field of [begin, end).
+template <typename F>
+void ForEachField(Span& s, uint64_t begin, uint64_t end, F&& on_field) {
+  s.pos = begin;
+  while (s.pos < end) {
+    const uint64_t tag_begin = s.pos;
+    const uint64_t tag = s.Varint(end);
+    if ((tag >> 3) == 0) throw Malformed{"field number 0"};
+    const int wire_type = static_cast<int>(tag & 7);
+    const auto value = s.Value(wire_type, end);
+    const uint64_t after = s.pos;
+    on_field(tag >> 3, wire_type, tag_begin, value);
+    s.pos = after;
+  }
+}
+
+inline void PutVarint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+inline void PutTag(std::string& out, uint64_t field, int wire_type) {
+  PutVarint(out, (field << 3) | static_cast<uint64_t>(wire_type));
+}
+inline void PutLen(std::string& out, uint64_t field, std::string_view payload) {
+  PutTag(out, field, kLen);
+  PutVarint(out, payload.size());
+  out.append(payload);
+}
+inline void PutInt(std::string& out, uint64_t field, uint64_t v) {
+  PutTag(out, field, kVarint);
+  PutVarint(out, v);
+}
+
+// A read-only mapping of a whole file (MAP_PRIVATE). Throws Malformed when the file cannot be
+// opened, is empty, or cannot be mapped.
+class Mapping {
+ public:
+  explicit Mapping(const std::filesystem::path& path);
+  ~Mapping();
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+// Writes all of [p, p + n) to `fd` (retrying short writes); false on an error (errno is set).
+bool WriteAll(int fd, const uint8_t* p, uint64_t n);
+bool WriteAll(int fd, std::string_view s);
+
+}  // namespace ebb::internal::proto
