@@ -125,6 +125,11 @@ EBB_API ebb_error* ebb_model_shrink_arena(ebb_model* model);
 EBB_API ebb_error* ebb_model_shrink_after_next_run(ebb_model* model);
 EBB_API ebb_error* ebb_model_shrink_every(ebb_model* model, uint32_t n);         /* 0: off */
 EBB_API ebb_error* ebb_model_shrink_above(ebb_model* model, uint64_t rss_bytes); /* 0: off */
+/* Hands back the resident pages of file-backed weights (RuntimeHandle::ReleaseWeights); writes
+ * {"released", "reason", "resident_before_bytes", "resident_after_bytes"} (free with
+ * ebb_string_free). Not an error when nothing can be released: "released" is false and
+ * "reason" says why. */
+EBB_API ebb_error* ebb_model_release_weights(ebb_model* model, char** out_json);
 /* ORT run config entries for every later Run(). */
 EBB_API ebb_error* ebb_model_set_run_option(ebb_model* model, const char* key, const char* value);
 EBB_API ebb_error* ebb_model_clear_run_option(ebb_model* model, const char* key);

@@ -57,6 +57,7 @@ struct ModelSummary {
   std::string type;               // genai_config model.type (config.json model_type)
   bool is_encoder = false;        // an embedding model (ebb::Embed), no KV cache
   uint64_t weights_bytes = 0;     // model file + external data
+  WeightsMemory weights;          // anonymous, file-backed or released (ebb/stats.h)
   KvMemory kv;                    // in use, reserved, peak, budget
   ArenaStats cpu_arena;           // the session's CPU arena (or the shared env arena)
   int live_generators = 0;        // generators alive now (requests running or held open)

@@ -30,6 +30,12 @@ class EBB_API RuntimeHandle {
   // minimal step (e.g. the KV budget refusing one token) are logged, not thrown: the KV pool and
   // the heap are still trimmed.
   void ShrinkArena();
+  // Hands back the resident pages of the model's weights when they are file-backed (loaded from
+  // a compiled-model cache entry) and no request is running: madvise(MADV_PAGEOUT) on the entry's
+  // mappings, and memory.limit stops charging them until the next request, which reads them back
+  // in (identical results; its first token is slower, docs/benchmarks.md). Does nothing, and says
+  // why in the result, for anonymous weights (no cache entry) or while requests run.
+  WeightsRelease ReleaseWeights();
   // One shot: shrink at the end of the next request.
   void ShrinkAfterNextRun();
   // Shrink at the end of every n-th request counted from this call; 0 turns it off.

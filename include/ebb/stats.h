@@ -44,6 +44,31 @@ struct KvMemory {
   uint64_t max_bytes = 0;  // kv_cache.max_bytes; 0 = none
 };
 
+// Where a model's weights live (docs/memory.md "Compiled-model cache").
+//   "anonymous":   ORT's own copies (parsed, prepacked) in this process's anonymous memory; the
+//                  OS cannot drop them, only swap them.
+//   "file-backed": the session runs from a cache entry's mapped files (clean page-cache pages,
+//                  shared by every process mapping them, dropped by the OS under pressure).
+//   "released":    file-backed, and the resident pages were handed back
+//                  (RuntimeHandle::ReleaseWeights or memory.release_weights_after_s); the next
+//                  request reads them back in.
+struct WeightsMemory {
+  std::string state = "anonymous";
+  uint64_t anon_bytes = 0;           // weights held as anonymous copies: weights_bytes when
+                                     // "anonymous", else 0 (an estimate: ORT does not report it)
+  uint64_t file_backed_bytes = 0;    // size of the mapped entry data file (0 when anonymous)
+  uint64_t file_resident_bytes = 0;  // resident pages of those mappings now (/proc/self/smaps)
+  uint64_t num_releases = 0;         // ReleaseWeights that handed pages back
+};
+
+// What RuntimeHandle::ReleaseWeights did.
+struct WeightsRelease {
+  bool released = false;  // pages were handed back and the weights are "released"
+  std::string reason;     // when not: why (anonymous weights, requests running, ...)
+  uint64_t resident_before_bytes = 0;
+  uint64_t resident_after_bytes = 0;
+};
+
 // One model's view: its KV pool, its session's CPU arena, the shrinks ebb ran, and the process.
 struct MemoryStats {
   ProcessMemory process;
@@ -53,6 +78,7 @@ struct MemoryStats {
   uint64_t num_requests = 0;  // finished requests (generations) on this model
   // The model's weight files (a runtime's Stats(): all its models'), charged to memory.limit.
   uint64_t weights_bytes = 0;
+  WeightsMemory weights;  // a model's; a runtime's Stats() sums the byte fields of its models
 };
 
 // Reads /proc/self/status; fields stay -1 where the OS has no such line.
@@ -60,5 +86,6 @@ EBB_API ProcessMemory ReadProcessMemory();
 
 // One JSON object with the fields above (snake_case names as in the structs).
 EBB_API std::string ToJson(const MemoryStats& stats);
+EBB_API std::string ToJson(const WeightsRelease& release);
 
 }  // namespace ebb

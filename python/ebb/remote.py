@@ -334,6 +334,10 @@ class RemoteRuntimeHandle:
         """Shrink now (ORT arena, KV pool, heap): POST .../runtime/shrink {"when": "now"}."""
         self._c.call("POST", self._path + "/shrink", {"when": "now"})
 
+    def release_weights(self) -> dict:
+        """Hand back file-backed weight pages: POST .../runtime/release_weights."""
+        return self._c.call("POST", self._path + "/release_weights", {})
+
     def shrink_after_next_run(self) -> None:
         """Shrink once, at the end of the next request."""
         self._c.call("POST", self._path + "/shrink", {"when": "after_next_run"})

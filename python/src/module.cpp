@@ -489,6 +489,18 @@ PYBIND11_MODULE(_ebb, m) {
           },
           "Shrink now (ORT arena, KV pool, heap).")
       .def(
+          "release_weights",
+          [](PyHandle& h) {
+            ebb::WeightsRelease r;
+            {
+              py::gil_scoped_release release;
+              r = h.h().ReleaseWeights();
+            }
+            return JsonLoads(ebb::ToJson(r));
+          },
+          "Hand back the resident pages of file-backed weights (a dict: released, reason, "
+          "resident_before_bytes, resident_after_bytes).")
+      .def(
           "shrink_after_next_run", [](PyHandle& h) { h.h().ShrinkAfterNextRun(); },
           "Shrink once, at the end of the next request.")
       .def(

@@ -296,6 +296,12 @@ EBB_API ebb_error* ebb_model_shrink_above(ebb_model* model, uint64_t rss_bytes) 
   EBB_CHECK_ARG(model);
   return Guard([&] { model->model->runtime().ShrinkAbove(rss_bytes); });
 }
+EBB_API ebb_error* ebb_model_release_weights(ebb_model* model, char** out_json) {
+  EBB_CHECK_ARG(model);
+  EBB_CHECK_ARG(out_json);
+  return Guard(
+      [&] { *out_json = CopyString(ebb::ToJson(model->model->runtime().ReleaseWeights())); });
+}
 EBB_API ebb_error* ebb_model_set_run_option(ebb_model* model, const char* key, const char* value) {
   EBB_CHECK_ARG(model);
   EBB_CHECK_ARG(key);

@@ -80,13 +80,23 @@ void Ps(const Conn& c, bool all) {
     std::cout << rt.dump(2) << "\n";
     return;
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"MODEL", "SIZE", "KV IN USE", "KV RESERVED", "ARENA", "RUNNING", "UNTIL"}};
+  std::vector<std::vector<std::string>> rows = {{"MODEL", "SIZE", "WEIGHTS", "RESIDENT",
+                                                 "KV IN USE", "KV RESERVED", "ARENA", "RUNNING",
+                                                 "UNTIL"}};
   for (const Json& m : rt["models"]) {
     if (!all && !m.value("loaded", false)) continue;
     const bool loaded = m.value("loaded", false);
-    rows.push_back({m["id"].get<std::string>(), loaded ? Mib(m["weights_bytes"]) : "-",
-                    loaded ? Mib(m["kv"]["in_use_bytes"]) : "-",
+    // The weights' state: anonymous (ORT's copies), file-backed (a cache entry's pages) or
+    // released; resident: the file-backed pages in memory now (anonymous: the whole size).
+    const Json w =
+        loaded && m.contains("weights") && m["weights"].is_object() ? m["weights"] : Json::object();
+    const std::string state = w.value("state", std::string("-"));
+    const std::string resident = !w.contains("state") ? "-"
+                                 : state == "anonymous"
+                                     ? Mib(w.value("anon_bytes", Json(0)))
+                                     : Mib(w.value("file_resident_bytes", Json(0)));
+    rows.push_back({m["id"].get<std::string>(), loaded ? Mib(m["weights_bytes"]) : "-", state,
+                    resident, loaded ? Mib(m["kv"]["in_use_bytes"]) : "-",
                     loaded ? Mib(m["kv"]["reserved_bytes"]) : "-",
                     loaded && m["cpu_arena"].value("available", false)
                         ? Mib(m["cpu_arena"]["total_allocated_bytes"])
@@ -108,7 +118,26 @@ void PrintModel(const Conn& c, const Json& j) {
   }
   std::cout << j["id"].get<std::string>() << (j.value("loaded", false) ? " (loaded)" : "")
             << (j.value("pinned", false) ? " pinned" : "") << "\n";
-  if (j.contains("weights_bytes")) std::cout << "  weights   " << Mib(j["weights_bytes"]) << "\n";
+  if (j.contains("weights_bytes")) {
+    std::cout << "  weights   " << Mib(j["weights_bytes"]);
+    if (j.contains("weights") && j["weights"].is_object()) {
+      const Json& w = j["weights"];
+      std::cout << ", " << w.value("state", std::string("?")) << " (file-backed "
+                << Mib(w.value("file_backed_bytes", Json(0))) << ", resident "
+                << Mib(w.value("file_resident_bytes", Json(0))) << ", anonymous "
+                << Mib(w.value("anon_bytes", Json(0))) << ")";
+    }
+    std::cout << "\n";
+  }
+  if (j.contains("release") && j["release"].is_object()) {
+    const Json& r = j["release"];
+    if (r.value("released", false)) {
+      std::cout << "  released  resident " << Mib(r.value("resident_before_bytes", Json(0)))
+                << " -> " << Mib(r.value("resident_after_bytes", Json(0))) << "\n";
+    } else {
+      std::cout << "  not released: " << r.value("reason", std::string()) << "\n";
+    }
+  }
   if (j.contains("kv")) {
     std::cout << "  KV        in use " << Mib(j["kv"]["in_use_bytes"]) << ", reserved "
               << Mib(j["kv"]["reserved_bytes"]) << ", peak " << Mib(j["kv"]["peak_in_use_bytes"])
@@ -341,6 +370,21 @@ void RegisterServiceClientCommands(CLI::App& app) {
     cmd->callback([c, id] {
       ServiceClient s(c->url, c->api_key);
       PrintModel(*c, s.Call("GET", "/v1/models/" + *id + "/runtime"));
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    CLI::App* cmd = model->add_subcommand(
+        "release-weights",
+        "Hand back an idle model's resident weight pages (file-backed weights from the model "
+        "cache); its next request reads them back");
+    cmd->add_option("ID", *id, "Model id")->required();
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id] {
+      ServiceClient s(c->url, c->api_key);
+      PrintModel(*c,
+                 s.Call("POST", "/v1/models/" + *id + "/runtime/release_weights", Json::object()));
     });
   }
   {

@@ -32,6 +32,14 @@ nlohmann::ordered_json ArenaStatsJson(const ArenaStats& a) {
           {"limit_bytes", a.limit_bytes}};
 }
 
+nlohmann::ordered_json WeightsMemoryJson(const WeightsMemory& w) {
+  return {{"state", w.state},
+          {"anon_bytes", w.anon_bytes},
+          {"file_backed_bytes", w.file_backed_bytes},
+          {"file_resident_bytes", w.file_resident_bytes},
+          {"num_releases", w.num_releases}};
+}
+
 }  // namespace internal
 
 ProcessMemory ReadProcessMemory() {
@@ -54,7 +62,16 @@ std::string ToJson(const MemoryStats& s) {
   j["num_shrinks"] = s.num_shrinks;
   j["num_requests"] = s.num_requests;
   j["weights_bytes"] = s.weights_bytes;
+  j["weights"] = internal::WeightsMemoryJson(s.weights);
   return j.dump();
+}
+
+std::string ToJson(const WeightsRelease& r) {
+  const nlohmann::ordered_json j = {{"released", r.released},
+                                    {"reason", r.reason},
+                                    {"resident_before_bytes", r.resident_before_bytes},
+                                    {"resident_after_bytes", r.resident_after_bytes}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace internal {

@@ -16,5 +16,6 @@ ProcessMemory ParseProcessStatus(std::string_view text);
 // (Runtime::List as JSON, the C ABI, Python), so that the field names cannot drift apart.
 nlohmann::ordered_json KvMemoryJson(const KvMemory& kv);
 nlohmann::ordered_json ArenaStatsJson(const ArenaStats& a);
+nlohmann::ordered_json WeightsMemoryJson(const WeightsMemory& w);
 
 }  // namespace ebb::internal

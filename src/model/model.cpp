@@ -335,7 +335,94 @@ void ModelImpl::AcquireGeneratorSlot() {
     throw Error(ErrorCode::FailedPrecondition,
                 "model '" + id + "' was unloaded; load it again to generate");
   }
+  if (weights_released_) {
+    // The weights come back into memory with this request: memory.limit charges them again
+    // (ResourceExhausted, naming the budget, when it has no room; the model stays released).
+    if (host && !weights_charged) {
+      host->governor().ChargeWeights(weights_bytes, id);
+      weights_charged = true;
+    }
+    weights_released_ = false;
+  }
   ++live_;
+}
+
+WeightsRelease ModelImpl::ReleaseWeights() {
+  WeightsRelease r;
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  if (released_) {
+    r.reason = "model '" + id + "' was unloaded";
+    return r;
+  }
+  if (weights_entry.empty()) {
+    r.reason =
+        "the weights of '" + id +
+        "' are ONNX Runtime's anonymous copies (the model was not loaded from a compiled-model "
+        "cache entry), which cannot be dropped without unloading; load it again once its cache "
+        "entry is built (model_cache.dir), or unload it";
+    return r;
+  }
+  if (live_ > 0) {
+    r.reason = std::to_string(live_) + " request(s) running on '" + id + "'; retry when idle";
+    return r;
+  }
+  const FilePagesRelease pages = ReleaseFilePages(weights_entry);
+  r.resident_before_bytes = pages.before.resident_bytes;
+  r.resident_after_bytes = pages.after.resident_bytes;
+  r.released = true;
+  if (!weights_released_) {
+    if (weights_charged && host) {
+      host->governor().ReleaseWeights(weights_bytes);
+      weights_charged = false;
+    }
+    weights_released_ = true;
+    ++num_weight_releases_;
+  }
+  EBB_LOG_INFO("released the weights of '{}': {} resident before, {} after", id,
+               FormatBytes(r.resident_before_bytes), FormatBytes(r.resident_after_bytes));
+  return r;
+}
+
+WeightsMemory ModelImpl::WeightsStats() const {
+  WeightsMemory w;
+  {
+    std::lock_guard<std::mutex> lock(slot_mu_);
+    w.num_releases = num_weight_releases_;
+    w.state = weights_entry.empty() ? "anonymous" : weights_released_ ? "released" : "file-backed";
+  }
+  if (weights_entry.empty()) {
+    w.anon_bytes = weights_bytes;
+    return w;
+  }
+  std::error_code ec;
+  w.file_backed_bytes = std::filesystem::file_size(weights_entry / ModelCache::kDataFile, ec);
+  if (ec) w.file_backed_bytes = 0;
+  w.file_resident_bytes = ResidentFilePages(weights_entry).resident_bytes;
+  return w;
+}
+
+void ModelImpl::StartIdleRelease(int32_t after_s) {
+  if (after_s <= 0 || weights_entry.empty()) return;
+  idle_release_thread_ = std::thread([this, after_ms = int64_t{after_s} * 1000] {
+    std::unique_lock<std::mutex> lock(slot_mu_);
+    while (!stop_idle_release_) {
+      const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      const int64_t idle_ms = now - std::max(last_used_ms_.load(), loaded_unix_ms);
+      if (live_ == 0 && !weights_released_ && !released_ && idle_ms >= after_ms) {
+        lock.unlock();
+        EBB_LOG_INFO("'{}' idle for {} s (memory.release_weights_after_s): releasing its weights",
+                     id, idle_ms / 1000);
+        ReleaseWeights();
+        lock.lock();
+        continue;
+      }
+      const int64_t wait_ms =
+          live_ == 0 && !weights_released_ ? std::max<int64_t>(after_ms - idle_ms, 10) : after_ms;
+      idle_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+    }
+  });
 }
 
 void ModelImpl::ReleaseGeneratorSlot() noexcept {
@@ -367,8 +454,11 @@ void ModelImpl::Release() {
     std::unique_lock<std::mutex> lock(slot_mu_);
     if (released_) return;
     released_ = true;
+    stop_idle_release_ = true;
+    idle_cv_.notify_all();
     slot_cv_.wait(lock, [this] { return live_ == 0; });
   }
+  if (idle_release_thread_.joinable()) idle_release_thread_.join();
   // The background cache build reads the session: it finishes first (cache_builder.h).
   cache_builder.reset();
   // No generator is alive and none can start: free the session (and an arena it alone uses),
@@ -602,6 +692,10 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     }
   }
   // GUARD-HOOK
+  impl->loaded_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  impl->StartIdleRelease(options.release_weights_after_s);
   if (cache.action() == ModelCache::Action::kBuild) StartCacheBuild(*impl, so, std::move(cache));
   return impl;
 }
@@ -674,6 +768,7 @@ MemoryStats Model::memory_stats() const {
   s.num_shrinks = m.shrink->num_shrinks();
   s.num_requests = m.shrink->num_requests();
   s.weights_bytes = m.weights_bytes;
+  s.weights = m.WeightsStats();
   return s;
 }
 

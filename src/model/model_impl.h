@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ebb/chat_template.h"
@@ -110,6 +111,14 @@ class ModelImpl final : public Model {
   // Unload: refuse new generators, wait for the live ones to end, free everything. Idempotent.
   void Release();
   bool released() const;
+  // RuntimeHandle::ReleaseWeights (ebb/runtime_handle.h). Thread-safe; holds the slot lock
+  // while it advises the kernel, so no request starts meanwhile.
+  WeightsRelease ReleaseWeights();
+  WeightsMemory WeightsStats() const;
+  // memory.release_weights_after_s > 0 and file-backed weights: a thread that releases them once
+  // the model has been idle that long. Stopped by Release().
+  void StartIdleRelease(int32_t after_s);
+  int64_t loaded_unix_ms = 0;  // set at load; the idle clock before the first request
   // Milliseconds since the Unix epoch of the last request's end (0: none yet).
   int64_t last_used_unix_ms() const { return last_used_ms_.load(); }
   void Touch();
@@ -119,6 +128,13 @@ class ModelImpl final : public Model {
   std::condition_variable slot_cv_;
   int live_ = 0;           // guarded by slot_mu_
   bool released_ = false;  // guarded by slot_mu_
+  // File-backed weights whose pages were released; charged to memory.limit again (and so
+  // "active") when the next generator takes a slot.
+  bool weights_released_ = false;     // guarded by slot_mu_
+  uint64_t num_weight_releases_ = 0;  // guarded by slot_mu_
+  bool stop_idle_release_ = false;    // guarded by slot_mu_
+  std::condition_variable idle_cv_;
+  std::thread idle_release_thread_;
   std::atomic<int64_t> last_used_ms_{0};
 };
 

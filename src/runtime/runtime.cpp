@@ -248,6 +248,7 @@ std::vector<ModelSummary> Runtime::List() const {
     const MemoryStats ms = m->memory_stats();
     s.kv = ms.kv;
     s.cpu_arena = ms.cpu_arena;
+    s.weights = ms.weights;
     s.live_generators = m->live_generators();
     s.requests_served = ms.num_requests;
     s.last_used_unix_ms = m->last_used_unix_ms();
@@ -270,6 +271,16 @@ MemoryStats Runtime::Stats() const {
   s.kv.peak_in_use_bytes = state_->gov.kv_peak();
   s.kv.max_bytes = state_->gov.limit();
   s.weights_bytes = state_->gov.weights();
+  // The weights' split, summed over the models ("state" says "mixed" when they differ).
+  bool first = true;
+  for (const ModelSummary& m : List()) {
+    s.weights.anon_bytes += m.weights.anon_bytes;
+    s.weights.file_backed_bytes += m.weights.file_backed_bytes;
+    s.weights.file_resident_bytes += m.weights.file_resident_bytes;
+    s.weights.num_releases += m.weights.num_releases;
+    s.weights.state = first || s.weights.state == m.weights.state ? m.weights.state : "mixed";
+    first = false;
+  }
   return s;
 }
 
@@ -294,6 +305,7 @@ std::string ToJson(const std::vector<ModelSummary>& models) {
                     {"type", s.type},
                     {"is_encoder", s.is_encoder},
                     {"weights_bytes", s.weights_bytes},
+                    {"weights", internal::WeightsMemoryJson(s.weights)},
                     {"kv", internal::KvMemoryJson(s.kv)},
                     {"cpu_arena", internal::ArenaStatsJson(s.cpu_arena)},
                     {"live_generators", s.live_generators},

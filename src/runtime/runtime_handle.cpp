@@ -10,6 +10,9 @@ internal::ShrinkController& C(Model* m) { return *internal::ImplOf(*m).shrink; }
 }  // namespace
 
 void RuntimeHandle::ShrinkArena() { C(model_).ShrinkNow(); }
+WeightsRelease RuntimeHandle::ReleaseWeights() {
+  return internal::ImplOf(*model_).ReleaseWeights();
+}
 void RuntimeHandle::ShrinkAfterNextRun() { C(model_).ShrinkAfterNextRequest(); }
 void RuntimeHandle::ShrinkEvery(uint32_t n) { C(model_).ShrinkEvery(n); }
 void RuntimeHandle::ShrinkAbove(uint64_t rss_bytes) { C(model_).ShrinkAbove(rss_bytes); }

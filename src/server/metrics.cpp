@@ -161,6 +161,26 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
   for (const auto& m : list) {
     if (m.summary) w.Sample("ebb_model_weights_bytes", L(m.id), m.summary->weights_bytes);
   }
+  w.Family("ebb_model_weights_memory_bytes", "gauge",
+           "A loaded model's weights in memory: anonymous (ORT's own copies, which the OS cannot "
+           "drop) and file_resident (resident pages of a compiled-model cache entry: "
+           "reclaimable, shared between processes).");
+  for (const auto& m : list) {
+    if (!m.summary) continue;
+    const auto& wm = m.summary->weights;
+    w.Sample("ebb_model_weights_memory_bytes", L(m.id) + ",kind=\"anonymous\"", wm.anon_bytes);
+    w.Sample("ebb_model_weights_memory_bytes", L(m.id) + ",kind=\"file_resident\"",
+             wm.file_resident_bytes);
+  }
+  w.Family("ebb_model_weights_released", "gauge",
+           "1 when a loaded model's file-backed weights were released (release_weights); the "
+           "next request reads them back.");
+  for (const auto& m : list) {
+    if (m.summary) {
+      w.Sample("ebb_model_weights_released", L(m.id),
+               m.summary->weights.state == "released" ? 1 : 0);
+    }
+  }
   w.Family("ebb_model_kv_bytes", "gauge",
            "KV cache bytes of a loaded model: in_use (live requests), reserved (held by its "
            "pool), peak (most in use).");

@@ -218,6 +218,18 @@ void Server::RegisterAdminRoutes() {
       res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))), "application/json");
     });
   });
+  http_->Post(R"(/v1/models/([^/]+)/runtime/release_weights)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                Guard(res, [&] {
+                  const std::string id = req.matches[1];
+                  BodyObject(req);  // a JSON object (or empty), like the other verbs
+                  auto model = LoadedModel(*runtime_, id);
+                  const WeightsRelease r = model->runtime().ReleaseWeights();
+                  Json j = ModelRuntimeJson(id, *model, manager_->Get(id));
+                  j["release"] = Json::parse(ToJson(r));
+                  res.set_content(Dump(j), "application/json");
+                });
+              });
   http_->Get("/v1/runtime", [this](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       const MemoryStats s = runtime_->Stats();

@@ -3,11 +3,14 @@
 // truncated or half-written entry, a changed model file or graph option, a process killed while
 // writing, two builders at once, no writable folder) still loads correctly, rebuilding where
 // needed, with a log line saying why. Each test works on its own copy of a synthesized model.
+#include "model/model_cache.h"
+
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +29,12 @@
 #include "ebb/generator.h"
 #include "ebb/log.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
+#include "ebb/runtime_handle.h"
+#include "model/model_impl.h"
+#include "model/prepacked_align.h"
+#include "model/probe_run.h"
+#include "ort/ort_env.h"
 #include "test_env.h"
 
 extern char** environ;
@@ -492,6 +501,189 @@ TEST(ModelCache, DefaultIsAutoAndEbbModelCacheDirReplacesTheDefault) {
   } else {
     ::unsetenv("EBB_MODEL_CACHE_DIR");
   }
+}
+
+// The bug the aligned rewrite fixes, pinned: ORT's own saver leaves small prepacked MatMulNBits
+// blobs at offsets that are not multiples of 64, and MLAS then reads them with another layout
+// (NaN or wrong logits). The same blobs rewritten at aligned offsets compute exactly what the
+// normal load computes.
+TEST(ModelCache, SmallPrepackedBlobsAtUnalignedOffsetsMisreadAndAlignedTheyMatch) {
+  ModelCopy m("llama-int4-extdata");
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  off.Set("prefill_logits", "all");  // the graph as ORT's saver sees it, no ebb rewrite
+  auto model = Model::Load(m.dir(), off);
+  auto& mi = internal::ImplOf(*model);
+  const std::vector<float> want = internal::ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder);
+
+  // What ORT writes by itself.
+  const fs::path raw = m.base() / "raw";
+  fs::create_directories(raw);
+  {
+    Ort::SessionOptions so;
+    so.SetIntraOpNumThreads(1);
+    so.SetOptimizedModelFilePath((raw / "model.onnx").c_str());
+    so.AddConfigEntry("session.optimized_model_external_initializers_file_name", "model.onnx.data");
+    so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
+    so.AddConfigEntry("session.save_external_prepacked_constant_initializers", "1");
+    Ort::Session writer(internal::OrtEnvironment(), mi.config.model_path.c_str(), so);
+  }
+  ASSERT_GT(internal::CountMisalignedRegions(raw / "model.onnx", 64), 0u)
+      << "ORT's saver aligned every blob: the workaround may no longer be needed";
+  const fs::path aligned = m.base() / "aligned";
+  fs::create_directories(aligned);
+  const internal::AlignedExternalData a = internal::AlignExternalData(
+      raw / "model.onnx", aligned / "model.onnx", "model.onnx.data", 4096);
+  EXPECT_GT(a.num_prepacked_blobs, 0u);
+  EXPECT_GT(a.num_were_misaligned, 0u);
+  EXPECT_EQ(internal::CountMisalignedRegions(aligned / "model.onnx", 4096), 0u);
+
+  auto probe = [&](const fs::path& graph) {
+    Ort::SessionOptions so;
+    so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
+    Ort::Session s(internal::OrtEnvironment(), graph.c_str(), so);
+    return internal::ProbeOutputs(s, mi.config, mi.io, mi.encoder);
+  };
+  EXPECT_EQ(internal::CompareProbeOutputs(want, probe(aligned / "model.onnx")), "");
+  EXPECT_NE(internal::CompareProbeOutputs(want, probe(raw / "model.onnx")), "")
+      << "the misaligned blobs read back correctly: MLAS no longer derives its layout from the "
+         "address";
+}
+
+TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  ModelOptions o = AutoCache();
+  {
+    Runtime rt;
+    auto model = rt.Load("a", m.dir(), o);
+    EXPECT_EQ(model->memory_stats().weights.state, "anonymous");
+    EXPECT_EQ(model->memory_stats().weights.anon_bytes, model->weights_bytes());
+    const WeightsRelease r = model->runtime().ReleaseWeights();
+    EXPECT_FALSE(r.released);
+    EXPECT_THAT(r.reason, HasSubstr("anonymous copies"));
+  }  // the entry is built before the model goes
+  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  // Every blob of the entry starts on a page.
+  EXPECT_EQ(internal::CountMisalignedRegions(Entries(m.cache_root())[0] / "model.onnx", 4096), 0u);
+
+  Runtime rt;
+  auto model = rt.Load("a", m.dir(), o);
+  const WeightsMemory w = model->memory_stats().weights;
+  EXPECT_EQ(w.state, "file-backed");
+  EXPECT_EQ(w.anon_bytes, 0u);
+  EXPECT_GT(w.file_backed_bytes, model->weights_bytes()) << "the entry holds the prepacked blobs";
+  const uint64_t charged = rt.Stats().weights_bytes;
+  EXPECT_EQ(charged, model->weights_bytes());
+  {
+    // Not while a request runs.
+    Generator g(model, GeneratorParams{});
+    const WeightsRelease busy = model->runtime().ReleaseWeights();
+    EXPECT_FALSE(busy.released);
+    EXPECT_THAT(busy.reason, HasSubstr("running"));
+  }
+  const WeightsRelease r = model->runtime().ReleaseWeights();
+  EXPECT_TRUE(r.released) << r.reason;
+  EXPECT_LE(r.resident_after_bytes, r.resident_before_bytes);
+  EXPECT_EQ(model->memory_stats().weights.state, "released");
+  EXPECT_EQ(model->memory_stats().weights.num_releases, 1u);
+  EXPECT_EQ(rt.Stats().weights_bytes, 0u) << "released file-backed weights are not charged";
+  EXPECT_EQ(Greedy(model), want);
+  EXPECT_EQ(model->memory_stats().weights.state, "file-backed");
+  EXPECT_EQ(rt.Stats().weights_bytes, charged) << "the request charged them again";
+}
+
+TEST(ModelCache, IdleModelReleasesItsWeightsAfterReleaseWeightsAfterS) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  LoadAndGreedy(m.dir());  // builds the entry
+  ModelOptions o = AutoCache();
+  o.Set("memory.release_weights_after_s", "1");
+  auto model = Model::Load(m.dir(), o);
+  EXPECT_EQ(model->memory_stats().weights.state, "file-backed");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (model->memory_stats().weights.state != "released" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(model->memory_stats().weights.state, "released");
+  EXPECT_EQ(Greedy(model), want);
+  EXPECT_THROW(o.Set("memory.release_weights_after_s", "-1"), Error);
+}
+
+TEST(ModelCache, DiskBudgetRemovesTheLeastRecentlyUsedEntry) {
+  ModelCopy m("llama-tiny-fp32");
+  const auto want = Uncached(m.dir());
+  ModelOptions a = AutoCache();
+  ModelOptions b = AutoCache();
+  b.Set("session_options.graph_optimization_level", "basic");
+  ASSERT_EQ(LoadAndGreedy(m.dir(), a), want);
+  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  const fs::path first = Entries(m.cache_root())[0];
+  // A budget that holds one entry, not two.
+  uint64_t bytes = 0;
+  for (const auto& f : fs::directory_iterator(first)) bytes += f.file_size();
+  b.Set("model_cache.max_bytes", std::to_string(bytes + bytes / 2));
+  LogCapture logs;
+  ASSERT_EQ(LoadAndGreedy(m.dir(), b), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("the least recently used entry"));
+  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  EXPECT_FALSE(fs::exists(first));
+  EXPECT_EQ(LoadAndGreedy(m.dir(), b), want);
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+}
+
+TEST(ModelCache, DiskFullDuringTheBuildLeavesNoEntryAndTheLoadServes) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  // A child CLI whose file-size limit (RLIMIT_FSIZE) stops the cache write, as a full disk does.
+  const std::string cli = testing::CliPath();
+  const fs::path out = m.base() / "out.txt";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    struct rlimit lim {
+      64 * 1024, 64 * 1024
+    };
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    ::execl(cli.c_str(), cli.c_str(), "generate", m.dir().c_str(), "--input-ids",
+            "5,17,42,99,7,300", "--max-length", "20", "--option", "model_cache.dir=auto",
+            "--log-level", "info", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << text;
+  EXPECT_THAT(text, HasSubstr("model cache: not caching"));
+  EXPECT_TRUE(Entries(m.cache_root()).empty());
+  EXPECT_TRUE(TempDirs(m.cache_root()).empty());
+  // The next load builds it properly.
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+}
+
+TEST(ModelCache, TheKeyNamesTheIsaLevelAndOrtVersion) {
+  const std::string isa = internal::IsaLevel();
+#if defined(__x86_64__)
+  EXPECT_THAT(isa, ::testing::StartsWith("x86-64"));
+#endif
+  ModelCopy m("llama-tiny-fp32");
+  LoadAndGreedy(m.dir());
+  const fs::path entry = Entries(m.cache_root()).at(0);
+  std::ifstream f(entry / "manifest.json");
+  const std::string manifest((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(manifest, HasSubstr("isa=" + isa));
+  EXPECT_THAT(manifest, HasSubstr("ort="));
+  EXPECT_THAT(manifest, HasSubstr("prepacked_blobs=aligned-4096"));
+  // Entries are immutable: read-only files.
+  EXPECT_EQ(fs::status(entry / "model.onnx.data").permissions() & fs::perms::owner_write,
+            fs::perms::none);
 }
 
 }  // namespace
