@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "ebb/runtime_handle.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "model/model_impl.h"
@@ -185,12 +186,33 @@ struct ModelManager::State {
     return {s.weights_bytes + s.kv.in_use_bytes, runtime->memory_limit()};
   }
 
-  // Evicts idle models, least recently used first, until `need` more bytes fit. Caller holds
-  // `lock` (released around each unload). Returns whether it fits.
+  // Makes `need` more bytes fit under memory.limit: first releases the file-backed weights of
+  // idle models (least recently used first; they stay loaded, and their next request reads the
+  // pages back), then evicts idle models, least recently used first. Caller holds `lock`
+  // (released around each unload). Returns whether it fits.
   bool MakeRoom(std::unique_lock<std::mutex>& lock, const std::string& for_id, uint64_t need) {
     for (;;) {
       const auto [used, limit] = Usage();
       if (limit == 0 || used + need <= limit) return true;
+      std::string to_release;
+      int64_t oldest_release = INT64_MAX;
+      for (const auto& [id, e] : entries) {
+        if (!e.model || e.leases > 0 || e.loading || id == for_id) continue;
+        if (e.model->num_live_generators() > 0) continue;
+        if (e.model->memory_stats().weights.state != "file-backed") continue;
+        if (e.last_used_unix_ms < oldest_release) {
+          oldest_release = e.last_used_unix_ms;
+          to_release = id;
+        }
+      }
+      if (!to_release.empty()) {
+        const WeightsRelease r = entries[to_release].model->runtime().ReleaseWeights();
+        if (r.released) {
+          EBB_LOG_INFO("released the weights of idle model '{}' to make room for '{}' ({} needed)",
+                       to_release, for_id, internal::FormatBytes(need));
+          continue;
+        }
+      }
       // Idle: loaded, no lease, not pinned, not loading, no live generator.
       std::string victim;
       int64_t oldest = INT64_MAX;
@@ -255,6 +277,10 @@ struct ModelManager::State {
                       "model '" + id + "' is loaded with other options (" +
                           OptionListText(e.options) + "); unload it first to load it with " +
                           OptionListText(opts));
+        }
+        if (e.model->memory_stats().weights.state == "released") {
+          // Its next request charges the weights again: make room for them now, as for a load.
+          MakeRoom(lock, id, e.model->weights_bytes());
         }
         ++e.leases;
         e.expiry_set = false;
