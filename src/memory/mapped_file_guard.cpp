@@ -177,8 +177,7 @@ std::vector<Range> FindMappings(const FileIds& ids) {
       continue;
     for (size_t f = 0; f < ids.size(); ++f) {
       const auto& id = ids[f];
-      if (!id.exists || id.ino != inode || major(id.dev) != major_no ||
-          minor(id.dev) != minor_no)
+      if (!id.exists || id.ino != inode || major(id.dev) != major_no || minor(id.dev) != minor_no)
         continue;
       int prot = PROT_NONE;
       if (perms[0] == 'r') prot |= PROT_READ;

@@ -21,8 +21,9 @@
 //
 // Thread-safety: Protect, Rescan, faults, pages_zeroed, broken, num_ranges and Describe may be
 // called from any thread, concurrently, on the same or different guards; the destructor not
-// concurrently with another call on the same guard. Guards of different models are independent. The registered ranges live in one
-// fixed-capacity, lock-free process-wide table of kMaxRanges slots that the handler reads.
+// concurrently with another call on the same guard. Guards of different models are independent. The
+// registered ranges live in one fixed-capacity, lock-free process-wide table of kMaxRanges slots
+// that the handler reads.
 //
 // Ownership: the caller owns the guard and the mappings; the guard only records addresses. It
 // must be destroyed (or Rescan called) before the mappings are unmapped, since an address range
@@ -93,11 +94,11 @@ class MappedFileGuard {
 
   explicit MappedFileGuard(std::vector<std::filesystem::path> files);
 
-  std::vector<FileId> files_;                   // immutable after construction
+  std::vector<FileId> files_;                       // immutable after construction
   std::unique_ptr<MappedFileCounters[]> counters_;  // one per file; the handler's view
-  mutable std::mutex mu_;                       // guards slots_ and warned_full_
-  std::vector<uint32_t> slots_;                 // table slots this guard holds (guarded by mu_)
-  bool warned_full_ = false;                    // guarded by mu_
+  mutable std::mutex mu_;                           // guards slots_ and warned_full_
+  std::vector<uint32_t> slots_;                     // table slots this guard holds (guarded by mu_)
+  bool warned_full_ = false;                        // guarded by mu_
 };
 
 }  // namespace ebb::internal

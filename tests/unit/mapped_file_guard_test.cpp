@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 // ASan installs its own SIGBUS handler by default (handle_sigbus=1), which reports and exits
@@ -96,15 +97,17 @@ std::vector<uint8_t> ReadAll(const uint8_t* p, size_t n) {
     const uint8_t want = i < eof ? TempFile::Expected(i) : 0;
     if (bytes[i] != want)
       return ::testing::AssertionFailure() << "byte " << i << " is " << int(bytes[i])
-                                           << ", expected " << int(want) << " (eof " << eof
-                                           << ")";
+                                           << ", expected " << int(want) << " (eof " << eof << ")";
   }
   return ::testing::AssertionSuccess();
 }
 
-void NoCoreDump() {
+// In a death test's child: no core file, and a hang (a handler that returns to a fault that
+// repeats) dies of SIGALRM instead, which fails the test instead of blocking it.
+void PrepareToDie() {
   struct rlimit none {};
   setrlimit(RLIMIT_CORE, &none);
+  alarm(20);
 }
 
 void ExpectTruncationAbsorbed(size_t new_size) {
@@ -158,7 +161,7 @@ TEST(MappedFileGuard, AnUnprotectedMappingStillDiesOfSigbus) {
   // The guard's handler is installed and chains to SIG_DFL: the default action still happens.
   EXPECT_EXIT(
       {
-        NoCoreDump();
+        PrepareToDie();
         other.Truncate(0);
         ReadAll(q, other.size());
       },
@@ -175,7 +178,7 @@ TEST(MappedFileGuard, ADestroyedGuardNoLongerAbsorbs) {
   MappedFileGuard::Protect({file.path()}).reset();  // registered, then unregistered
   EXPECT_EXIT(
       {
-        NoCoreDump();
+        PrepareToDie();
         file.Truncate(0);
         ReadAll(p, file.size());
       },
@@ -183,44 +186,49 @@ TEST(MappedFileGuard, ADestroyedGuardNoLongerAbsorbs) {
   munmap(const_cast<uint8_t*>(p), file.size());
 }
 
-// The user handler's view of the unprotected mapping.
+// The user handler's view of the unprotected mapping, and whether a fault is expected now.
 uintptr_t g_other_start = 0, g_other_end = 0;
+volatile sig_atomic_t g_user_fault_expected = 0;
 
 void UserSiginfoHandler(int, siginfo_t* info, void*) {
   const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
   _exit(addr >= g_other_start && addr < g_other_end ? 42 : 43);
 }
-void UserPlainHandler(int) { _exit(42); }
+void UserPlainHandler(int) { _exit(g_user_fault_expected ? 42 : 43); }
+
+// Installs the user's handler, then a guard: a truncation inside the guard's range is absorbed
+// without calling the user's handler (else exit 43 or 44), one outside reaches it (exit 42).
+[[noreturn]] void UserHandlerScenario(bool siginfo) {
+  struct sigaction sa {};
+  sigemptyset(&sa.sa_mask);
+  if (siginfo) {
+    sa.sa_sigaction = UserSiginfoHandler;
+    sa.sa_flags = SA_SIGINFO;
+  } else {
+    sa.sa_handler = UserPlainHandler;
+  }
+  sigaction(SIGBUS, &sa, nullptr);
+  PrepareToDie();
+  TempFile file(2);
+  TempFile other(2, "other.data");
+  const uint8_t* p = file.Map(MAP_PRIVATE);
+  const uint8_t* q = other.Map(MAP_PRIVATE);
+  g_other_start = reinterpret_cast<uintptr_t>(q);
+  g_other_end = g_other_start + other.size();
+  auto guard = MappedFileGuard::Protect({file.path()});
+  file.Truncate(kPage / 2);
+  if (!FileThenZeros(ReadAll(p, file.size()), kPage / 2) || guard->faults() != 1) _exit(44);
+  other.Truncate(0);
+  g_user_fault_expected = 1;
+  ReadAll(q, other.size());
+  _exit(45);  // the fault did not reach the user's handler
+}
 
 // In a fresh process (threadsafe death tests re-execute the binary), so that the user's handler
-// is installed before the guard's, as when a crash reporter was there first: faults inside the
-// guard's range are absorbed without calling it, faults outside reach it.
+// is installed before the guard's, as when a crash reporter was there first.
 void ExpectChainsToUserHandler(bool siginfo) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        struct sigaction sa {};
-        sigemptyset(&sa.sa_mask);
-        if (siginfo) {
-          sa.sa_sigaction = UserSiginfoHandler;
-          sa.sa_flags = SA_SIGINFO;
-        } else {
-          sa.sa_handler = UserPlainHandler;
-        }
-        sigaction(SIGBUS, &sa, nullptr);
-        TempFile file(2), other(2, "other.data");
-        const uint8_t* p = file.Map(MAP_PRIVATE);
-        const uint8_t* q = other.Map(MAP_PRIVATE);
-        g_other_start = reinterpret_cast<uintptr_t>(q);
-        g_other_end = g_other_start + other.size();
-        auto guard = MappedFileGuard::Protect({file.path()});
-        file.Truncate(kPage / 2);
-        if (!FileThenZeros(ReadAll(p, file.size()), kPage / 2) || guard->faults() != 1) _exit(44);
-        other.Truncate(0);
-        ReadAll(q, other.size());
-        _exit(45);  // the fault did not reach the user's handler
-      },
-      ::testing::ExitedWithCode(42), "");
+  EXPECT_EXIT(UserHandlerScenario(siginfo), ::testing::ExitedWithCode(42), "");
 }
 
 TEST(MappedFileGuard, ChainsToAPreviousSiginfoHandler) { ExpectChainsToUserHandler(true); }
@@ -290,7 +298,8 @@ TEST(MappedFileGuard, MatchesTheMappedInodeNotThePath) {
 TEST(MappedFileGuard, AFullTableProtectsWhatFits) {
   TempFile file(1);
   std::vector<const uint8_t*> maps;
-  for (size_t i = 0; i < MappedFileGuard::kMaxRanges + 8; ++i) maps.push_back(file.Map(MAP_PRIVATE));
+  for (size_t i = 0; i < MappedFileGuard::kMaxRanges + 8; ++i)
+    maps.push_back(file.Map(MAP_PRIVATE));
   auto guard = MappedFileGuard::Protect({file.path()});
   EXPECT_EQ(guard->num_ranges(), MappedFileGuard::kMaxRanges);  // and a warning in the log
   TempFile other(1, "other.data");
@@ -300,6 +309,40 @@ TEST(MappedFileGuard, AFullTableProtectsWhatFits) {
   EXPECT_EQ(MappedFileGuard::Protect({other.path()})->num_ranges(), 1u);  // slots are free again
   for (const uint8_t* m : maps) munmap(const_cast<uint8_t*>(m), file.size());
   munmap(const_cast<uint8_t*>(q), other.size());
+}
+
+// Threads fault in their own guards' ranges at once while another thread registers and
+// unregisters guards of other files: every fault is absorbed and counted by its own guard.
+TEST(MappedFileGuard, ConcurrentFaultsAndRegistrations) {
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<TempFile>> files;
+  std::vector<const uint8_t*> maps;
+  std::vector<std::unique_ptr<MappedFileGuard>> guards;
+  for (int i = 0; i < kThreads; ++i) {
+    files.push_back(std::make_unique<TempFile>(8));
+    maps.push_back(files.back()->Map(MAP_PRIVATE));
+    guards.push_back(MappedFileGuard::Protect({files.back()->path()}));
+    files.back()->Truncate(0);
+  }
+  TempFile churn(1, "churn.data");
+  const uint8_t* c = churn.Map(MAP_PRIVATE);
+  std::thread registrar([&] {
+    for (int i = 0; i < 200; ++i) MappedFileGuard::Protect({churn.path()})->Rescan();
+  });
+  std::vector<std::thread> readers;
+  std::vector<int> ok(kThreads, 0);
+  for (int i = 0; i < kThreads; ++i)
+    readers.emplace_back([&, i] { ok[i] = FileThenZeros(ReadAll(maps[i], files[i]->size()), 0); });
+  for (auto& t : readers) t.join();
+  registrar.join();
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_TRUE(ok[i]) << i;
+    EXPECT_EQ(guards[i]->faults(), 1u) << i;
+    EXPECT_EQ(guards[i]->pages_zeroed(), 8u) << i;
+  }
+  guards.clear();
+  for (int i = 0; i < kThreads; ++i) munmap(const_cast<uint8_t*>(maps[i]), files[i]->size());
+  munmap(const_cast<uint8_t*>(c), churn.size());
 }
 
 }  // namespace
