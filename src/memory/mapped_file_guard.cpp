@@ -101,6 +101,8 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
       const uintptr_t page = addr & ~(g_page_size - 1);
       void* zeros = mmap(reinterpret_cast<void*>(page), end - page, slot.prot.load(),
                          MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      // When mmap fails (no memory for the zero pages) the fault goes on to the previous
+      // handler: by default the process dies as it would have without the guard.
       if (zeros != MAP_FAILED) {
         MappedFileCounters* counters = slot.counters.load();
         counters->faults.fetch_add(1);
@@ -222,8 +224,10 @@ MappedFileGuard::~MappedFileGuard() {
 }
 
 void MappedFileGuard::Rescan() {
-  std::vector<Range> found = FindMappings(files_);
+  // Under the lock, so that a scan from before an munmap cannot re-register what a later scan
+  // dropped.
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Range> found = FindMappings(files_);
   // Keep the slots whose mapping is still there, unchanged; retire the others.
   std::vector<uint32_t> keep, drop;
   for (uint32_t i : slots_) {
