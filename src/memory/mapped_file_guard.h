@@ -21,14 +21,14 @@
 //
 // Thread-safety: Protect, Rescan, faults, pages_zeroed, broken, num_ranges and Describe may be
 // called from any thread, concurrently, on the same or different guards; the destructor not
-// concurrently with another call on the same guard. Guards of different models are independent. The
-// registered ranges live in one fixed-capacity, lock-free process-wide table of kMaxRanges slots
-// that the handler reads.
+// concurrently with another call on the same guard. Guards of different models are independent.
+// The registered ranges live in one fixed-capacity, lock-free process-wide table of kMaxRanges
+// slots that the handler reads; the destructor and Rescan wait (spinning, microseconds) for
+// handlers that are using a slot they free.
 //
 // Ownership: the caller owns the guard and the mappings; the guard only records addresses. It
-// must be destroyed (or Rescan called) before the mappings are unmapped, since an address range
-// that is later reused by another mapping would still be absorbed; Rescan drops ranges whose
-// mapping is gone.
+// must be destroyed before its files are unmapped (or Rescan called right after an unmap), since
+// an address range that is later reused by another mapping would still be absorbed.
 //
 // After failure: a file that does not exist or is not mapped is not an error; it adds no range.
 // When the table is full, Protect and Rescan log a warning and protect the ranges that fit.

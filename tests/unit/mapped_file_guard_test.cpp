@@ -152,6 +152,30 @@ TEST(MappedFileGuard, TruncatedToHalfReadsZerosPastTheNewEndAndIsBroken) {
 
 TEST(MappedFileGuard, TruncatedToZeroReadsZerosAndIsBroken) { ExpectTruncationAbsorbed(0); }
 
+// ORT maps external data MAP_PRIVATE and PROT_READ | PROT_WRITE: the zero pages keep the
+// protection, so a write to them after the fault works, and pages it copied on write before the
+// end of file keep their bytes.
+TEST(MappedFileGuard, AWritablePrivateMappingStaysWritable) {
+  TempFile file(4);
+  void* m = mmap(nullptr, file.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE, file.fd(), 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* p = static_cast<uint8_t*>(m);
+  p[0] = 0;  // copy on write of page 0
+  auto guard = MappedFileGuard::Protect({file.path()});
+  ASSERT_EQ(guard->num_ranges(), 1u);
+  file.Truncate(kPage);
+  std::vector<uint8_t> bytes = ReadAll(p, file.size());
+  EXPECT_EQ(bytes[0], 0);
+  bytes[0] = TempFile::Expected(0);
+  EXPECT_TRUE(FileThenZeros(bytes, kPage));
+  EXPECT_EQ(guard->faults(), 1u);
+  EXPECT_EQ(guard->pages_zeroed(), 3u);
+  p[2 * kPage] = 7;  // writable zeros
+  EXPECT_EQ(p[2 * kPage], 7);
+  guard.reset();
+  munmap(m, file.size());
+}
+
 TEST(MappedFileGuard, AnUnprotectedMappingStillDiesOfSigbus) {
   TempFile protected_file(2), other(2, "other.data");
   const uint8_t* p = protected_file.Map(MAP_PRIVATE);
