@@ -52,6 +52,9 @@ struct KvMemory {
 //   "released":    file-backed, and the resident pages were handed back
 //                  (RuntimeHandle::ReleaseWeights or memory.release_weights_after_s); the next
 //                  request reads them back in.
+//   "broken":      a mapped file was truncated or changed under the process (SIGBUS absorbed,
+//                  memory/mapped_file_guard.h): every request fails until the model is loaded
+//                  again (the service reloads it by itself).
 struct WeightsMemory {
   std::string state = "anonymous";
   uint64_t anon_bytes = 0;           // weights held as anonymous copies: weights_bytes when

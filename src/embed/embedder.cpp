@@ -73,6 +73,7 @@ Ort::Value RunBatch(ModelImpl& m, const std::vector<const std::vector<int32_t>*>
     auto out =
         m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), &out_name, 1);
     m.shrink->EndRun(shrink, true);
+    m.CheckWeightsIntact();
     return std::move(out[0]);
   } catch (const Ort::Exception& e) {
     m.shrink->EndRun(shrink, false);

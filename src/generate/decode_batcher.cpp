@@ -366,6 +366,7 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
       m_.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
                       out_values.data(), out_values.size());
       m_.shrink->EndRun(shrink, true);
+      m_.CheckWeightsIntact();
     } catch (const Ort::Exception& e) {
       m_.shrink->EndRun(shrink, false);
       throw RunError(m_, e.what(),

@@ -508,6 +508,7 @@ struct Generator::Impl {
       m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
                      out_values.data(), out_values.size());
       m.shrink->EndRun(shrink, true);
+      m.CheckWeightsIntact();
       if (brow.batcher) brow.batcher->NoteWritten(brow.row, T_cols);
     } catch (const Ort::Exception& e) {
       m.shrink->EndRun(shrink, false);

@@ -17,6 +17,7 @@
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
 #include "memory/memory_governor.h"
+#include "memory/mapped_file_guard.h"
 #include "model/cache_builder.h"
 #include "model/graph_ops.h"
 #include "model/last_logits.h"
@@ -347,6 +348,17 @@ void ModelImpl::AcquireGeneratorSlot() {
   ++live_;
 }
 
+bool ModelImpl::weights_broken() const { return weights_guard && weights_guard->broken(); }
+
+void ModelImpl::CheckWeightsIntact() const {
+  if (!weights_broken()) return;
+  throw Error(ErrorCode::Unavailable,
+              "model '" + id + "': " + weights_guard->Describe() + " (cache entry " +
+                  weights_entry.string() +
+                  "); no token of this step was used. Unload and load the model again: the load "
+                  "finds the entry changed and rebuilds it");
+}
+
 WeightsRelease ModelImpl::ReleaseWeights() {
   WeightsRelease r;
   std::lock_guard<std::mutex> lock(slot_mu_);
@@ -388,7 +400,10 @@ WeightsMemory ModelImpl::WeightsStats() const {
   {
     std::lock_guard<std::mutex> lock(slot_mu_);
     w.num_releases = num_weight_releases_;
-    w.state = weights_entry.empty() ? "anonymous" : weights_released_ ? "released" : "file-backed";
+    w.state = weights_entry.empty() ? "anonymous"
+              : weights_broken()      ? "broken"
+              : weights_released_     ? "released"
+                                      : "file-backed";
   }
   if (weights_entry.empty()) {
     w.anon_bytes = weights_bytes;
@@ -461,6 +476,9 @@ void ModelImpl::Release() {
   if (idle_release_thread_.joinable()) idle_release_thread_.join();
   // The background cache build reads the session: it finishes first (cache_builder.h).
   cache_builder.reset();
+  // The guard's ranges must not outlive the session's mappings (an address reused by another
+  // mapping would be absorbed).
+  weights_guard.reset();
   // No generator is alive and none can start: free the session (and an arena it alone uses),
   // the batch's KV rows, the KV pool's retained memory, then the heap.
   {
@@ -691,7 +709,12 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                    r.before.num_mappings, FormatBytes(r.after.resident_bytes));
     }
   }
-  // GUARD-HOOK
+  if (!impl->weights_entry.empty()) {
+    // A cache file truncated or rewritten under the mapping must fail the request that read it,
+    // not kill the process with SIGBUS (memory/mapped_file_guard.h).
+    impl->weights_guard =
+        MappedFileGuard::Protect({impl->weights_entry / ModelCache::kDataFile});
+  }
   impl->loaded_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();

@@ -24,7 +24,8 @@
 namespace ebb::internal {
 
 class DecodeBatcher;  // generate/decode_batcher.h (created by it; held here type-erased)
-class CacheBuilder;   // model/cache_builder.h
+class CacheBuilder;     // model/cache_builder.h
+class MappedFileGuard;  // memory/mapped_file_guard.h
 
 // What the generator must feed and read, resolved against the graph at load time.
 struct DecoderIo {
@@ -85,6 +86,7 @@ class ModelImpl final : public Model {
   // The cache entry whose files the session maps its weights from (model_cache.h); empty: the
   // weights are ORT's anonymous copies.
   std::filesystem::path weights_entry;
+  std::unique_ptr<MappedFileGuard> weights_guard;
   // Builds the cache entry after a load without one; reset (it waits) before the session.
   std::unique_ptr<CacheBuilder> cache_builder;
   Ort::MemoryInfo cpu_memory{nullptr};
@@ -111,6 +113,11 @@ class ModelImpl final : public Model {
   // Unload: refuse new generators, wait for the live ones to end, free everything. Idempotent.
   void Release();
   bool released() const;
+  // Whether a mapped weights file faulted (truncated or changed under the process): the step
+  // that read it computed on zero pages. CheckWeightsIntact throws Unavailable then; every
+  // Run() site calls it after a successful Run, before its outputs are used.
+  bool weights_broken() const;
+  void CheckWeightsIntact() const;
   // RuntimeHandle::ReleaseWeights (ebb/runtime_handle.h). Thread-safe; holds the slot lock
   // while it advises the kernel, so no request starts meanwhile.
   WeightsRelease ReleaseWeights();

@@ -271,6 +271,22 @@ struct ModelManager::State {
     std::unique_lock<std::mutex> lock(mu);
     Entry& e = entries[id];
     for (;;) {
+      if (e.model && e.leases == 0 && e.model->num_live_generators() == 0 &&
+          e.model->memory_stats().weights.state == "broken") {
+        // Its cache file changed under it (weights state "broken"): load it again, which finds
+        // the entry changed, rebuilds it, and serves correct results meanwhile.
+        EBB_LOG_WARN("reloading model '{}': a weights file it maps was truncated or changed", id);
+        auto broken = std::move(e.model);
+        lock.unlock();
+        try {
+          runtime->Unload(id, /*force=*/true);
+        } catch (const Error& err) {
+          EBB_LOG_WARN("unloading broken model '{}': {}", id, err.what());
+        }
+        broken.reset();
+        lock.lock();
+        continue;
+      }
       if (e.model) {
         if (explicit_load && !extra.empty() && e.options != opts) {
           throw Error(ErrorCode::FailedPrecondition,

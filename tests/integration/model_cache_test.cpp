@@ -686,5 +686,35 @@ TEST(ModelCache, TheKeyNamesTheIsaLevelAndOrtVersion) {
             fs::perms::none);
 }
 
+// The red team's SIGBUS: a cache file truncated under a process that runs from it. The request
+// that reads the missing pages fails with a clear error, the process lives, the model says it is
+// broken, and a new load rebuilds the entry and computes the right tokens.
+TEST(ModelCache, EntryTruncatedUnderARunningModelFailsTheRequestNotTheProcess) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  LoadAndGreedy(m.dir());  // builds the entry
+  auto model = Model::Load(m.dir(), AutoCache());
+  ASSERT_EQ(model->memory_stats().weights.state, "file-backed");
+  const fs::path data = Entries(m.cache_root()).at(0) / "model.onnx.data";
+  // Drop the pages too, so that every read faults on the truncated file.
+  model->runtime().ReleaseWeights();
+  ::truncate(data.c_str(), 0);
+  try {
+    Greedy(model);
+    ADD_FAILURE() << "a request on truncated weights did not fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Unavailable);
+    EXPECT_THAT(e.what(), HasSubstr("truncated or changed while mapped"));
+    EXPECT_THAT(e.what(), HasSubstr("load the model again"));
+  }
+  EXPECT_EQ(model->memory_stats().weights.state, "broken");
+  EXPECT_THROW(Greedy(model), Error) << "a broken model keeps failing until it is reloaded";
+  LogCapture logs;
+  EXPECT_EQ(LoadAndGreedy(m.dir()), want);
+  const std::string log = logs.Take();
+  EXPECT_THAT(log, HasSubstr("(truncated or overwritten)"));
+  EXPECT_THAT(log, HasSubstr("model cache: built"));
+}
+
 }  // namespace
 }  // namespace ebb
