@@ -7,6 +7,7 @@ Usage:
                        [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--head-size N]
                        [--intermediate N] [--vocab N] [--context-length N]
                        [--rotary-form fused|unfused] [--external-data auto|always|never]
+                       [--block-size 16|32|64|128|256]
                        [--tokenizer-tokens N] [--tokenizer TOKENIZER_JSON]
                        [--gguf OUT.gguf [--gguf-type q4_0|f16]]
 
@@ -21,8 +22,14 @@ function (bench/vs_llamacpp.py). --gguf-type q4_0 (the default for int4; needs i
 4-bit codes and scales exactly; f16 (the default for fp32) rounds the matmul weights to fp16. With
 --gguf, int4 scales are rounded to fp16 before quantizing (a Q4_0 block stores an fp16 scale), and
 synth_info.json says "int4_scales": "fp16-rounded"; only then, so that every folder made without
---gguf stays byte-identical to SCRIPT_VERSION 1's (an int4 folder made with --gguf differs from one
-made without it in its scales and codes; fp32 folders do not differ).
+--gguf stays byte-identical to what the same arguments gave before --gguf existed (an int4 folder made with --gguf differs from one
+made without it in its scales and codes; fp32 folders do not differ). With a block larger than 32,
+each Q4_0 32-block takes the scale of its MatMulNBits block; --block-size 16 cannot be Q4_0.
+
+--block-size N (int4 only; default 128, as Microsoft's CPU int4 Phi-3.5-mini
+cpu-int4-awq-block-128-acc-level-4; SCRIPT_VERSION 1 had 32 only) is MatMulNBits' block_size along
+K. A K that is not a multiple of it is zero-padded to ceil(K/N) whole blocks, as MatMulNBits defines
+n_blocks_per_col, so every preset works at every size (tiny's K = 64 is one padded block at 128).
 
 Needs only Debian's /usr/bin/python3 with python3-onnx (1.12, opset 17) and python3-numpy.
 
@@ -36,7 +43,8 @@ Output folder
   tokenizer.json         Hugging Face tokenizer: byte-level BPE (decoders) or WordPiece (bert)
   tokenizer_config.json  bos/eos/pad, chat_template (Phi-3 style, decoders only), added_tokens_decoder
   synth_info.json        how the folder was made: script version, family, dims, precision, rotary form,
-                         seed, parameter count, special token ids, the greedy "successor" permutation
+                         seed, parameter count, special token ids, the greedy "successor" permutation,
+                         int4_block_size (int4 only)
 
 Everything is deterministic for a given (arguments, SCRIPT_VERSION): no timestamps, fixed producer
 fields, fixed node/initializer order, per-tensor RNG streams seeded from (seed, tensor name).
@@ -72,9 +80,10 @@ llama / phi3 / qwen2 (the style of onnxruntime-genai's model builder, CPU fp32 /
            MLP (SwiGLU): gate, up MatMuls (phi3: one packed gate_up MatMul + Split), x*Sigmoid(x), Mul,
              down MatMul
            final SkipSimplifiedLayerNormalization, lm_head MatMul -> logits
-           int4: every MatMul (incl. lm_head) is MatMulNBits (com.microsoft, bits 4, block_size 32,
-             accuracy_level 4, symmetric: no zero_points input, i.e. zero point 8), B uint8
-             [N, K/32, 16], scales float [N * K/32]. The embedding stays fp32.
+           int4: every MatMul (incl. lm_head) is MatMulNBits (com.microsoft, bits 4, block_size
+             --block-size (128), accuracy_level 4, symmetric: no zero_points input, i.e. zero point
+             8), B uint8 [N, nb, block/2] with nb = ceil(K/block) (padding past K: code 8), scales
+             float [N * nb]. The embedding stays fp32.
 gpt2 (the layout of onnxruntime-genai's tiny-random-gpt2 fixture, combined KV):
   inputs   input_ids, position_ids int32 [batch_size, seq_len], attention_mask int32
            [batch_size, total_seq_len], past_%d float [2, batch_size, heads, past_seq_len, head_size]
