@@ -12,6 +12,7 @@ ebb / llama.cpp ratios, the greedy tokens' agreement, and (--json) every run.
   make bench-llamacpp       # scripts/bench_bootstrap + the probes in build/release/bench/llamacpp
   /usr/bin/python3 bench/vs_llamacpp.py --family llama --preset small --vocab 32000 \\
       --prompt-tokens 512 --gen-tokens 64 --pairs 3 --json small.json
+  /usr/bin/python3 bench/vs_llamacpp.py ... --block-size 32   # ebb's int4 at block 32 (default 128)
   /usr/bin/python3 bench/vs_llamacpp.py --check   # the same-weights test (exit 77: deps absent)
 
 Figures (per engine, medians over the pairs):
@@ -22,7 +23,8 @@ Figures (per engine, medians over the pairs):
   peak RSS            VmHWM at the end; anon / file RSS after the model load
   decode % roofline   decode tok/s x bytes of weights read per token / read bandwidth, with the
                       bytes read per token = every matmul weight (lm_head included) + the norms +
-                      one embedding row: ebb int4 20 B per 32 weights (fp32 scales), Q4_0 18 B.
+                      one embedding row: ebb int4 16 B + 4 B per block of codes and fp32 scales
+                      per 32 weights (block 32: 20 B; 128: 17 B), Q4_0 18 B.
 
 Debian's python3 only (numpy and onnx through tools/synth_model.py).
 """
@@ -51,17 +53,30 @@ def probes(build_dir):
     return paths, missing
 
 
-def synth(out_dir, family, preset, vocab, seed, precision="int4"):
+def synth_version():
+    with open(os.path.join(ROOT, "tools", "synth_model.py"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("SCRIPT_VERSION = "):
+                return line.split('"')[1]
+    return "?"
+
+
+def synth(out_dir, family, preset, vocab, seed, precision="int4", block_size=None):
     """Makes out_dir/ebb (folder) and out_dir/model.gguf from one synth run, unless both exist
-    from the same arguments. Returns (folder, gguf path)."""
+    from the same arguments (and synth_model.py's SCRIPT_VERSION). block_size: the int4
+    MatMulNBits block (synth_model.py --block-size; None: its default, 128); each Q4_0 32-block
+    of the GGUF takes its block's scale, so both engines still multiply by the same values.
+    Returns (folder, gguf path)."""
     folder, gg = os.path.join(out_dir, "ebb"), os.path.join(out_dir, "model.gguf")
     args = ["--family", family, "--preset", preset, "--precision", precision, "--seed", str(seed)]
     if vocab:
         args += ["--vocab", str(vocab)]
+    if block_size:
+        args += ["--block-size", str(block_size)]
     stamp = os.path.join(out_dir, "synth_args.json")
     if os.path.exists(gg) and os.path.exists(stamp):
         with open(stamp) as f:
-            if json.load(f) == args:
+            if json.load(f) == args + ["SCRIPT_VERSION", synth_version()]:
                 return folder, gg
     os.makedirs(out_dir, exist_ok=True)
     t = time.monotonic()
@@ -69,7 +84,7 @@ def synth(out_dir, family, preset, vocab, seed, precision="int4"):
                     "--gguf", gg], check=True, stdout=subprocess.DEVNULL)
     print(f"synthesized {family} {preset} ({' '.join(args)}) in {time.monotonic() - t:.0f} s", file=sys.stderr)
     with open(stamp, "w") as f:
-        json.dump(args, f)
+        json.dump(args + ["SCRIPT_VERSION", synth_version()], f)
     return folder, gg
 
 
@@ -186,8 +201,10 @@ def bench(a):
         if not gg:
             raise SystemExit("--model-dir needs --gguf (the GGUF written from the same synth run)")
     else:
-        name = f"{a.family}-{a.preset}-int4" + (f"-v{a.vocab}" if a.vocab else "") + f"-s{a.seed}"
-        folder, gg = synth(os.path.join(a.models, name), a.family, a.preset, a.vocab, a.seed)
+        name = f"{a.family}-{a.preset}-int4" + (f"-b{a.block_size}" if a.block_size else "") + \
+            (f"-v{a.vocab}" if a.vocab else "") + f"-s{a.seed}"
+        folder, gg = synth(os.path.join(a.models, name), a.family, a.preset, a.vocab, a.seed,
+                           block_size=a.block_size)
     wait_quiet(a.quiet, a.quiet_wait)
     bw = measure_bandwidth(paths["membw"], a.threads)
     ebb_bytes, llama_bytes = weight_bytes_per_token(folder, gg)
@@ -217,7 +234,10 @@ def bench(a):
            for eng in ("ebb", "llama.cpp")}
     agree = [leading_agreement(x["tokens"], y["tokens"])
              for x in runs if x["engine"] == "ebb" for y in runs if y["engine"] == "llama.cpp"]
-    print(f"\n{os.path.basename(os.path.normpath(folder))}: prompt {a.prompt_tokens}, gen {a.gen_tokens}, "
+    block = json.load(open(os.path.join(folder, "synth_info.json"))).get("int4_block_size", 32) \
+        if os.path.exists(os.path.join(folder, "synth_info.json")) else None
+    print(f"\n{os.path.basename(os.path.normpath(folder))}: int4 block {block}, prompt {a.prompt_tokens}, "
+          f"gen {a.gen_tokens}, "
           f"{a.threads} threads, medians of {a.pairs} alternated pairs; read bandwidth {bw / 1e9:.1f} GB/s; "
           f"CPUs {100 * min(r['cpu_idle_before'] for r in runs):.0f}-"
           f"{100 * max(r['cpu_idle_before'] for r in runs):.0f} % idle in the second before each run\n")
@@ -225,7 +245,7 @@ def bench(a):
     print(f"\ngreedy tokens: the first {min(agree)} of {a.gen_tokens} agree (worst pair of runs)")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"model_dir": folder, "gguf": gg, "threads": a.threads, "prompt_tokens": a.prompt_tokens,
+            json.dump({"model_dir": folder, "gguf": gg, "int4_block_size": block, "threads": a.threads, "prompt_tokens": a.prompt_tokens,
                        "gen_tokens": a.gen_tokens, "pairs": a.pairs, "read_bandwidth_bytes_s": bw,
                        "weight_bytes_per_token": {"ebb": ebb_bytes, "llama.cpp": llama_bytes},
                        "medians": med, "leading_tokens_agree": min(agree), "runs": runs}, f, indent=1)
@@ -251,13 +271,14 @@ def check(a):
     failed = 0
     try:
         for family, preset, _, prompt, gen, need in CHECKS:
-            folder, gg = synth(os.path.join(tmp, f"{family}-{preset}"), family, preset, None, 0)
+            folder, gg = synth(os.path.join(tmp, f"{family}-{preset}"), family, preset, None, 0,
+                               block_size=a.block_size)
             e = run_probe(paths["ebb_probe"], folder, 2, prompt, gen)
             l = run_probe(paths["llamacpp_probe"], gg, 2, prompt, gen)
             n = leading_agreement(e["tokens"], l["tokens"])
             ok = n >= need
             failed += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {family} {preset} int4/Q4_0: {n} of {gen} greedy tokens agree "
+            print(f"{'ok  ' if ok else 'FAIL'} {family} {preset} int4 (block {a.block_size or 'default'})/Q4_0: {n} of {gen} greedy tokens agree "
                   f"(need {need})\n     ebb       {e['tokens']}\n     llama.cpp {l['tokens']}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -272,6 +293,9 @@ def main():
     ap.add_argument("--preset", default="small")
     ap.add_argument("--vocab", type=int, help="override the preset's vocabulary (the issue's small: 32000)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--block-size", type=int, choices=(32, 64, 128, 256),
+                    help="ebb's int4 MatMulNBits block (synth_model.py --block-size; default: its 128); "
+                    "run once with 32 and once with 128 to report both")
     ap.add_argument("--models", default=os.path.join(ROOT, "models", "vs-llamacpp"),
                     help="where generated models are kept (reused when the arguments match)")
     ap.add_argument("--model-dir", help="use this ebb int4 folder instead of generating one (with --gguf)")

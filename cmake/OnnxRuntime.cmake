@@ -14,7 +14,7 @@ find_library(EBB_ORT_LIBRARY NAMES onnxruntime PATHS "${EBB_ORT_ROOT}/lib" NO_DE
 if(NOT EBB_ORT_INCLUDE_DIR OR NOT EBB_ORT_LIBRARY)
   message(FATAL_ERROR
     "ONNX Runtime not found under EBB_ORT_ROOT=${EBB_ORT_ROOT}.\n"
-    "Fix: run scripts/bootstrap (fetches the pinned ORT 1.29.0 into .deps/), or pass "
+    "Fix: run scripts/bootstrap (fetches the pinned ORT 1.30.0 into .deps/), or pass "
     "-DEBB_ORT_ROOT=/path/to/onnxruntime (a folder with include/ and lib/).")
 endif()
 

@@ -14,10 +14,12 @@ onnxruntime-genai; EOS does not stop it). --json prints
 
 Families: llama, phi3, qwen2 (GroupQueryAttention style; both rotary forms compute the same thing;
 fp32 and int4 MatMulNBits weights, dequantized like ORT: w = (nibble - 8) * scale, low nibble first,
-block size 32 along K) and gpt2 (combined-KV layout). Rows of a batch are independent sequences:
+in blocks of each node's block_size along K (B [N, ceil(K/block), block/2]; when K is not a multiple
+of the block, the padding past K is dropped)) and gpt2 (combined-KV layout). Rows of a batch are independent sequences:
 this is what ORT's CPU GroupQueryAttention computes for right-padded rows, where only
 sum(attention_mask[b]) matters per row. --act-quant int8 additionally rounds the activations of
-each int4 MatMul to int8 per 32-element block (scale = absmax/127), like MatMulNBits with
+each int4 MatMul to int8 per block of the node's block_size (scale = absmax/127; a last partial
+block is quantized over its K % block elements), like MatMulNBits with
 accuracy_level 4 on CPU (ORT's MLAS quantizes A to int8 per block; with this the reference matches
 ORT 1.29 to ~1e-6 instead of ~3e-2); the default "auto" does so when the model's MatMulNBits nodes
 have accuracy_level 4, "none" keeps fp32 activations.
@@ -67,10 +69,12 @@ class Model:
         model = onnx.load(os.path.join(model_dir, dec["filename"]))
         self.w = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
         self.block_size = {}
+        self.nbits_k = {}
         for n in model.graph.node:
             if n.op_type == "MatMulNBits":
                 attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
-                self.block_size[n.input[1]] = attrs.get("block_size", 32)
+                self.block_size[n.input[1]] = attrs["block_size"]  # required by the op's schema
+                self.nbits_k[n.input[1]] = attrs["K"]
                 if act_quant == "auto" and attrs.get("accuracy_level", 0) == 4:
                     self.act_quant = "int8"
         if self.act_quant == "auto":
@@ -89,6 +93,9 @@ class Model:
             q = self.w[base + "NBits.qweight"]
             n, nb, half = q.shape
             bs = half * 2
+            if bs != self.block_size[base + "NBits.qweight"]:
+                raise ValueError(f"{base}: B's blob is {half} bytes, not block_size / 2")
+            k = self.nbits_k[base + "NBits.qweight"]
             s = self.w[base + "NBits.scales"].astype(np.float32).reshape(n, nb)
             vals = np.empty((n, nb, bs), dtype=np.float32)
             vals[:, :, 0::2] = (q & 0x0F).astype(np.float32)
@@ -96,7 +103,7 @@ class Model:
             if base + "NBits.zero_points" in self.w:
                 raise NotImplementedError("zero_points")
             deq = (vals - 8.0) * s[:, :, None]
-            r = (deq.reshape(n, nb * bs).T.copy(), True)
+            r = (deq.reshape(n, nb * bs)[:, :k].T.copy(), True)  # drop the padding past K
         else:
             raise KeyError(f"no weights for {base}")
         self._mm[base] = r
@@ -105,7 +112,7 @@ class Model:
     def mm(self, x, base):
         w, quant = self.matmul_weight(base)
         if quant and self.act_quant == "int8":
-            x = quantize_int8_blocks(x, self.block_size.get(base + "NBits.qweight", 32))
+            x = quantize_int8_blocks(x, self.block_size[base + "NBits.qweight"])
         return (x.astype(np.float32) @ w).astype(np.float32)
 
     # ---- forward for one row, full recompute; returns logits [S, V]
@@ -281,12 +288,16 @@ def quantize_int8_blocks(x, block):
     x = np.asarray(x, dtype=np.float32)
     shp = x.shape
     k = shp[-1]
-    xb = x.reshape(-1, k // block, block)
+    nb = (k + block - 1) // block
+    x2 = x.reshape(-1, k)
+    if nb * block != k:  # zero padding leaves a partial block's absmax as it is
+        x2 = np.concatenate([x2, np.zeros((x2.shape[0], nb * block - k), dtype=np.float32)], axis=1)
+    xb = x2.reshape(-1, nb, block)
     amax = np.abs(xb).max(axis=-1, keepdims=True)
     scale = amax / np.float32(127.0)
     inv = np.where(scale > 0, 1.0 / np.where(scale > 0, scale, 1), 0).astype(np.float32)
     q = np.clip(np.rint(xb * inv), -128, 127)
-    return (q * scale).reshape(shp).astype(np.float32)
+    return (q * scale).reshape(-1, nb * block)[:, :k].reshape(shp).astype(np.float32)
 
 
 def greedy(model, rows, max_length):

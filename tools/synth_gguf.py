@@ -10,7 +10,7 @@ What is identical and what is not
 ---------------------------------
   --type q4_0 (needs an int4 folder whose scales are fp16-representable, which synth_model.py
     writes when --gguf is given): every MatMulNBits weight, lm_head included, becomes a Q4_0
-    tensor with the same 4-bit codes and the same scales, so both engines multiply by the same
+    tensor with the same 4-bit codes and the same scales (see Blocks below), so both engines multiply by the same
     values: MatMulNBits value = (q - 8) * scale, Q4_0 value = (q - 8) * d. Only the nibble
     order differs: MatMulNBits packs adjacent pairs (byte j = q[2j] | q[2j+1] << 4); Q4_0 packs
     the two halves of the block (byte j = q[j] | q[j+16] << 4).
@@ -25,11 +25,15 @@ What is identical and what is not
 
 Layout conversions
 ------------------
-  Rows: ebb's matrices are [N, K] row blocks (MatMulNBits B [N, K/32, 16]; fp32 MatMul W [K, N] is
+  Rows: ebb's matrices are [N, K] row blocks (MatMulNBits B [N, ceil(K/block), block/2]; fp32 MatMul W [K, N] is
     transposed); a GGUF matrix is ne = [K, N] (K contiguous), the same rows.
   phi3's fused qkv_proj rows [q; k; v] and gate_up_proj rows [gate; up] are split into
-    attn_q/attn_k/attn_v and ffn_gate/ffn_up. Quantization is per row (blocks of 32 along K), so a
+    attn_q/attn_k/attn_v and ffn_gate/ffn_up. Quantization is per row (blocks along K), so a
     row split keeps the quantized values exact.
+  Blocks: MatMulNBits' block (synth_model.py --block-size, default 128) may be larger than Q4_0's
+    32; each Q4_0 32-block then stores the scale (fp16-rounded) of the MatMulNBits block it lies
+    in, so the values are still exactly the same. Block 16 (two scales per 32 weights) cannot be
+    Q4_0 and is refused (f16 works).
   Rotary: ebb (GroupQueryAttention / RotaryEmbedding, interleaved=0) rotates pairs (i, i + d/2)
     of each head (the Hugging Face "rotate_half" form); llama.cpp's llama architecture rotates
     adjacent pairs (2i, 2i+1) with the same frequency theta^(-2i/d). So the q and k rows of each
@@ -57,7 +61,7 @@ from onnx import numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf  # noqa: E402
 
-INT4_BLOCK = 32
+Q4_0_BLOCK = 32  # ggml's QK4_0
 FILE_TYPE = {"q4_0": 2, "f16": 1}  # llama_ftype: LLAMA_FTYPE_MOSTLY_Q4_0 / MOSTLY_F16
 
 
@@ -84,14 +88,28 @@ class OnnxWeights:
                          mode="r", offset=int(ext.get("offset", 0)), shape=tuple(t.dims))
 
 
-def unpack_matmulnbits(qweight, scales):
-    """MatMulNBits B uint8 [N, K/32, 16] (byte j = q[2j] | q[2j+1] << 4) and scales [N * K/32]
-    -> codes uint8 [N, K/32, 32] (0..15; value = (q - 8) * scale) and scales float32 [N, K/32]."""
-    n, nb, _ = qweight.shape
-    q = np.empty((n, nb, INT4_BLOCK), dtype=np.uint8)
+def unpack_matmulnbits(qweight, scales, k):
+    """MatMulNBits B uint8 [N, nb, block/2] (nb = ceil(K/block); byte j = q[2j] | q[2j+1] << 4)
+    and scales [N * nb] -> codes uint8 [N, K] (0..15; value = (q - 8) * scale; the padding past K
+    dropped) and the scale of each code's block, float32 [N, nb] (block = 2 * B.shape[2])."""
+    n, nb, half = qweight.shape
+    q = np.empty((n, nb, 2 * half), dtype=np.uint8)
     q[:, :, 0::2] = qweight & 0x0F
     q[:, :, 1::2] = qweight >> 4
-    return q, np.asarray(scales, dtype=np.float32).reshape(n, nb)
+    return q.reshape(n, nb * 2 * half)[:, :k], np.asarray(scales, dtype=np.float32).reshape(n, nb)
+
+
+def q4_0_view(codes, scales, block):
+    """Codes [N, K] and MatMulNBits scales [N, ceil(K/block)] -> codes [N, K/32, 32] and d
+    [N, K/32]: each 32-block of Q4_0 takes the scale of the MatMulNBits block it lies in (block
+    a multiple of 32), so the values (q - 8) * d are exactly MatMulNBits'."""
+    n, k = codes.shape
+    if block % Q4_0_BLOCK or k % Q4_0_BLOCK:
+        raise SystemExit(f"--gguf-type q4_0 needs an int4 block size that is a multiple of {Q4_0_BLOCK} and "
+                         f"K % {Q4_0_BLOCK} == 0 (block {block}, K {k}): a Q4_0 block holds one scale per "
+                         f"{Q4_0_BLOCK} weights; use --gguf-type f16 or --block-size 32..256")
+    d = np.repeat(scales, block // Q4_0_BLOCK, axis=1)[:, :k // Q4_0_BLOCK]
+    return codes.reshape(n, k // Q4_0_BLOCK, Q4_0_BLOCK), d
 
 
 def rope_row_order(n_heads, head_size):
@@ -138,11 +156,11 @@ class Matrix:
 
     def _q4_0(self):
         qw, sc = self.w.get(self.int4[0]), self.w.get(self.int4[1])
-        nb = self.k // INT4_BLOCK
+        nb, block = qw.shape[1], 2 * qw.shape[2]
         sc = sc.reshape(-1, nb)
         for idx in self._chunks():
-            q, d = unpack_matmulnbits(np.asarray(qw[idx]), sc[idx])
-            yield gguf.q4_0_blocks(q, d)
+            q, s = unpack_matmulnbits(np.asarray(qw[idx]), sc[idx], self.k)
+            yield gguf.q4_0_blocks(*q4_0_view(q, s, block))
 
     def _f16(self):
         if self.int4 is None:
@@ -151,11 +169,12 @@ class Matrix:
                 yield np.ascontiguousarray(np.asarray(wt[:, idx]).T).astype("<f2")
             return
         qw, sc = self.w.get(self.int4[0]), self.w.get(self.int4[1])
-        sc = sc.reshape(-1, self.k // INT4_BLOCK)
+        nb, block = qw.shape[1], 2 * qw.shape[2]
+        sc = sc.reshape(-1, nb)
         for idx in self._chunks():
-            q, d = unpack_matmulnbits(np.asarray(qw[idx]), sc[idx])
-            vals = (q.astype(np.float32) - 8.0) * d[:, :, None]
-            yield vals.reshape(len(idx), self.k).astype("<f2")
+            q, s = unpack_matmulnbits(np.asarray(qw[idx]), sc[idx], self.k)
+            d = np.repeat(s, block, axis=1)[:, :self.k]
+            yield ((q.astype(np.float32) - 8.0) * d).astype("<f2")
 
 
 def f32_tensor(name, arr):

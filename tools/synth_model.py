@@ -7,6 +7,7 @@ Usage:
                        [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--head-size N]
                        [--intermediate N] [--vocab N] [--context-length N]
                        [--rotary-form fused|unfused] [--external-data auto|always|never]
+                       [--block-size 16|32|64|128|256]
                        [--tokenizer-tokens N] [--tokenizer TOKENIZER_JSON]
                        [--gguf OUT.gguf [--gguf-type q4_0|f16]]
 
@@ -21,8 +22,14 @@ function (bench/vs_llamacpp.py). --gguf-type q4_0 (the default for int4; needs i
 4-bit codes and scales exactly; f16 (the default for fp32) rounds the matmul weights to fp16. With
 --gguf, int4 scales are rounded to fp16 before quantizing (a Q4_0 block stores an fp16 scale), and
 synth_info.json says "int4_scales": "fp16-rounded"; only then, so that every folder made without
---gguf stays byte-identical to SCRIPT_VERSION 1's (an int4 folder made with --gguf differs from one
-made without it in its scales and codes; fp32 folders do not differ).
+--gguf stays byte-identical to what the same arguments gave before --gguf existed (an int4 folder made with --gguf differs from one
+made without it in its scales and codes; fp32 folders do not differ). With a block larger than 32,
+each Q4_0 32-block takes the scale of its MatMulNBits block; --block-size 16 cannot be Q4_0.
+
+--block-size N (int4 only; default 128, as Microsoft's CPU int4 Phi-3.5-mini
+cpu-int4-awq-block-128-acc-level-4; SCRIPT_VERSION 1 had 32 only) is MatMulNBits' block_size along
+K. A K that is not a multiple of it is zero-padded to ceil(K/N) whole blocks, as MatMulNBits defines
+n_blocks_per_col, so every preset works at every size (tiny's K = 64 is one padded block at 128).
 
 Needs only Debian's /usr/bin/python3 with python3-onnx (1.12, opset 17) and python3-numpy.
 
@@ -36,7 +43,8 @@ Output folder
   tokenizer.json         Hugging Face tokenizer: byte-level BPE (decoders) or WordPiece (bert)
   tokenizer_config.json  bos/eos/pad, chat_template (Phi-3 style, decoders only), added_tokens_decoder
   synth_info.json        how the folder was made: script version, family, dims, precision, rotary form,
-                         seed, parameter count, special token ids, the greedy "successor" permutation
+                         seed, parameter count, special token ids, the greedy "successor" permutation,
+                         int4_block_size (int4 only)
 
 Everything is deterministic for a given (arguments, SCRIPT_VERSION): no timestamps, fixed producer
 fields, fixed node/initializer order, per-tensor RNG streams seeded from (seed, tensor name).
@@ -72,9 +80,10 @@ llama / phi3 / qwen2 (the style of onnxruntime-genai's model builder, CPU fp32 /
            MLP (SwiGLU): gate, up MatMuls (phi3: one packed gate_up MatMul + Split), x*Sigmoid(x), Mul,
              down MatMul
            final SkipSimplifiedLayerNormalization, lm_head MatMul -> logits
-           int4: every MatMul (incl. lm_head) is MatMulNBits (com.microsoft, bits 4, block_size 32,
-             accuracy_level 4, symmetric: no zero_points input, i.e. zero point 8), B uint8
-             [N, K/32, 16], scales float [N * K/32]. The embedding stays fp32.
+           int4: every MatMul (incl. lm_head) is MatMulNBits (com.microsoft, bits 4, block_size
+             --block-size (128), accuracy_level 4, symmetric: no zero_points input, i.e. zero point
+             8), B uint8 [N, nb, block/2] with nb = ceil(K/block) (padding past K: code 8), scales
+             float [N * nb]. The embedding stays fp32.
 gpt2 (the layout of onnxruntime-genai's tiny-random-gpt2 fixture, combined KV):
   inputs   input_ids, position_ids int32 [batch_size, seq_len], attention_mask int32
            [batch_size, total_seq_len], past_%d float [2, batch_size, heads, past_seq_len, head_size]
@@ -157,7 +166,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-SCRIPT_VERSION = "1"
+SCRIPT_VERSION = "2"  # 2: int4 block size 128 by default (--block-size), K padded to whole blocks
 FAMILIES = ("llama", "phi3", "qwen2", "gpt2", "bert")
 DECODER_LLAMA_STYLE = ("llama", "phi3", "qwen2")
 
@@ -170,7 +179,9 @@ PRESETS = {
                          vocab=32064, context_length=4096, precision="int4"),
 }
 
-INT4_BLOCK = 32
+INT4_BLOCK_DEFAULT = 128  # MatMulNBits block_size along K (--block-size); Microsoft's published
+                          # CPU int4 Phi-3.5-mini is cpu-int4-awq-block-128-acc-level-4
+INT4_BLOCK_SIZES = (16, 32, 64, 128, 256)
 EPS = 9.999999747378752e-06
 EXTERNAL_AUTO_BYTES = 256 << 20
 ALIGN = 4096
@@ -533,12 +544,23 @@ def _np_to_onnx(dtype):
 # --------------------------------------------------------------------------------------------
 # Weight helpers
 # --------------------------------------------------------------------------------------------
-def quantize_int4_rows(wt, fp16_scales=False):
-    """wt: [n, K] float32 (rows = output channels). Returns (packed uint8 [n, K/32, 16], scales [n, K/32]).
+def int4_blocks_per_col(k, block):
+    """MatMulNBits' n_blocks_per_col: K padded up to a whole number of blocks."""
+    return (k + block - 1) // block
+
+
+def quantize_int4_rows(wt, block=INT4_BLOCK_DEFAULT, fp16_scales=False):
+    """wt: [n, K] float32 (rows = output channels). Returns (packed uint8 [n, nb, block/2], scales
+    [n, nb]) with nb = ceil(K/block), as MatMulNBits defines them. When K is not a multiple of the
+    block, the last block of each row is padded with zeros (code 8: value 0; they do not change the
+    block's absmax, so its scale is that of its K % block real weights).
     fp16_scales: round each scale to the nearest fp16 (kept as float32) before quantizing with it,
     so that a Q4_0 block (fp16 d) can hold exactly the same values (--gguf)."""
     n, k = wt.shape
-    blocks = wt.reshape(n, k // INT4_BLOCK, INT4_BLOCK)
+    nb = int4_blocks_per_col(k, block)
+    if nb * block != k:
+        wt = np.concatenate([wt, np.zeros((n, nb * block - k), dtype=wt.dtype)], axis=1)
+    blocks = wt.reshape(n, nb, block)
     amax = np.abs(blocks).max(axis=2)
     scales = (amax / 7.0).astype(np.float32)
     scales[scales == 0] = np.float32(1.0)
@@ -556,8 +578,9 @@ class Weights:
 
     ROW_CHUNK = 1024
 
-    def __init__(self, g, seed, precision, fp16_scales=False):
+    def __init__(self, g, seed, precision, fp16_scales=False, block=INT4_BLOCK_DEFAULT):
         self.g, self.seed, self.precision, self.fp16_scales = g, seed, precision, fp16_scales
+        self.block = block
         self.n_params = 0
 
     def matmul(self, name, x, k, n, rows_fn, out=None):
@@ -566,16 +589,15 @@ class Weights:
         base = name[1:].replace("/", ".")
         outputs = [out] if out else None
         if self.precision == "int4":
-            if k % INT4_BLOCK:
-                raise SystemExit(f"{name}: K={k} is not a multiple of the int4 block size {INT4_BLOCK}")
-            nb = k // INT4_BLOCK
+            block = self.block
+            nb = int4_blocks_per_col(k, block)  # K not a multiple of the block: padded (see above)
             cache = {}
 
             def quantized(n0, n1):
                 key = (n0, n1)
                 if key not in cache:
                     cache.clear()
-                    cache[key] = quantize_int4_rows(rows_fn(n0, n1), self.fp16_scales)
+                    cache[key] = quantize_int4_rows(rows_fn(n0, n1), block, self.fp16_scales)
                 return cache[key]
 
             def chunks(part):
@@ -586,10 +608,10 @@ class Weights:
                         yield packed if part == 0 else scales.reshape(-1)
                 return produce
 
-            qw = self.g.init(base + "NBits.qweight", np.uint8, [n, nb, INT4_BLOCK // 2], chunks(0))
+            qw = self.g.init(base + "NBits.qweight", np.uint8, [n, nb, block // 2], chunks(0))
             sc = self.g.init(base + "NBits.scales", np.float32, [n * nb], chunks(1))
             return self.g.node("MatMulNBits", [x, qw, sc], outputs, name=name + "NBits", domain="com.microsoft",
-                               K=k, N=n, bits=4, block_size=INT4_BLOCK, accuracy_level=4)
+                               K=k, N=n, bits=4, block_size=block, accuracy_level=4)
         w = self.g.init(base + ".weight", np.float32, [k, n],
                         lambda: np.ascontiguousarray(rows_fn(0, n).T))
         return self.g.node("MatMul", [x, w], outputs, name=name)
@@ -629,7 +651,7 @@ def build_llama_style(cfg, seed, specials):
                                                           "intermediate", "vocab", "layers", "context_length"))
     fused = cfg["rotary_form"] == "fused"
     g = Graph()
-    W = Weights(g, seed, cfg["precision"], cfg.get("fp16_scales", False))
+    W = Weights(g, seed, cfg["precision"], cfg.get("fp16_scales", False), cfg.get("block_size") or INT4_BLOCK_DEFAULT)
     TF = TensorProto.FLOAT
     g.inputs.append(helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]))
     g.inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"]))
@@ -1110,6 +1132,11 @@ def resolve_config(args):
             raise SystemExit("fused rotary needs head_size % 16 == 0 (ORT CPU GroupQueryAttention); use --rotary-form unfused")
     if args.family == "bert" and args.context_length is None:
         cfg["context_length"] = min(cfg["context_length"], 512)
+    block = getattr(args, "block_size", None)
+    if cfg["precision"] == "int4":
+        cfg["block_size"] = block or INT4_BLOCK_DEFAULT
+    elif block is not None:
+        raise SystemExit(f"--block-size applies to --precision int4 only (this model is {cfg['precision']})")
     return cfg
 
 
@@ -1140,6 +1167,8 @@ def generate(args):
                                          "vocab", "context_length")},
             "rope_theta": ROPE_THETA.get(fam), "parameters": int(n_params), "initializer_bytes": int(total),
             "external_data": ext, "tokenizer_tokens": n_tok, "special_tokens": specials}
+    if cfg["precision"] == "int4":
+        info["int4_block_size"] = cfg["block_size"]  # also each MatMulNBits node's block_size
     if cfg["fp16_scales"]:
         info["int4_scales"] = "fp16-rounded"  # only then, so other folders stay as before
     write_json(os.path.join(args.out, "synth_info.json"), info)
@@ -1156,6 +1185,9 @@ def main(argv=None):
     for k in ("layers", "hidden", "heads", "kv-heads", "head-size", "intermediate", "vocab", "context-length"):
         ap.add_argument(f"--{k}", type=int, dest=k.replace("-", "_"))
     ap.add_argument("--rotary-form", choices=("fused", "unfused"))
+    ap.add_argument("--block-size", type=int, choices=INT4_BLOCK_SIZES,
+                    help=f"int4: MatMulNBits block size along K (default {INT4_BLOCK_DEFAULT}); a K that "
+                    "is not a multiple of it is zero-padded to whole blocks, as MatMulNBits defines")
     ap.add_argument("--external-data", choices=("auto", "always", "never"), default="auto")
     ap.add_argument("--tokenizer-tokens", type=int, help="cap on the learned tokenizer's size")
     ap.add_argument("--tokenizer", help="bert: use this HF tokenizer.json instead of learning one")
@@ -1174,6 +1206,9 @@ def main(argv=None):
         args.gguf_type = args.gguf_type or ("q4_0" if precision == "int4" else "f16")
         if args.gguf_type == "q4_0" and precision != "int4":
             raise SystemExit("--gguf-type q4_0 needs --precision int4 (fp32 weights have no 4-bit codes to share)")
+        if args.gguf_type == "q4_0" and (args.block_size or INT4_BLOCK_DEFAULT) % 32:
+            raise SystemExit(f"--gguf-type q4_0 needs --block-size 32 or more (a Q4_0 block holds one scale per 32 "
+                             f"weights; block {args.block_size} has two); use --gguf-type f16")
     info = generate(args)
     if args.check:
         onnx.checker.check_model(os.path.join(args.out, "model.onnx"))

@@ -82,10 +82,16 @@ std::string DescribeProvider(std::string_view canonical) {
 }
 
 std::string MissingProviderMessage(std::string_view canonical, std::string_view where,
-                                   std::string_view available) {
-  std::string msg = std::string(where) + " asks for the execution provider " +
-                    DescribeProvider(canonical) + ", which this ONNX Runtime does not have " +
-                    "(available: " + std::string(available) + ")";
+                                   std::string_view available, std::string_view load_error) {
+  std::string msg =
+      std::string(where) + " asks for the execution provider " + DescribeProvider(canonical);
+  if (load_error.empty()) {
+    msg += ", which this ONNX Runtime does not have (available: " + std::string(available) + ")";
+  } else {
+    msg += ", which this ONNX Runtime lists (available: " + std::string(available) +
+           ") but cannot add: " + std::string(load_error);
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  }
   if (canonical == "dml") {
     msg += "; DirectML needs Windows (DirectX 12), so it cannot run here";
   } else if (canonical == "cuda" || canonical == "tensorrt") {

@@ -27,8 +27,10 @@ std::string OrtAppendName(std::string_view canonical);
 std::string DescribeProvider(std::string_view canonical);
 
 // Why this ORT build cannot run `canonical` and how to run the model anyway; `where` says who
-// asked for it (e.g. "genai_config.json", "provider_options", "execution_provider").
+// asked for it (e.g. "genai_config.json", "provider_options", "execution_provider"). A non-empty
+// `load_error` is ORT's reason when it lists the provider but cannot add it (e.g. the pinned
+// onnxruntime-node build lists CUDA, TensorRT and WebGPU without shipping their libraries).
 std::string MissingProviderMessage(std::string_view canonical, std::string_view where,
-                                   std::string_view available);
+                                   std::string_view available, std::string_view load_error = {});
 
 }  // namespace ebb::internal

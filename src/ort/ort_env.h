@@ -11,9 +11,9 @@ namespace ebb::internal {
 Ort::Env& OrtEnvironment();
 
 // Turns ONNX Runtime's telemetry off for this process; call before the first Ort::Env is created
-// (OrtEnvironment does). The pinned Linux build (1.29) ships a telemetry client (1DS) that, on
-// the first CreateEnv, reads /etc/machine-id and /proc/self/cmdline, writes a SQLite event queue
-// and a device id under $HOME/.cache/Microsoft/DeveloperTools/.onnxruntime/, an empty
+// (OrtEnvironment does). The pinned Linux build (1.30, as 1.29) ships a telemetry client (1DS)
+// that, on the first CreateEnv, reads /etc/machine-id and /proc/self/cmdline, writes a SQLite event
+// queue and a device id under $HOME/.cache/Microsoft/DeveloperTools/.onnxruntime/, an empty
 // mat-debug-<pid>.log and a .ses file in the temp dir, starts threads that upload to
 // mobile.events.data.microsoft.com, and joins them in an exit handler. It crashes on a command
 // line over ~32 KiB and hangs at exit when a thread cannot start (ulimit -v). Only the

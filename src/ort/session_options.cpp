@@ -96,10 +96,17 @@ void AppendProvider(Ort::SessionOptions& so, const std::string& ep, const std::s
                       std::find(available.begin(), available.end(), ort_name) == available.end())) {
     throw Error(ErrorCode::Unavailable, MissingProviderMessage(ep, where, list));
   }
+  // ORT loads a provider's library only once a logger is registered, i.e. with an Ort::Env;
+  // without one it fails with "Attempt to use DefaultLogger but none has been registered".
+  (void)OrtEnvironment();
   if (ep == "cuda") {
     const OrtApi& api = Ort::GetApi();
     OrtCUDAProviderOptionsV2* cuda = nullptr;
-    Ort::ThrowOnError(api.CreateCUDAProviderOptions(&cuda));
+    try {
+      Ort::ThrowOnError(api.CreateCUDAProviderOptions(&cuda));
+    } catch (const Ort::Exception& e) {
+      throw Error(ErrorCode::Unavailable, MissingProviderMessage(ep, where, list, e.what()));
+    }
     std::unique_ptr<OrtCUDAProviderOptionsV2, decltype(api.ReleaseCUDAProviderOptions)> guard(
         cuda, api.ReleaseCUDAProviderOptions);
     std::vector<const char*> keys, values;
@@ -110,20 +117,26 @@ void AppendProvider(Ort::SessionOptions& so, const std::string& ep, const std::s
     try {
       Ort::ThrowOnError(
           api.UpdateCUDAProviderOptions(cuda, keys.data(), values.data(), keys.size()));
-      so.AppendExecutionProvider_CUDA_V2(*cuda);
     } catch (const Ort::Exception& e) {
+      // ORT loads the provider's library here: a build that lists CUDA without shipping it
+      // (onnxruntime-node's) fails with "Failed to load library", which no option can fix.
+      if (std::string_view(e.what()).find("Failed to load library") != std::string_view::npos) {
+        throw Error(ErrorCode::Unavailable, MissingProviderMessage(ep, where, list, e.what()));
+      }
       throw Error(ErrorCode::InvalidArgument,
                   std::string("provider_options.cuda refused by ONNX Runtime: ") + e.what());
+    }
+    try {
+      so.AppendExecutionProvider_CUDA_V2(*cuda);
+    } catch (const Ort::Exception& e) {  // listed, but its library cannot be loaded
+      throw Error(ErrorCode::Unavailable, MissingProviderMessage(ep, where, list, e.what()));
     }
   } else {
     try {
       so.AppendExecutionProvider(OrtAppendName(ep), std::unordered_map<std::string, std::string>(
                                                         opts.begin(), opts.end()));
     } catch (const Ort::Exception& e) {
-      throw Error(ErrorCode::Unavailable,
-                  where + ": ONNX Runtime cannot add the execution provider " +
-                      DescribeProvider(ep) + " (" + e.what() + "); available: " + list +
-                      "; to run on CPU instead, pass --ep cpu (execution_provider=cpu)");
+      throw Error(ErrorCode::Unavailable, MissingProviderMessage(ep, where, list, e.what()));
     }
   }
   for (const auto& [k, v] : opts) {

@@ -17,6 +17,20 @@ grep -q "fix:" <<<"$out" || fail "message does not name a fix"
 leftover="$(find "$work/deps" -mindepth 1 -maxdepth 1 -name '.tmp.*' 2>/dev/null)"
 [ -z "$leftover" ] || fail "left temporary folders: $leftover"
 
+# The same for the library's tarball (onnxruntime-node), checked before anything is fetched.
+out="$(EBB_SKIP_APT=1 EBB_DEPS_DIR="$work/deps" EBB_ORT_LIB_TARBALL="$work/tampered.tgz" \
+       bash "$bootstrap" 2>&1)"
+[ $? -ne 0 ] || fail "bootstrap accepted a tampered library tarball"
+grep -q "integrity mismatch for $work/tampered.tgz (onnxruntime-node@1.30.0)" <<<"$out" ||
+  fail "library tarball: message does not say 'integrity mismatch' and name the package"
+[ ! -e "$work/deps/onnxruntime" ] || fail "left $work/deps/onnxruntime behind (library tarball)"
+leftover="$(find "$work/deps" -mindepth 1 -maxdepth 1 -name '.tmp.*' 2>/dev/null)"
+[ -z "$leftover" ] || fail "left temporary folders: $leftover"
+out="$(EBB_SKIP_APT=1 EBB_DEPS_DIR="$work/deps" EBB_ORT_LIB_TARBALL="$work/nope.tgz" bash "$bootstrap" 2>&1)"
+[ $? -ne 0 ] || fail "bootstrap accepted a missing library tarball"
+grep -q "EBB_ORT_LIB_TARBALL=$work/nope.tgz is not a readable file" <<<"$out" ||
+  fail "missing library tarball: unclear message"
+
 # A missing tarball is a clear error too.
 out="$(EBB_SKIP_APT=1 EBB_DEPS_DIR="$work/deps" EBB_ORT_TARBALL="$work/nope.tgz" bash "$bootstrap" 2>&1)"
 [ $? -ne 0 ] || fail "bootstrap accepted a missing tarball"

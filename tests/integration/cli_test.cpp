@@ -20,7 +20,7 @@ TEST(Cli, VersionShowsOrtAndCpuProvider) {
   const RunResult r = RunEbb("--version");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("ebb 0."));
-  EXPECT_THAT(r.out, HasSubstr("onnxruntime 1.29.0"));
+  EXPECT_THAT(r.out, HasSubstr("onnxruntime 1.30.0"));
   EXPECT_THAT(r.out, HasSubstr("CPUExecutionProvider"));
 }
 

@@ -27,7 +27,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using Tokens = std::vector<int32_t>;
 
-fs::path ModelDir() { return testing::TestModelsDir() / "llama-tiny-int4"; }
+// Block 32: at synth_model.py's default block 128, ORT's MatMulNBits at several rows flips one
+// near-tie of this model against its solo run (tools/make_test_models.sh, docs/memory.md).
+fs::path ModelDir() { return testing::TestModelsDir() / "llama-tiny-int4-b32"; }
 
 std::shared_ptr<Model> LoadBatched(int rows, const char* policy = "gather",
                                    const char* wait_us = "2000") {

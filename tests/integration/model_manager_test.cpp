@@ -93,6 +93,11 @@ TEST(ModelManager, EvictsTheLeastRecentlyUsedIdleModelAndNeverOneInUse) {
     req.max_new_tokens = 4;
     req.params.max_length = 16;  // its KV fits beside the two models' weights
     EXPECT_EQ(Generate(a.model(), req).rows[0].generated_ids.size(), 4u);
+    // Release a, then c, on different milliseconds: the order is by release time (ms), and the
+    // scope's end released c first and a within the same ms only when the machine was quiet.
+    a.Reset();
+    std::this_thread::sleep_for(5ms);
+    c.Reset();
   }
   // Now both are idle; c was used last, so a goes first.
   m.Acquire("b").Reset();

@@ -42,5 +42,20 @@ TEST(ExecutionProviderNamesIssue10, MissingProviderMessagesNameARealWayOut) {
   EXPECT_THAT(dml, HasSubstr("execution_provider=cpu"));
 }
 
+// ORT 1.30's onnxruntime-node build lists CUDA, TensorRT and WebGPU without their libraries: the
+// message says so, with ORT's reason and the same ways out, instead of an option error.
+TEST(ExecutionProviderNames, ListedButNotLoadableSaysWhy) {
+  const std::string cuda = MissingProviderMessage(
+      "cuda", "execution_provider=cuda", "CUDAExecutionProvider, CPUExecutionProvider",
+      "Failed to load library libonnxruntime_providers_shared.so\n");
+  EXPECT_THAT(cuda, HasSubstr("execution_provider=cuda asks for the execution provider CUDA"));
+  EXPECT_THAT(cuda,
+              HasSubstr("lists (available: CUDAExecutionProvider, CPUExecutionProvider) but "
+                        "cannot add: Failed to load library libonnxruntime_providers_shared.so;"));
+  EXPECT_THAT(cuda, HasSubstr("EBB_ORT_ROOT"));
+  EXPECT_THAT(cuda, HasSubstr("--ep cpu"));
+  EXPECT_THAT(cuda, Not(HasSubstr("does not have")));
+}
+
 }  // namespace
 }  // namespace ebb::internal

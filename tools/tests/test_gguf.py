@@ -94,18 +94,23 @@ def read_gguf(path):
 
 def onnx_matrices(folder):
     """The ONNX model's matmul weights as [N, K] float32 (int4 dequantized from MatMulNBits: B
-    [N, K/32, 16], byte j = q[2j] | q[2j+1] << 4, value (q - 8) * scale), plus other initializers."""
+    [N, ceil(K/block), block/2], byte j = q[2j] | q[2j+1] << 4, value (q - 8) * scale, the padding
+    past K dropped; block and K from the node), plus other initializers."""
     m = onnx.load(os.path.join(folder, "model.onnx"))
     inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    attrs = {n.input[1]: {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+             for n in m.graph.node if n.op_type == "MatMulNBits"}
     out = {}
     for name, a in inits.items():
         if name.endswith("NBits.qweight"):
-            n, nb, _ = a.shape
-            q = np.empty((n, nb, 32), np.float32)
+            n, nb, half = a.shape
+            block, k = attrs[name]["block_size"], attrs[name]["K"]
+            assert half * 2 == block and nb == -(-k // block)
+            q = np.empty((n, nb, block), np.float32)
             q[:, :, 0::2] = a & 15
             q[:, :, 1::2] = a >> 4
             s = inits[name.replace("qweight", "scales")].reshape(n, nb, 1)
-            out[name[:-len("NBits.qweight")]] = ((q - 8) * s).reshape(n, nb * 32)
+            out[name[:-len("NBits.qweight")]] = ((q - 8) * s).reshape(n, nb * block)[:, :k]
         elif name.endswith("MatMul.weight"):
             out[name[:-len(".weight")]] = a.T
         else:
@@ -138,9 +143,14 @@ def rope_adjacent(x, pos, theta):
 def pairs(tmp_path_factory):
     base = tmp_path_factory.mktemp("gguf")
     out = {}
-    for fam, prec in (("llama", "int4"), ("phi3", "int4"), ("llama", "fp32")):
+    # int4: the default block (128: K = 64 is one padded block, K = 128 one whole block), and
+    # --block-size 32 (Q4_0's own) and 64
+    for fam, prec, extra in (("llama", "int4", []), ("phi3", "int4", []), ("llama", "fp32", []),
+                             ("llama", "int4-b32", ["--block-size", "32"]),
+                             ("phi3", "int4-b64", ["--block-size", "64"])):
         d = str(base / f"{fam}-{prec}")
-        sm.main(["--family", fam, "--preset", "tiny", "--precision", prec, "--out", d, "--gguf", d + ".gguf"])
+        sm.main(["--family", fam, "--preset", "tiny", "--precision", prec[:4], "--out", d, "--gguf", d + ".gguf"]
+                + extra)
         out[(fam, prec)] = (d, d + ".gguf")
     return out
 
@@ -160,9 +170,10 @@ def layer_rows(fam, mats, i, nh, nkv, hd, inter):
 
 
 # ---- tests ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("fam", ["llama", "phi3"])
-def test_q4_0_holds_the_same_values_and_rotary(pairs, fam):
-    folder, path = pairs[(fam, "int4")]
+@pytest.mark.parametrize("fam,prec", [("llama", "int4"), ("phi3", "int4"), ("llama", "int4-b32"),
+                                      ("phi3", "int4-b64")])
+def test_q4_0_holds_the_same_values_and_rotary(pairs, fam, prec):
+    folder, path = pairs[(fam, prec)]
     info = json.load(open(os.path.join(folder, "synth_info.json")))
     d = info["dims"]
     nh, nkv, hd, L = d["heads"], d["kv_heads"], d["head_size"], d["layers"]
@@ -243,8 +254,21 @@ def test_gguf_rounds_int4_scales_to_fp16_only_when_asked(tmp_path, pairs):
     (["--family", "qwen2"], "llama and phi3"),
     (["--family", "gpt2"], "llama and phi3"),
     (["--family", "llama", "--gguf-type", "q4_0"], "needs --precision int4"),
+    (["--family", "llama", "--precision", "int4", "--block-size", "16"], "needs --block-size 32 or more"),
 ])
 def test_gguf_refuses_what_it_cannot_write(tmp_path, argv, message):
     with pytest.raises(SystemExit) as e:
         sm.main(argv + ["--preset", "tiny", "--out", str(tmp_path / "m"), "--gguf", str(tmp_path / "m.gguf")])
     assert message in str(e.value)
+
+
+def test_f16_from_int4_block_16(tmp_path):
+    # block 16 cannot be Q4_0 (refused above) but f16 holds its dequantized values, rounded
+    d = str(tmp_path / "b16")
+    sm.main(["--family", "llama", "--preset", "tiny", "--precision", "int4", "--block-size", "16", "--out", d,
+             "--gguf", d + ".gguf", "--gguf-type", "f16"])
+    _, mats = onnx_matrices(d)
+    _, t = read_gguf(d + ".gguf")
+    rows = layer_rows("llama", mats, 0, 4, 2, 16, 128)
+    np.testing.assert_array_equal(t["blk.0.ffn_down.weight"], rows["ffn_down"].astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(t["blk.0.attn_v.weight"], rows["attn_v"].astype(np.float16).astype(np.float32))

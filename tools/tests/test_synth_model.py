@@ -105,10 +105,14 @@ def test_config_matches_graph(models, variant):
         assert "GroupQueryAttention" in ops
         assert ("RotaryEmbedding" in ops) == (variant[2] == "unfused")
         assert ("MatMulNBits" in ops) == (variant[1] == "int4")
+        inits = {t.name: t for t in m.graph.initializer}
         for n in m.graph.node:
             if n.op_type == "MatMulNBits":
                 a = {x.name: onnx.helper.get_attribute_value(x) for x in n.attribute}
-                assert (a["bits"], a["block_size"], a["accuracy_level"]) == (4, 32, 4)
+                assert (a["bits"], a["block_size"], a["accuracy_level"]) == (4, 128, 4)  # the default
+                nb = -(-a["K"] // 128)  # K = 64 (hidden) is one block, zero-padded
+                assert list(inits[n.input[1]].dims) == [a["N"], nb, 64]
+                assert list(inits[n.input[2]].dims) == [a["N"] * nb]
     assert set(names.values()) | set(past) == set(ins)
     assert {dec["outputs"]["logits"]} | set(present) == set(outs)
     assert dims(outs["logits"])[-1] == cfg["vocab_size"]
@@ -252,7 +256,7 @@ def test_presets_and_overrides():
         ap = argparse.Namespace(family="phi3", preset="phi-3.5-mini", precision=None, seed=0, out="x",
                                 layers=None, hidden=None, heads=None, kv_heads=None, head_size=None,
                                 intermediate=None, vocab=None, context_length=None, rotary_form=None,
-                                external_data="auto")
+                                external_data="auto", block_size=None)
         for k, v in zip(argv[::2], argv[1::2]):
             setattr(ap, k, v)
         return sm.resolve_config(ap)
@@ -265,6 +269,10 @@ def test_presets_and_overrides():
     with pytest.raises(SystemExit):
         cfg("head_size", 24, "rotary_form", "fused")
     assert cfg("precision", "fp32", "layers", 1)["layers"] == 1
+    assert c["block_size"] == 128 and cfg("block_size", 32)["block_size"] == 32
+    assert "block_size" not in cfg("precision", "fp32")
+    with pytest.raises(SystemExit, match="int4 only"):
+        cfg("precision", "fp32", "block_size", 32)
 
 
 def test_override_dims_generate(tmp_path):
@@ -275,3 +283,48 @@ def test_override_dims_generate(tmp_path):
     assert info["rotary_form"] == "unfused" and info["dims"]["vocab"] == 400
     seqs, _, _ = rf.greedy(rf.Model(d), [[1, 2, 3]], 10)
     assert len(seqs[0]) == 10
+
+
+def test_quantize_pads_k_to_whole_blocks():
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((3, 80)).astype(np.float32)
+    packed, scales = sm.quantize_int4_rows(w, 64)
+    assert packed.shape == (3, 2, 32) and scales.shape == (3, 2)
+    q = np.empty((3, 2, 64), np.uint8)
+    q[:, :, 0::2], q[:, :, 1::2] = packed & 15, packed >> 4
+    assert (q[:, 1, 16:] == 8).all()  # the padding past K = 80 is code 8 (value 0)
+    np.testing.assert_allclose(scales[:, 1], np.abs(w[:, 64:]).max(axis=1) / 7, rtol=1e-6)
+    deq = ((q.astype(np.float32) - 8) * scales[:, :, None]).reshape(3, 128)[:, :80]
+    assert np.abs(deq - w).max() <= scales.max() / 2 + 1e-6
+
+
+@pytest.mark.parametrize("block", [16, 32, 64, 256])
+def test_block_size_reaches_the_graph_and_the_reference(tmp_path, block):
+    d = generate(tmp_path / "m", "llama", "int4", block_size=block)
+    onnx.checker.check_model(os.path.join(d, "model.onnx"))
+    info = load_json(d, "synth_info.json")
+    assert info["int4_block_size"] == block and info["script_version"] == sm.SCRIPT_VERSION
+    m = onnx.load(os.path.join(d, "model.onnx"))
+    sizes = {onnx.helper.get_attribute_value(a) for n in m.graph.node if n.op_type == "MatMulNBits"
+             for a in n.attribute if a.name == "block_size"}
+    assert sizes == {block}
+    ref = rf.Model(d)
+    assert set(ref.block_size.values()) == {block}
+    # int4 at any block size still tracks the fp32 model of the same seed
+    f = rf.Model(generate(tmp_path / "f", "llama", "fp32"))
+    la, lb = f.forward(PROMPTS[0])[-1], ref.forward(PROMPTS[0])[-1]
+    assert np.corrcoef(la, lb)[0, 1] > 0.95
+
+
+def test_int8_activation_blocks_pad_a_partial_block():
+    x = np.arange(1, 81, dtype=np.float32).reshape(1, 80)
+    y = rf.quantize_int8_blocks(x, 64)
+    assert y.shape == x.shape
+    np.testing.assert_allclose(y[0, 64:], rf.quantize_int8_blocks(x[:, 64:], 16)[0])  # its own absmax
+
+
+def test_block_size_is_refused_when_it_does_not_apply(tmp_path):
+    with pytest.raises(SystemExit, match="int4 only"):
+        generate(tmp_path / "m", "llama", "fp32", block_size=32)
+    with pytest.raises(SystemExit):  # argparse: not one of 16, 32, 64, 128, 256
+        generate(tmp_path / "m", "llama", "int4", block_size=48)
