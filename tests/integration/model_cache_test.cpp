@@ -29,6 +29,7 @@
 #include "ebb/generator.h"
 #include "ebb/log.h"
 #include "ebb/model.h"
+#include "ebb/model_manager.h"
 #include "ebb/runtime.h"
 #include "ebb/runtime_handle.h"
 #include "model/model_impl.h"
@@ -714,6 +715,49 @@ TEST(ModelCache, EntryTruncatedUnderARunningModelFailsTheRequestNotTheProcess) {
   const std::string log = logs.Take();
   EXPECT_THAT(log, HasSubstr("(truncated or overwritten)"));
   EXPECT_THAT(log, HasSubstr("model cache: built"));
+}
+
+// The service's side (ModelManager, what ebb serve runs on): under memory.limit it releases an
+// idle model's file-backed weights before it evicts anything, and a model whose cache file was
+// truncated under it is reloaded on its next request, with the right tokens.
+TEST(ModelCache, TheManagerReleasesIdleWeightsBeforeEvictingAndReloadsABrokenModel) {
+  ModelCopy m("llama-tiny-fp32");
+  const auto want = Uncached(m.dir());
+  LoadAndGreedy(m.dir());  // builds the entry
+  const fs::path data = Entries(m.cache_root()).at(0) / "model.onnx.data";
+  Runtime rt;
+  ModelManagerOptions o;
+  for (const char* id : {"a", "b"}) o.models[id].path = m.dir();
+  o.defaults = {{"model_cache.dir", "auto"}};
+  ModelManager mm(rt, o);
+  {
+    auto a = mm.Acquire("a");
+    ASSERT_EQ(a->memory_stats().weights.state, "file-backed");
+    // Room for one model's weights and a request's KV, not two models.
+    rt.SetMemoryLimit(a->weights_bytes() + a->weights_bytes() / 2);
+  }
+  {
+    auto b = mm.Acquire("b");
+    EXPECT_EQ(Greedy(b.model()), want);
+  }
+  EXPECT_TRUE(mm.Get("a").loaded) << "a was evicted although releasing its weights made room";
+  EXPECT_EQ(rt.Get("a")->memory_stats().weights.state, "released");
+  EXPECT_EQ(mm.num_evictions(), 0u);
+
+  // a's entry is truncated while a is loaded (released: every read faults).
+  ASSERT_EQ(::truncate(data.c_str(), 0), 0);
+  {
+    auto a = mm.Acquire("a");  // makes room again: b's weights are released
+    EXPECT_EQ(rt.Get("b")->memory_stats().weights.state, "released");
+    EXPECT_THROW(Greedy(a.model()), Error);
+    EXPECT_EQ(a->memory_stats().weights.state, "broken");
+  }
+  rt.SetMemoryLimit(0);
+  LogCapture logs;
+  auto a = mm.Acquire("a");
+  EXPECT_THAT(logs.Take(), HasSubstr("reloading model 'a'"));
+  EXPECT_NE(a->memory_stats().weights.state, "broken");
+  EXPECT_EQ(Greedy(a.model()), want);
 }
 
 }  // namespace
