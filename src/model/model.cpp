@@ -16,8 +16,8 @@
 #include "ebb/error.h"
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
-#include "memory/memory_governor.h"
 #include "memory/mapped_file_guard.h"
+#include "memory/memory_governor.h"
 #include "model/cache_builder.h"
 #include "model/graph_ops.h"
 #include "model/last_logits.h"
@@ -401,9 +401,9 @@ WeightsMemory ModelImpl::WeightsStats() const {
     std::lock_guard<std::mutex> lock(slot_mu_);
     w.num_releases = num_weight_releases_;
     w.state = weights_entry.empty() ? "anonymous"
-              : weights_broken()      ? "broken"
-              : weights_released_     ? "released"
-                                      : "file-backed";
+              : weights_broken()    ? "broken"
+              : weights_released_   ? "released"
+                                    : "file-backed";
   }
   if (weights_entry.empty()) {
     w.anon_bytes = weights_bytes;
@@ -518,8 +518,13 @@ void StartCacheBuild(ModelImpl& mi, const Ort::SessionOptions& so, ModelCache ca
                        last = mi.options.last_position_logits](Ort::SessionOptions o) {
     return CreateSourceSession(cfg, last, std::move(o));
   };
-  job.probe = [&mi](Ort::Session& s) { return ProbeOutputs(s, mi.config, mi.io, mi.encoder); };
-  job.reference = [&mi] { return ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder); };
+  const bool shared = mi.info.past_present_share_buffer;
+  job.probe = [&mi, shared](Ort::Session& s) {
+    return ProbeOutputs(s, mi.config, mi.io, mi.encoder, shared);
+  };
+  job.reference = [&mi, shared] {
+    return ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder, shared);
+  };
   mi.cache_builder =
       std::make_unique<CacheBuilder>(std::move(cache), std::move(job), mi.config.dir.string(),
                                      [&gov, transient](bool) { gov.Release(transient); });
@@ -712,8 +717,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   if (!impl->weights_entry.empty()) {
     // A cache file truncated or rewritten under the mapping must fail the request that read it,
     // not kill the process with SIGBUS (memory/mapped_file_guard.h).
-    impl->weights_guard =
-        MappedFileGuard::Protect({impl->weights_entry / ModelCache::kDataFile});
+    impl->weights_guard = MappedFileGuard::Protect({impl->weights_entry / ModelCache::kDataFile});
   }
   impl->loaded_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "ebb/error.h"
@@ -45,7 +46,7 @@ std::vector<float> AsFloats(const Ort::Value& v) {
 }  // namespace
 
 std::vector<float> ProbeOutputs(Ort::Session& session, const GenaiConfig& cfg, const DecoderIo& io,
-                                const EncoderIo& encoder) {
+                                const EncoderIo& encoder, bool shared_kv) {
   Ort::AllocatorWithDefaultOptions allocator;
   const int64_t vocab = std::max<int32_t>(cfg.vocab_size, 1);
   std::vector<int64_t> ids, ones(kProbeTokens, 1), zeros(kProbeTokens, 0), positions;
@@ -78,11 +79,21 @@ std::vector<float> ProbeOutputs(Ort::Session& session, const GenaiConfig& cfg, c
     if (!io.position_ids.empty()) {
       feed(io.position_ids, IntTensor(allocator, positions, dims, io.position_ids_type));
     }
+    shared_kv = shared_kv && !io.combined_kv && io.present_names.size() == io.past_names.size();
+    const int64_t past_len = shared_kv ? kProbeTokens : 0;
     const std::vector<int64_t> kv_dims =
-        io.combined_kv ? std::vector<int64_t>{2, 1, cfg.num_key_value_heads, 0, cfg.head_size}
-                       : std::vector<int64_t>{1, cfg.num_key_value_heads, 0, cfg.head_size};
+        io.combined_kv
+            ? std::vector<int64_t>{2, 1, cfg.num_key_value_heads, past_len, cfg.head_size}
+            : std::vector<int64_t>{1, cfg.num_key_value_heads, past_len, cfg.head_size};
     for (const auto& past : io.past_names) {
-      feed(past, Ort::Value::CreateTensor(allocator, kv_dims.data(), kv_dims.size(), io.kv_type));
+      Ort::Value v =
+          Ort::Value::CreateTensor(allocator, kv_dims.data(), kv_dims.size(), io.kv_type);
+      if (shared_kv) {
+        const size_t elem = io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
+        std::memset(v.GetTensorMutableRawData(), 0,
+                    v.GetTensorTypeAndShapeInfo().GetElementCount() * elem);
+      }
+      feed(past, std::move(v));
     }
     if (!io.logits_index.empty()) {
       feed(io.logits_index,
@@ -93,10 +104,30 @@ std::vector<float> ProbeOutputs(Ort::Session& session, const GenaiConfig& cfg, c
   if (output.empty()) throw Error(ErrorCode::Internal, "probe: the model has no output to compare");
   std::vector<const char*> in_names;
   for (const auto& n : names) in_names.push_back(n.c_str());
-  const char* out_name = output.c_str();
+  // Outputs: the one compared (ORT allocates it), and with a shared KV buffer the presents bound
+  // over the pasts' memory, as the generator binds them.
+  std::vector<const char*> out_names{output.c_str()};
+  std::vector<Ort::Value> outs;
+  outs.emplace_back(nullptr);
+  if (!cfg.is_encoder && shared_kv) {
+    const Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+    const size_t first_past =
+        values.size() - io.past_names.size() - (io.logits_index.empty() ? 0 : 1);
+    for (size_t i = 0; i < io.present_names.size(); ++i) {
+      Ort::Value& past = values[first_past + i];
+      const auto info = past.GetTensorTypeAndShapeInfo();
+      const std::vector<int64_t> shape = info.GetShape();
+      const size_t elem = io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
+      out_names.push_back(io.present_names[i].c_str());
+      outs.push_back(Ort::Value::CreateTensor(mem, past.GetTensorMutableRawData(),
+                                              info.GetElementCount() * elem, shape.data(),
+                                              shape.size(), io.kv_type));
+    }
+  }
   Ort::RunOptions ro;
-  auto out = session.Run(ro, in_names.data(), values.data(), values.size(), &out_name, 1);
-  return AsFloats(out.at(0));
+  session.Run(ro, in_names.data(), values.data(), values.size(), out_names.data(), outs.data(),
+              outs.size());
+  return AsFloats(outs.at(0));
 }
 
 std::string CompareProbeOutputs(const std::vector<float>& a, const std::vector<float>& b) {

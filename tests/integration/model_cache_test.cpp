@@ -193,10 +193,15 @@ pid_t SpawnCli(const fs::path& dir) {
 
 class ModelCacheTest : public ::testing::TestWithParam<std::string> {};
 
-// Both kinds of entry: int4 (MatMulNBits: graph + initializers only) and fp32 (with ORT's
-// prepacked MatMul blobs).
+// Both kinds of weights (int4 MatMulNBits and fp32 MatMul, each with ORT's prepacked blobs) and
+// every KV layout; llama-tiny-fp16io pins the probe's shared-buffer binding (an empty past made
+// GQA refuse to reuse the buffer, and no entry was ever built for fp16-KV GQA graphs).
 INSTANTIATE_TEST_SUITE_P(Models, ModelCacheTest,
-                         ::testing::Values("llama-int4-extdata", "llama-tiny-fp32"),
+                         // Every KV layout the probe must feed: GQA with a shared buffer
+                         // (fp32, fp16 KV), ping-pong, gpt2's combined past, unfused phi3.
+                         ::testing::Values("llama-int4-extdata", "llama-tiny-fp32",
+                                           "llama-tiny-fp16io", "gpt2-tiny-fp32", "qwen2-tiny-fp32",
+                                           "phi3-tiny-fp32-unfused"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
                            for (char& c : n)
@@ -515,7 +520,8 @@ TEST(ModelCache, SmallPrepackedBlobsAtUnalignedOffsetsMisreadAndAlignedTheyMatch
   off.Set("prefill_logits", "all");  // the graph as ORT's saver sees it, no ebb rewrite
   auto model = Model::Load(m.dir(), off);
   auto& mi = internal::ImplOf(*model);
-  const std::vector<float> want = internal::ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder);
+  const std::vector<float> want = internal::ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder,
+                                                         mi.info.past_present_share_buffer);
 
   // What ORT writes by itself.
   const fs::path raw = m.base() / "raw";
@@ -543,7 +549,8 @@ TEST(ModelCache, SmallPrepackedBlobsAtUnalignedOffsetsMisreadAndAlignedTheyMatch
     Ort::SessionOptions so;
     so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
     Ort::Session s(internal::OrtEnvironment(), graph.c_str(), so);
-    return internal::ProbeOutputs(s, mi.config, mi.io, mi.encoder);
+    return internal::ProbeOutputs(s, mi.config, mi.io, mi.encoder,
+                                  mi.info.past_present_share_buffer);
   };
   EXPECT_EQ(internal::CompareProbeOutputs(want, probe(aligned / "model.onnx")), "");
   EXPECT_NE(internal::CompareProbeOutputs(want, probe(raw / "model.onnx")), "")
