@@ -500,11 +500,13 @@ uint64_t EstimateWeightsBytes(const std::filesystem::path& dir) {
 }
 
 // Builds the model's cache entry in the background (cache_builder.h). The build's own session
-// holds a second, temporary copy of the weights: it is charged to memory.limit for the build's
-// duration, and no build starts when the budget has no room for it.
+// holds a second, temporary copy of the weights, and ORT's saver about one more while it writes
+// (measured on the phi shape: peak RSS 6.3 GiB with 2.2 GiB of weights during the build, against
+// 2.2 GiB without): twice the weights are charged to memory.limit for the build's duration, and
+// no build starts when the budget has no room for them.
 void StartCacheBuild(ModelImpl& mi, const Ort::SessionOptions& so, ModelCache cache) {
   MemoryGovernor& gov = mi.host->governor();
-  const uint64_t transient = mi.weights_bytes;
+  const uint64_t transient = 2 * mi.weights_bytes;
   try {
     gov.Admit(transient);
   } catch (const Error& e) {
