@@ -94,6 +94,9 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   int num_live_generators() const;
   // Bytes of the model's weight files (the .onnx file and its external data).
   uint64_t weights_bytes() const;
+  // MemoryStats::weights.state ("anonymous", "file-backed", "released", "broken") without the
+  // /proc reads memory_stats() does: cheap enough for every request.
+  std::string weights_state() const;
   // Tier 2 controls: shrink now / after the next request / every N, run options, stats.
   RuntimeHandle& runtime() { return handle_; }
 

@@ -395,15 +395,20 @@ WeightsRelease ModelImpl::ReleaseWeights() {
   return r;
 }
 
+std::string ModelImpl::WeightsState() const {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  return weights_entry.empty() ? "anonymous"
+         : weights_broken()    ? "broken"
+         : weights_released_   ? "released"
+                               : "file-backed";
+}
+
 WeightsMemory ModelImpl::WeightsStats() const {
   WeightsMemory w;
+  w.state = WeightsState();
   {
     std::lock_guard<std::mutex> lock(slot_mu_);
     w.num_releases = num_weight_releases_;
-    w.state = weights_entry.empty() ? "anonymous"
-              : weights_broken()    ? "broken"
-              : weights_released_   ? "released"
-                                    : "file-backed";
   }
   if (weights_entry.empty()) {
     w.anon_bytes = weights_bytes;
@@ -760,6 +765,7 @@ std::string InfoJson(const Model& model) {
 }
 
 uint64_t Model::weights_bytes() const { return internal::ImplOf(*this).weights_bytes; }
+std::string Model::weights_state() const { return internal::ImplOf(*this).WeightsState(); }
 
 const Tokenizer* Model::tokenizer() const { return internal::ImplOf(*this).tokenizer_owned.get(); }
 

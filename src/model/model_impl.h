@@ -23,7 +23,7 @@
 
 namespace ebb::internal {
 
-class DecodeBatcher;  // generate/decode_batcher.h (created by it; held here type-erased)
+class DecodeBatcher;    // generate/decode_batcher.h (created by it; held here type-erased)
 class CacheBuilder;     // model/cache_builder.h
 class MappedFileGuard;  // memory/mapped_file_guard.h
 
@@ -122,6 +122,7 @@ class ModelImpl final : public Model {
   // while it advises the kernel, so no request starts meanwhile.
   WeightsRelease ReleaseWeights();
   WeightsMemory WeightsStats() const;
+  std::string WeightsState() const;  // WeightsStats().state, without reading /proc
   // memory.release_weights_after_s > 0 and file-backed weights: a thread that releases them once
   // the model has been idle that long. Stopped by Release().
   void StartIdleRelease(int32_t after_s);

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "core/log.h"
-#include "ebb/runtime_handle.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "ebb/runtime_handle.h"
 #include "model/model_impl.h"
 
 namespace ebb {
@@ -199,7 +199,7 @@ struct ModelManager::State {
       for (const auto& [id, e] : entries) {
         if (!e.model || e.leases > 0 || e.loading || id == for_id) continue;
         if (e.model->num_live_generators() > 0) continue;
-        if (e.model->memory_stats().weights.state != "file-backed") continue;
+        if (e.model->weights_state() != "file-backed") continue;
         if (e.last_used_unix_ms < oldest_release) {
           oldest_release = e.last_used_unix_ms;
           to_release = id;
@@ -272,7 +272,7 @@ struct ModelManager::State {
     Entry& e = entries[id];
     for (;;) {
       if (e.model && e.leases == 0 && e.model->num_live_generators() == 0 &&
-          e.model->memory_stats().weights.state == "broken") {
+          e.model->weights_state() == "broken") {
         // Its cache file changed under it (weights state "broken"): load it again, which finds
         // the entry changed, rebuilds it, and serves correct results meanwhile.
         EBB_LOG_WARN("reloading model '{}': a weights file it maps was truncated or changed", id);
@@ -294,7 +294,7 @@ struct ModelManager::State {
                           OptionListText(e.options) + "); unload it first to load it with " +
                           OptionListText(opts));
         }
-        if (e.model->memory_stats().weights.state == "released") {
+        if (e.model->weights_state() == "released") {
           // Its next request charges the weights again: make room for them now, as for a load.
           MakeRoom(lock, id, e.model->weights_bytes());
         }
