@@ -616,6 +616,9 @@ bool ModelCache::BuildEntry(BuildJob& job) {
       // one data file; one intra-op thread, so the build takes one core at most.
       Ort::SessionOptions so = job.session_options.Clone();
       so.SetIntraOpNumThreads(1);
+      // ORT warns that an optimised graph may hold hardware-specific optimisations: expected,
+      // the key carries the ISA level. Errors still come through.
+      so.SetLogSeverityLevel(ORT_LOGGING_LEVEL_ERROR);
       so.SetOptimizedModelFilePath((ort_dir / kGraphFile).c_str());
       so.AddConfigEntry("session.optimized_model_external_initializers_file_name", kDataFile);
       so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
