@@ -3,8 +3,8 @@
 
     PYTHONPATH=build/debug/python bench/release_weights_bench.py MODEL_DIR [--cache-dir DIR]
 
-In one process: load MODEL_DIR from its compiled-model cache entry (builds it first in a child
-process when missing), run one greedy request, then runtime.release_weights(); report RssAnon /
+In one process: load MODEL_DIR from its compiled-model cache entry (when the entry is missing, the
+first load builds it and is unloaded, which waits for the background build), run one greedy request, then runtime.release_weights(); report RssAnon /
 RssFile of the process and the model's weights figures at each step, and the time to the first
 token (one prefill of a 16-token prompt) of a request before and after the release, with the
 tokens of both (they must be equal). Prints one JSON object.
