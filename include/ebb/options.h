@@ -111,6 +111,14 @@ struct EBB_API ModelOptions {
   // cache entry) releases its resident weight pages after this many seconds without a request,
   // as RuntimeHandle::ReleaseWeights() does. 0 = never (default).
   int32_t release_weights_after_s = 0;
+  // memory.release_weights_on_pressure: an idle model (no request for at least a second) whose
+  // weights are file-backed releases them when the memory it lives in is under pressure (PSI,
+  // cgroup events or headroom; docs/memory.md "Release under pressure"), so the kernel's reclaim
+  // does not take the pages of the model that is serving first. Sampled about once a second.
+  bool release_weights_on_pressure = true;
+  // memory.pressure_cgroup: where pressure is read: "auto" (default) = this process's cgroup,
+  // else the machine; "machine" = /proc/pressure/memory and MemAvailable; else a cgroup folder.
+  std::string pressure_cgroup = "auto";
   // execution_provider: the one execution provider to run on ("cpu", "cuda", "dml", or ORT's
   // name such as "CUDAExecutionProvider"), replacing genai_config.json's provider list; "cpu"
   // runs on CPU whatever the config names. Empty (default) = the config's list.

@@ -80,6 +80,14 @@ constexpr std::array kTable = {
     OptionSpec{"memory.release_weights_after_s", T::kInt, kMo, "seconds", "0", "0 to 31536000",
                "an idle model with file-backed weights drops its resident weight pages after "
                "this long without a request (as runtime.release_weights); 0 = never"},
+    OptionSpec{"memory.release_weights_on_pressure", T::kBool, kMo, "", "true", "",
+               "an idle model with file-backed weights drops its resident weight pages when "
+               "memory is under pressure (PSI some avg10 >= 10%, cgroup memory.events high/max, "
+               "or under 5% headroom), before the kernel's reclaim takes the busy model's"},
+    OptionSpec{"memory.pressure_cgroup", T::kString, kMo, "", "auto",
+               "auto, machine or a cgroup folder",
+               "where memory pressure is read: auto = this process's cgroup (v2, else v1), else "
+               "the machine; machine = /proc/pressure/memory and MemAvailable"},
     OptionSpec{"decode_batch.max_rows", T::kInt, kMo, "rows", "1", "1 to 64",
                "decode up to this many concurrent generators of the model in one Run() per "
                "step (GQA graphs with a shared KV buffer, batch_size 1); 1 = off"},

@@ -150,6 +150,15 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     model_cache_max_bytes = ParseByteSize(v, k);
   } else if (k == "memory.release_weights_after_s") {
     release_weights_after_s = static_cast<int32_t>(internal::ParseInt(k, v, 0, 31536000));
+  } else if (k == "memory.release_weights_on_pressure") {
+    release_weights_on_pressure = internal::ParseBool(k, v);
+  } else if (k == "memory.pressure_cgroup") {
+    pressure_cgroup = internal::Trim(v);
+    if (pressure_cgroup.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "memory.pressure_cgroup='' names no cgroup; use auto (the default), machine, or "
+                  "a cgroup folder such as /sys/fs/cgroup/system.slice/ebb.service");
+    }
   } else if (k == "execution_provider") {
     execution_provider = internal::Trim(v);  // checked against ORT when the model loads
   } else {

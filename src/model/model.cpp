@@ -421,16 +421,29 @@ WeightsMemory ModelImpl::WeightsStats() const {
   return w;
 }
 
-void ModelImpl::StartIdleRelease(int32_t after_s) {
-  if (after_s <= 0 || weights_entry.empty()) return;
-  idle_release_thread_ = std::thread([this, after_ms = int64_t{after_s} * 1000] {
+void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
+                                    PressureSource pressure) {
+  if ((after_idle_s <= 0 && !on_pressure) || weights_entry.empty()) return;
+  if (on_pressure) {
+    EBB_LOG_INFO(
+        "'{}': releases its file-backed weights when idle under memory pressure of {} "
+        "(memory.release_weights_on_pressure)",
+        id, pressure.Describe());
+  }
+  idle_release_thread_ = std::thread([this, after_ms = int64_t{after_idle_s} * 1000, on_pressure,
+                                      pressure = std::move(pressure)] {
+    PressureSample previous;
+    if (on_pressure) previous = ReadPressure(pressure);
+    std::string pressure_reason;  // the last sample's reason, from pressure_at_ms on
+    int64_t pressure_at_ms = -1;
     std::unique_lock<std::mutex> lock(slot_mu_);
     while (!stop_idle_release_) {
       const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
       const int64_t idle_ms = now - std::max(last_used_ms_.load(), loaded_unix_ms);
-      if (live_ == 0 && !weights_released_ && !released_ && idle_ms >= after_ms) {
+      const bool releasable = live_ == 0 && !weights_released_ && !released_;
+      if (releasable && after_ms > 0 && idle_ms >= after_ms) {
         lock.unlock();
         EBB_LOG_INFO("'{}' idle for {} s (memory.release_weights_after_s): releasing its weights",
                      id, idle_ms / 1000);
@@ -438,8 +451,35 @@ void ModelImpl::StartIdleRelease(int32_t after_s) {
         lock.lock();
         continue;
       }
-      const int64_t wait_ms =
-          live_ == 0 && !weights_released_ ? std::max<int64_t>(after_ms - idle_ms, 10) : after_ms;
+      if (on_pressure) {
+        // Sampled without the lock: a request may start meanwhile, which ReleaseWeights sees.
+        lock.unlock();
+        const PressureSample sample = ReadPressure(pressure);
+        std::string reason = PressureReason(previous, sample);
+        previous = sample;
+        lock.lock();
+        // Pressure seen while the model was busy still counts once it is idle, for as long as
+        // PSI's own window (a counter that rose is seen by one sample only).
+        if (!reason.empty()) {
+          pressure_reason = std::move(reason);
+          pressure_at_ms = now;
+        }
+        const bool recent = pressure_at_ms >= 0 && now - pressure_at_ms <= kPressureMemoryMs;
+        if (recent && live_ == 0 && !weights_released_ && !released_ &&
+            idle_ms >= kPressureMinIdleMs) {
+          pressure_at_ms = -1;
+          lock.unlock();
+          EBB_LOG_INFO(
+              "memory pressure on {}: {}; releasing the weights of idle '{}' "
+              "(memory.release_weights_on_pressure)",
+              pressure.Describe(), pressure_reason, id);
+          ReleaseWeights();
+          lock.lock();  // then wait a poll period before the next sample
+        }
+      }
+      int64_t wait_ms = after_ms > 0 && releasable ? std::max<int64_t>(after_ms - idle_ms, 10)
+                                                   : std::max<int64_t>(after_ms, kPressurePollMs);
+      if (on_pressure) wait_ms = std::min(wait_ms, kPressurePollMs);
       idle_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
     }
   });
@@ -547,6 +587,18 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   impl->config = LoadModelFolderConfig(dir);
   impl->options = options;
   const GenaiConfig& cfg = impl->config;
+  // Checked before anything is loaded; used once the weights are known to be file-backed.
+  PressureSource pressure;
+  if (options.release_weights_on_pressure) {
+    pressure = ResolvePressureSource(options.pressure_cgroup);
+    std::error_code ec;
+    if (!pressure.cgroup.empty() && !std::filesystem::is_directory(pressure.cgroup, ec)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "memory.pressure_cgroup=" + options.pressure_cgroup +
+                      ": not a folder; give a cgroup folder (e.g. under /sys/fs/cgroup), auto or "
+                      "machine");
+    }
+  }
 
   ArenaConfig arena_cfg;
   bool use_env_allocators = false;
@@ -729,7 +781,8 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   impl->loaded_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  impl->StartIdleRelease(options.release_weights_after_s);
+  impl->StartWeightsRelease(options.release_weights_after_s, options.release_weights_on_pressure,
+                            std::move(pressure));
   if (cache.action() == ModelCache::Action::kBuild) StartCacheBuild(*impl, so, std::move(cache));
   return impl;
 }

@@ -16,6 +16,7 @@
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
 #include "kv/kv_pool.h"
+#include "memory/memory_pressure.h"
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
 #include "model/model_host.h"
@@ -123,9 +124,16 @@ class ModelImpl final : public Model {
   WeightsRelease ReleaseWeights();
   WeightsMemory WeightsStats() const;
   std::string WeightsState() const;  // WeightsStats().state, without reading /proc
-  // memory.release_weights_after_s > 0 and file-backed weights: a thread that releases them once
-  // the model has been idle that long. Stopped by Release().
-  void StartIdleRelease(int32_t after_s);
+  // File-backed weights with memory.release_weights_after_s > 0 or
+  // memory.release_weights_on_pressure: a thread that releases them once the model has been idle
+  // that long, or when the memory it lives in is under pressure (memory/memory_pressure.h; read
+  // every kPressurePollMs; released once the model has been idle for kPressureMinIdleMs within
+  // kPressureMemoryMs of the pressure). Stopped by
+  // Release().
+  void StartWeightsRelease(int32_t after_idle_s, bool on_pressure, PressureSource pressure);
+  static constexpr int64_t kPressurePollMs = 1000;
+  static constexpr int64_t kPressureMinIdleMs = 1000;
+  static constexpr int64_t kPressureMemoryMs = 10000;  // pressure seen while busy, kept this long
   int64_t loaded_unix_ms = 0;  // set at load; the idle clock before the first request
   // Milliseconds since the Unix epoch of the last request's end (0: none yet).
   int64_t last_used_unix_ms() const { return last_used_ms_.load(); }

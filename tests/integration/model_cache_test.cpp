@@ -141,6 +141,9 @@ std::vector<int32_t> Greedy(const std::shared_ptr<Model>& model) {
 ModelOptions AutoCache() {
   ModelOptions o;
   o.Set("model_cache.dir", "auto");
+  // Pressure on the test machine must not release weights behind a test's back; the pressure
+  // tests turn it on with a cgroup folder they control.
+  o.Set("memory.release_weights_on_pressure", "false");
   return o;
 }
 
@@ -617,6 +620,110 @@ TEST(ModelCache, IdleModelReleasesItsWeightsAfterReleaseWeightsAfterS) {
   EXPECT_EQ(model->memory_stats().weights.state, "released");
   EXPECT_EQ(Greedy(model), want);
   EXPECT_THROW(o.Set("memory.release_weights_after_s", "-1"), Error);
+}
+
+// A cgroup v2 folder the test controls: the files ebb reads, with values the test sets.
+class FakeCgroup {
+ public:
+  FakeCgroup() : dir_(fs::temp_directory_path() / ("ebb-fake-cgroup-" + std::to_string(getpid()))) {
+    fs::create_directories(dir_);
+    Write("memory.current", "104857600\n");
+    Write("memory.high", "max\n");
+    Write("memory.max", "max\n");
+    Events(0, 0);
+    Psi(0.0);
+  }
+  ~FakeCgroup() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  const fs::path& dir() const { return dir_; }
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::trunc) << text;
+  }
+  void Events(int high, int max) {
+    Write("memory.events", "low 0\nhigh " + std::to_string(high) + "\nmax " + std::to_string(max) +
+                               "\noom 0\noom_kill 0\n");
+  }
+  void Psi(double avg10) {
+    Write("memory.pressure", "some avg10=" + std::to_string(avg10) +
+                                 " avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 "
+                                 "avg300=0.00 total=1\n");
+  }
+
+ private:
+  fs::path dir_;
+};
+
+bool WaitForWeightsState(const std::shared_ptr<Model>& model, const std::string& state,
+                         std::chrono::seconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (model->memory_stats().weights.state != state) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+TEST(ModelCache, IdleModelReleasesItsWeightsUnderMemoryPressureAndABusyOneKeepsThem) {
+  ModelCopy m("llama-int4-extdata");
+  const auto want = Uncached(m.dir());
+  LoadAndGreedy(m.dir());  // builds the entry
+  FakeCgroup cg;
+  ModelOptions o = AutoCache();
+  o.Set("memory.release_weights_on_pressure", "true");
+  o.Set("memory.pressure_cgroup", cg.dir().string());
+  LogCapture log;
+  auto model = Model::Load(m.dir(), o);
+  ASSERT_EQ(model->memory_stats().weights.state, "file-backed");
+  EXPECT_THAT(log.Take(), HasSubstr("under memory pressure of cgroup " + cg.dir().string()));
+  // No pressure: nothing happens, however long the model is idle.
+  EXPECT_FALSE(WaitForWeightsState(model, "released", std::chrono::seconds(3)));
+
+  // The cgroup was throttled at memory.high while a request runs: the running model keeps its
+  // weights; once it has been idle for a second, they go.
+  {
+    Generator g(model, GeneratorParams{});
+    cg.Events(1, 0);
+    EXPECT_FALSE(WaitForWeightsState(model, "released", std::chrono::seconds(3)));
+  }
+  ASSERT_TRUE(WaitForWeightsState(model, "released", std::chrono::seconds(10)));
+  EXPECT_THAT(log.Take(), HasSubstr("memory.events high rose by 1"));
+  EXPECT_EQ(Greedy(model), want) << "tokens after a release";
+  EXPECT_EQ(model->memory_stats().weights.state, "file-backed");
+
+  // PSI: tasks stalled on memory for 25 % of the last 10 s.
+  cg.Psi(25.0);
+  ASSERT_TRUE(WaitForWeightsState(model, "released", std::chrono::seconds(10)));
+  cg.Psi(0.0);  // before the next sample, a poll period after the release
+  EXPECT_THAT(log.Take(), HasSubstr("memory PSI some avg10=25.00%"));
+  EXPECT_EQ(Greedy(model), want);
+  // Quiet again: the model stays file-backed.
+  EXPECT_FALSE(WaitForWeightsState(model, "released", std::chrono::seconds(3)));
+
+  // Headroom: 98 MiB used of a 100 MiB memory.high.
+  cg.Write("memory.current", std::to_string(98ull << 20) + "\n");
+  cg.Write("memory.high", std::to_string(100ull << 20) + "\n");
+  ASSERT_TRUE(WaitForWeightsState(model, "released", std::chrono::seconds(10)));
+  EXPECT_THAT(log.Take(), HasSubstr("headroom < 5%"));
+  EXPECT_EQ(Greedy(model), want);
+}
+
+TEST(ModelCache, PressureCgroupThatIsNotAFolderIsRefusedBeforeTheLoad) {
+  ModelCopy m("llama-tiny-fp32");
+  ModelOptions o = AutoCache();
+  o.Set("memory.release_weights_on_pressure", "true");
+  o.Set("memory.pressure_cgroup", "/nonexistent/cgroup");
+  try {
+    Model::Load(m.dir(), o);
+    FAIL() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("memory.pressure_cgroup=/nonexistent/cgroup: not a folder"));
+  }
+  EXPECT_THROW(o.Set("memory.pressure_cgroup", ""), Error);
+  o.Set("memory.release_weights_on_pressure", "false");
+  EXPECT_NO_THROW(Model::Load(m.dir(), o)) << "the folder is read only when the policy is on";
 }
 
 TEST(ModelCache, DiskBudgetRemovesTheLeastRecentlyUsedEntry) {
