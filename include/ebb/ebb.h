@@ -79,8 +79,10 @@ EBB_API void ebb_runtime_options_free(ebb_runtime_options* options);
 
 /* options may be NULL (defaults). The runtime is independent of `options` afterwards. */
 EBB_API ebb_error* ebb_runtime_create(const ebb_runtime_options* options, ebb_runtime** out);
-/* Unloads the runtime's models (waiting for running generations), then frees. Model handles
- * still held stay valid but unloaded (their generations fail with EBB_FAILED_PRECONDITION). */
+/* Unloads the runtime's models, then frees; never waits on generators the caller holds: calls
+ * running on other threads finish, idle generators are detached (their next call fails with
+ * EBB_FAILED_PRECONDITION; the model's memory is freed when the last is freed). Model handles
+ * still held stay valid but unloaded. */
 EBB_API void ebb_runtime_free(ebb_runtime* runtime);
 
 EBB_API ebb_error* ebb_model_options_create(ebb_model_options** out);
@@ -96,7 +98,8 @@ EBB_API ebb_error* ebb_runtime_load(ebb_runtime* runtime, const char* id, const 
                                     const ebb_model_options* options, ebb_model** out);
 /* A new reference to the model under `id` (EBB_NOT_FOUND when none). */
 EBB_API ebb_error* ebb_runtime_get(ebb_runtime* runtime, const char* id, ebb_model** out);
-/* Runtime::Unload: force=0 refuses while generators are alive; force!=0 waits for them. */
+/* Runtime::Unload: force=0 refuses while generators are alive; force!=0 waits for generations
+ * running on other threads and detaches idle generators (Runtime::Unload in runtime.h). */
 EBB_API ebb_error* ebb_runtime_unload(ebb_runtime* runtime, const char* id, int force);
 /* Runtime::List() as a JSON array of objects (caller frees with ebb_string_free). */
 EBB_API ebb_error* ebb_runtime_list_json(const ebb_runtime* runtime, char** out_json);

@@ -13,8 +13,10 @@
 // runtime of Model::Load.
 //
 // Ownership: models hold the runtime's shared state, so a Model (and its generators) may
-// outlive the Runtime object; the Runtime's destructor unloads its models the way Unload(id,
-// force=true) does (waiting for running generators).
+// outlive the Runtime object; the Runtime's destructor unloads its models without waiting on
+// generators: calls running on other threads finish first, idle generators are detached (their
+// next call fails with FailedPrecondition; the model's memory is freed when the last one is
+// destroyed). A destructor never waits on an object only its caller could release.
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -93,9 +95,13 @@ class EBB_API Runtime {
   // force=false: refused with FailedPrecondition, naming the count, while generators are alive;
   //              nothing changes then.
   // force=true:  the id leaves the registry at once (no new request can find it), new
-  //              generators on the model are refused, and the call waits until the running ones
-  //              end; then it frees. Holders of the shared_ptr keep a valid but unloaded model
-  //              (its generators fail with FailedPrecondition).
+  //              generators on the model are refused, and the call waits for every running
+  //              call and for every open generation (started, not done) whose last call ran on
+  //              another thread; generators still alive then (idle ones, and those of the
+  //              calling thread, which could not progress while it waits) are detached: their
+  //              next call fails with FailedPrecondition, and the model's memory is freed when
+  //              the last of them is destroyed (at once when none is alive). Holders of the
+  //              shared_ptr keep a valid but unloaded model.
   // NotFound when there is no such id.
   void Unload(const std::string& id, bool force = false);
   // Every loaded model, by id.

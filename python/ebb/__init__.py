@@ -163,7 +163,8 @@ class Model:
         return self._impl.tokenizer
 
     def unload(self, force: bool = False) -> None:
-        """Unloads the model (force: wait for running generations instead of refusing)."""
+        """Unloads the model (force: instead of refusing, wait for generations running on other
+        threads and detach idle generators, whose next call then fails)."""
         self._impl.unload(force)
 
     def __enter__(self) -> "Model":

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 
@@ -160,6 +161,59 @@ def test_unload_refused_while_a_generator_lives(rt, tiny_path):
         m.unload()
     g.close()
     m.unload()
+
+
+# Issue 24 item 1: the interpreter exits, and `del` returns, in every order while a generator is
+# still referenced (the Runtime's destructor used to wait for it forever). Each script runs in
+# its own interpreter under a timeout; a hang fails with TimeoutExpired.
+EXIT_SCRIPTS = {
+    "returned at shutdown": """
+def main():
+    rt = ebb.Runtime()
+    m = rt.load(PATH)
+    return m.generator(max_length=16)
+g = main()  # the Runtime went with main(): g is detached, and still referenced at exit
+try:
+    g.append_tokens([5, 17, 42])
+    print("ran")
+except ebb.FailedPrecondition:
+    print("ok")
+""",
+    "del rt then del m": """
+rt = ebb.Runtime()
+m = rt.load(PATH)
+g = m.generator(max_length=16)
+g.append_tokens([5, 17, 42])
+del rt
+del m
+try:
+    g.generate_next_token()
+    print("ran")
+except ebb.FailedPrecondition as e:
+    print("ok" if "idle" in str(e) else "wrong message: " + str(e))
+""",
+    "forced unload with the generator alive": """
+rt = ebb.Runtime()
+m = rt.load(PATH, id="m")
+g = m.generator(max_length=16)
+g.append_tokens([5, 17, 42])
+rt.unload("m", force=True)
+try:
+    g.generate_next_token()
+    print("ran")
+except ebb.FailedPrecondition:
+    print("ok")
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXIT_SCRIPTS))
+def test_no_hang_with_a_generator_alive(name, tiny_path):
+    script = "import ebb\nPATH = " + repr(tiny_path) + "\n" + EXIT_SCRIPTS[name]
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=60, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("ok"), (out.stdout, out.stderr)
 
 
 def test_generator_create_destroy_keeps_rss_flat(model):

@@ -25,11 +25,12 @@ using Clock = std::chrono::steady_clock;
 
 // Holds one of the model's slots while the call runs, so that an Unload waits for it.
 struct EmbedSlot {
-  explicit EmbedSlot(ModelImpl& m) : model(m) { model.AcquireGeneratorSlot(); }
-  ~EmbedSlot() { model.ReleaseGeneratorSlot(); }
+  explicit EmbedSlot(ModelImpl& m) : model(m), slot(model.AcquireGeneratorSlot(/*in_call=*/true)) {}
+  ~EmbedSlot() { model.ReleaseGeneratorSlot(slot); }
   EmbedSlot(const EmbedSlot&) = delete;
   EmbedSlot& operator=(const EmbedSlot&) = delete;
   ModelImpl& model;
+  uint64_t slot;
 };
 
 // Runs one padded batch; returns the requested output (last_hidden_state [B, L, H] or the

@@ -37,11 +37,12 @@ thread_local bool t_internal_step = false;
 // Holds one of the model's generator slots for the generator's whole life: declared first in
 // Impl, so it is released last, after the KV cache went back to the pool.
 struct GeneratorSlot {
-  explicit GeneratorSlot(ModelImpl& m) : model(m) { model.AcquireGeneratorSlot(); }
-  ~GeneratorSlot() { model.ReleaseGeneratorSlot(); }
+  explicit GeneratorSlot(ModelImpl& m) : model(m), id(model.AcquireGeneratorSlot()) {}
+  ~GeneratorSlot() { model.ReleaseGeneratorSlot(id); }
   GeneratorSlot(const GeneratorSlot&) = delete;
   GeneratorSlot& operator=(const GeneratorSlot&) = delete;
   ModelImpl& model;
+  uint64_t id;
 };
 // A row of the model's DecodeBatcher, held from before the KV cache is created until after it is
 // destroyed (declared before it in Impl): leaving gives the row's pages back to the OS.
@@ -127,6 +128,9 @@ struct Generator::Impl {
     m.host->NotifyRequestEnd(e);
     m.shrink->EndRequest();
   }
+
+  template <typename F>
+  void Call(F&& fn);
 
   Impl(std::shared_ptr<Model> mdl, const GeneratorParams& p)
       : model(std::move(mdl)), m(internal::ImplOf(*model)), slot(m) {
@@ -663,32 +667,34 @@ void RunShrinkStep(Model& model) {
 void FailNthRunForTesting(int n) { g_fail_run_countdown = n > 0 ? n : 0; }
 }  // namespace internal
 
-// A call that throws marks the request as failed (its outcome, when it ends, is kError).
-void Generator::AppendTokens(std::span<const int32_t> tokens) {
+// One call of a generator that may run the model: Unload waits for it to end, and it refuses to
+// start once the model was unloaded (ModelImpl::BeginCall). A call that throws marks the request
+// as failed (its outcome, when it ends, is kError).
+template <typename F>
+void Generator::Impl::Call(F&& fn) {
+  m.BeginCall(slot.id);
   try {
-    impl_->Append({std::vector<int32_t>(tokens.begin(), tokens.end())});
+    fn();
   } catch (...) {
-    impl_->failed = true;
+    failed = true;
+    m.EndCall(slot.id, started && !IsDone());
     throw;
   }
+  // Open from the first appended token (Append only queues; the Run comes with the next call)
+  // until the generation is done.
+  m.EndCall(slot.id, started && !IsDone());
+}
+
+void Generator::AppendTokens(std::span<const int32_t> tokens) {
+  impl_->Call([&] { impl_->Append({std::vector<int32_t>(tokens.begin(), tokens.end())}); });
 }
 
 void Generator::AppendTokens(const std::vector<std::vector<int32_t>>& rows) {
-  try {
-    impl_->Append(rows);
-  } catch (...) {
-    impl_->failed = true;
-    throw;
-  }
+  impl_->Call([&] { impl_->Append(rows); });
 }
 
 void Generator::GenerateNextToken() {
-  try {
-    impl_->Next();
-  } catch (...) {
-    impl_->failed = true;
-    throw;
-  }
+  impl_->Call([&] { impl_->Next(); });
 }
 
 bool Generator::IsDone() const { return impl_->started && impl_->IsDone(); }

@@ -330,7 +330,7 @@ ModelImpl::~ModelImpl() {
   if (registered && host) host->governor().AddModel(-1);
 }
 
-void ModelImpl::AcquireGeneratorSlot() {
+uint64_t ModelImpl::AcquireGeneratorSlot(bool in_call) {
   std::lock_guard<std::mutex> lock(slot_mu_);
   if (released_) {
     throw Error(ErrorCode::FailedPrecondition,
@@ -345,7 +345,39 @@ void ModelImpl::AcquireGeneratorSlot() {
     }
     weights_released_ = false;
   }
+  const uint64_t slot = next_slot_++;
+  SlotState st;
+  st.in_call = in_call;
+  st.thread = std::this_thread::get_id();
+  slots_[slot] = st;
   ++live_;
+  return slot;
+}
+
+void ModelImpl::BeginCall(uint64_t slot) {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  SlotState& st = slots_.at(slot);
+  // While an unload waits, the open generations it waits for go on; nothing new starts.
+  if (released_ && (st.detached || !st.request_open)) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "model '" + id +
+                    "' was unloaded while this generator was idle, which detached it; its state "
+                    "is kept for reading, but it cannot run. Load the model again and create a "
+                    "new generator");
+  }
+  st.in_call = true;
+  st.thread = std::this_thread::get_id();
+}
+
+void ModelImpl::EndCall(uint64_t slot, bool request_open) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(slot_mu_);
+    auto it = slots_.find(slot);
+    if (it == slots_.end()) return;
+    it->second.in_call = false;
+    it->second.request_open = request_open;
+  }
+  slot_cv_.notify_all();
 }
 
 bool ModelImpl::weights_broken() const { return weights_guard && weights_guard->broken(); }
@@ -485,12 +517,23 @@ void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
   });
 }
 
-void ModelImpl::ReleaseGeneratorSlot() noexcept {
+void ModelImpl::ReleaseGeneratorSlot(uint64_t slot) noexcept {
+  bool free_now = false;
   {
     std::lock_guard<std::mutex> lock(slot_mu_);
+    slots_.erase(slot);
     --live_;
+    free_now = live_ == 0 && free_on_last_slot_;
+    if (free_now) free_on_last_slot_ = false;
   }
   slot_cv_.notify_all();
+  if (free_now) {
+    try {
+      FreeResources();
+    } catch (...) {
+      // A destructor's path never throws; FreeResources only resets what it owns.
+    }
+  }
 }
 
 int ModelImpl::live_generators() const {
@@ -509,16 +552,44 @@ void ModelImpl::Touch() {
                       .count();
 }
 
-void ModelImpl::Release() {
+void ModelImpl::Release(ReleaseMode mode) {
+  int detached = 0;
   {
     std::unique_lock<std::mutex> lock(slot_mu_);
     if (released_) return;
     released_ = true;
     stop_idle_release_ = true;
     idle_cv_.notify_all();
-    slot_cv_.wait(lock, [this] { return live_ == 0; });
+    const std::thread::id self = std::this_thread::get_id();
+    slot_cv_.wait(lock, [&] {
+      for (const auto& [slot, st] : slots_) {
+        if (st.in_call) return false;
+        if (mode == ReleaseMode::kWaitForRequests && st.request_open && st.thread != self) {
+          return false;
+        }
+      }
+      return true;
+    });
+    detached = live_;
+    for (auto& [slot, st] : slots_) st.detached = true;
+    if (detached > 0) free_on_last_slot_ = true;
   }
   if (idle_release_thread_.joinable()) idle_release_thread_.join();
+  if (detached > 0) {
+    EBB_LOG_INFO(
+        "unloading '{}' with {} idle generator(s) alive: they are detached and fail on "
+        "their next call; the model's memory is freed when the last one is destroyed",
+        id, detached);
+    return;
+  }
+  FreeResources();
+}
+
+void ModelImpl::FreeResources() {
+  if (idle_release_thread_.joinable() &&
+      idle_release_thread_.get_id() != std::this_thread::get_id()) {
+    idle_release_thread_.join();
+  }
   // The background cache build reads the session: it finishes first (cache_builder.h).
   cache_builder.reset();
   // The guard's ranges must not outlive the session's mappings (an address reused by another

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -107,12 +108,28 @@ class ModelImpl final : public Model {
   std::mutex chat_template_mu;
   std::unique_ptr<ChatTemplate> chat_template_owned;  // guarded by chat_template_mu; loaded on use
 
-  // Throws FailedPrecondition when the model was unloaded.
-  void AcquireGeneratorSlot();
-  void ReleaseGeneratorSlot() noexcept;
+  // Slots: every generator holds one for its whole life, every Embed call for the call. A slot
+  // records whether a call of its holder is running (BeginCall/EndCall: always finishes) and
+  // whether its generation is open (started, not done), and on which thread it last ran.
+  // AcquireGeneratorSlot throws FailedPrecondition when the model was unloaded; `in_call` starts
+  // the slot inside a call (Embed).
+  uint64_t AcquireGeneratorSlot(bool in_call = false);
+  void ReleaseGeneratorSlot(uint64_t slot) noexcept;
+  // Throws FailedPrecondition when the model was unloaded while the holder was idle (the
+  // generator is detached; see Release).
+  void BeginCall(uint64_t slot);
+  void EndCall(uint64_t slot, bool request_open) noexcept;
   int live_generators() const;
-  // Unload: refuse new generators, wait for the live ones to end, free everything. Idempotent.
-  void Release();
+  // Unload: refuse new generators and calls, wait for the calls that are running, and for
+  // kWaitForRequests also for open generations whose last call ran on another thread (a
+  // generation the calling thread holds cannot progress while it waits: waiting on it would
+  // hang). Generators still alive after that are detached: their next call throws
+  // FailedPrecondition, and the session, arena and KV pool are freed when the last of them is
+  // destroyed (or now, when none is alive). kDetach waits only for running calls: for
+  // destructors (Runtime, ebb_runtime_free), which must never wait on objects only their caller
+  // can release. Idempotent.
+  enum class ReleaseMode { kWaitForRequests, kDetach };
+  void Release(ReleaseMode mode = ReleaseMode::kWaitForRequests);
   bool released() const;
   // Whether a mapped weights file faulted (truncated or changed under the process): the step
   // that read it computed on zero pages. CheckWeightsIntact throws Unavailable then; every
@@ -140,10 +157,22 @@ class ModelImpl final : public Model {
   void Touch();
 
  private:
+  // Frees the session, the batcher, the KV pool's retained memory, the arena and the heap, and
+  // the weights' charge. Called once: by Release, or by the last slot of a detached model.
+  void FreeResources();
+  struct SlotState {
+    bool in_call = false;
+    bool request_open = false;
+    bool detached = false;   // by Release: every later call is refused
+    std::thread::id thread;  // of the last BeginCall (or the acquire)
+  };
   mutable std::mutex slot_mu_;
   std::condition_variable slot_cv_;
-  int live_ = 0;           // guarded by slot_mu_
-  bool released_ = false;  // guarded by slot_mu_
+  int live_ = 0;                         // guarded by slot_mu_; == slots_.size()
+  std::map<uint64_t, SlotState> slots_;  // guarded by slot_mu_
+  uint64_t next_slot_ = 1;               // guarded by slot_mu_
+  bool released_ = false;                // guarded by slot_mu_
+  bool free_on_last_slot_ = false;       // guarded by slot_mu_
   // File-backed weights whose pages were released; charged to memory.limit again (and so
   // "active") when the next generator takes a slot.
   bool weights_released_ = false;     // guarded by slot_mu_

@@ -133,8 +133,10 @@ Runtime::~Runtime() {
     for (auto& [id, m] : state_->named) models.push_back(std::move(m));
     state_->named.clear();
   }
-  // Like Unload(id, force=true): wait for running generators, then free.
-  for (auto& m : models) m->Release();
+  // A destructor never waits on generators only its caller can release: running calls finish,
+  // idle generators are detached (they fail on their next call and free the model's memory when
+  // they are destroyed; ModelImpl::Release).
+  for (auto& m : models) m->Release(internal::ModelImpl::ReleaseMode::kDetach);
 }
 
 Runtime& Runtime::Default() {
@@ -220,8 +222,8 @@ void Runtime::Unload(const std::string& id, bool force) {
       throw Error(ErrorCode::FailedPrecondition,
                   "model '" + id + "' has " + std::to_string(live) + " live generator" +
                       (live == 1 ? "" : "s") +
-                      "; finish or cancel them first, or unload with force (which waits for them "
-                      "to end)");
+                      "; finish or cancel them first, or unload with force (which waits for "
+                      "generations running on other threads and detaches idle generators)");
     }
     model = std::move(it->second);
     state_->named.erase(it);

@@ -286,9 +286,38 @@ int main(int argc, char** argv) {
                "generate on an unloaded model");
   expect_error(ebb_generate(model, NULL, NULL, NULL, &res), EBB_INVALID_ARGUMENT, "request",
                "NULL request");
-  ebb_request_free(req);
-  ebb_model_free(model);
-  ebb_runtime_free(rt);
+  /* Issue 24: ebb_runtime_unload(force) and ebb_runtime_free on the thread that holds a live
+   * generator return (they used to wait for it forever); the generator is detached and fails
+   * its next call; freeing it afterwards is fine. A hang here is caught by ctest's timeout. */
+  {
+    ebb_model* m = NULL;
+    ebb_generator* g1 = NULL;
+    ebb_generator* g2 = NULL;
+    const int32_t ids[3] = {5, 17, 42};
+    if (!ok(ebb_runtime_load(rt, "held", dir, NULL, &m), "load held")) {
+      ok(ebb_generator_create(m, NULL, &g1), "generator_create g1");
+      ok(ebb_generator_append_tokens(g1, ids, 3), "append g1");
+      ok(ebb_runtime_unload(rt, "held", 1), "forced unload with a held generator");
+      expect_error(ebb_generator_generate_next_token(g1), EBB_FAILED_PRECONDITION,
+                   "while this generator was idle", "detached by the forced unload");
+      ebb_generator_free(g1);
+      ebb_model_free(m);
+    }
+    m = NULL;
+    if (!ok(ebb_runtime_load(rt, "held2", dir, NULL, &m), "load held2")) {
+      ok(ebb_generator_create(m, NULL, &g2), "generator_create g2");
+      ok(ebb_generator_append_tokens(g2, ids, 3), "append g2");
+    }
+    ebb_request_free(req);
+    ebb_model_free(model);
+    ebb_runtime_free(rt); /* g2 is alive on this thread */
+    if (g2 != NULL) {
+      expect_error(ebb_generator_generate_next_token(g2), EBB_FAILED_PRECONDITION,
+                   "while this generator was idle", "detached by ebb_runtime_free");
+      ebb_generator_free(g2);
+    }
+    ebb_model_free(m);
+  }
   ebb_error_free(NULL);
   ebb_runtime_free(NULL);
 

@@ -140,15 +140,20 @@ TEST(Runtime, ForcedUnloadWaitsForTheRunningGeneratorThenFrees) {
 
   std::promise<void> started;
   std::atomic<bool> finish{false};
-  std::atomic<bool> generator_ended{false};
+  std::string user_error;
+  size_t user_length = 0;
   std::thread user([&] {
-    Generator g(m, GeneratorParams{.max_length = 64});
-    g.AppendTokens(std::vector<int32_t>{5, 17, 42});
-    started.set_value();
-    while (!finish) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    while (!g.IsDone()) g.GenerateNextToken();  // the model is not freed under it
-    EXPECT_EQ(g.GetSequence(0).size(), 64u);
-    generator_ended = true;
+    try {
+      Generator g(m, GeneratorParams{.max_length = 64});
+      g.AppendTokens(std::vector<int32_t>{5, 17, 42});
+      started.set_value();
+      while (!finish) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      // The open generation goes on while the unload waits for it (not detached, not freed).
+      while (!g.IsDone()) g.GenerateNextToken();
+      user_length = g.GetSequence(0).size();
+    } catch (const std::exception& e) {
+      user_error = e.what();
+    }
   });
   started.get_future().wait();
   const int64_t loaded = ReadProcessMemory().rss_bytes;
@@ -158,8 +163,9 @@ TEST(Runtime, ForcedUnloadWaitsForTheRunningGeneratorThenFrees) {
   EXPECT_FALSE(rt.Contains("m")) << "no new request can find the model meanwhile";
   finish = true;
   unload.get();
-  EXPECT_TRUE(generator_ended) << "Unload returned only after the generator ended";
   user.join();
+  EXPECT_EQ(user_error, "") << "the generation running on another thread was cut off";
+  EXPECT_EQ(user_length, 64u);
   m.reset();
   const int64_t after = ReadProcessMemory().rss_bytes;
   std::printf("RSS before load %lld KiB, loaded %lld KiB, after forced unload %lld KiB\n",
@@ -167,6 +173,78 @@ TEST(Runtime, ForcedUnloadWaitsForTheRunningGeneratorThenFrees) {
               static_cast<long long>(after / 1024));
   EXPECT_GT(loaded - before, 16 * kMiB) << "the model must be big enough to see it go";
   EXPECT_LE(after - before, 16 * kMiB);
+}
+
+// Issue 24 item 1-2: a destructor or a forced unload on the thread that holds a generator never
+// waits for it (it could not progress): the generator is detached, fails its next call, and the
+// model's memory goes when it is destroyed. Each call runs under a deadline so a regression
+// fails the test instead of hanging the suite.
+template <typename F>
+bool ReturnsWithin(std::chrono::seconds limit, F&& fn) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto f = done->get_future();
+  std::thread t([done, fn = std::forward<F>(fn)]() mutable {
+    fn();
+    done->set_value();
+  });
+  if (f.wait_for(limit) != std::future_status::ready) {
+    t.detach();  // hung: report, and let ctest's timeout end the process
+    return false;
+  }
+  t.join();
+  return true;
+}
+
+void ExpectDetached(Generator& g) {
+  try {
+    g.GenerateNextToken();
+    FAIL() << "a detached generator ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::FailedPrecondition);
+    EXPECT_THAT(e.what(), HasSubstr("unloaded while this generator was idle"));
+  }
+}
+
+TEST(Runtime, DestroyingTheRuntimeWithIdleGeneratorsDetachesThemInsteadOfWaiting) {
+  auto rt = std::make_unique<Runtime>();
+  auto m = rt->Load("m", Tiny());
+  auto fresh = std::make_unique<Generator>(m, GeneratorParams{.max_length = 16});
+  auto mid = std::make_unique<Generator>(m, GeneratorParams{.max_length = 16});
+  mid->AppendTokens(std::vector<int32_t>{5, 17, 42});
+  mid->GenerateNextToken();
+  const size_t len = mid->GetSequence(0).size();
+  // Both generators belong to this thread; the old destructor waited for them forever.
+  ASSERT_TRUE(ReturnsWithin(std::chrono::seconds(30), [&] { rt.reset(); }));
+  ExpectDetached(*mid);
+  EXPECT_EQ(mid->GetSequence(0).size(), len) << "its state stays readable";
+  try {
+    fresh->AppendTokens(std::vector<int32_t>{1});
+    FAIL() << "a detached generator ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::FailedPrecondition);
+  }
+  EXPECT_THROW(Generator(m, GeneratorParams{}), Error) << "no new generator on it";
+  EXPECT_EQ(m->num_live_generators(), 2);
+  fresh.reset();
+  mid.reset();  // the last one frees the session
+  EXPECT_EQ(m->num_live_generators(), 0);
+}
+
+TEST(Runtime, ForcedUnloadOnTheThreadThatHoldsAGenerationDetachesIt) {
+  Runtime rt;
+  auto m = rt.Load("m", Tiny());
+  // All on one thread (the helper's): the generation is open on the thread that unloads.
+  ASSERT_TRUE(ReturnsWithin(std::chrono::seconds(30), [&] {
+    Generator g(m, GeneratorParams{.max_length = 16});
+    g.AppendTokens(std::vector<int32_t>{5, 17, 42});
+    g.GenerateNextToken();
+    rt.Unload("m", /*force=*/true);
+    ExpectDetached(g);
+  }));
+  EXPECT_FALSE(rt.Contains("m"));
+  // The id can be loaded again at once, and serves.
+  auto again = rt.Load("m", Tiny());
+  RunToEnd(again, 8);
 }
 
 class Recorder : public RequestObserver {
