@@ -79,6 +79,11 @@ struct MemoryStats {
   ArenaStats cpu_arena;
   uint64_t num_shrinks = 0;   // shrinks ebb performed on this model (ShrinkArena and policies)
   uint64_t num_requests = 0;  // finished requests (generations) on this model
+  // The shrink policies in force (Tier 2: ShrinkEvery, ShrinkAbove, memory.shrink_*), and
+  // whether ORT's own per-Run shrink key is set (ebb then trims the heap after every request).
+  uint32_t shrink_every = 0;          // requests; 0 = off
+  uint64_t shrink_above_bytes = 0;    // process RSS; 0 = off
+  bool ort_shrink_every_run = false;  // run option memory.enable_memory_arena_shrinkage set
   // The model's weight files (a runtime's Stats(): all its models'), charged to memory.limit.
   uint64_t weights_bytes = 0;
   WeightsMemory weights;  // a model's; a runtime's Stats() sums the byte fields of its models

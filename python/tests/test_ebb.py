@@ -163,6 +163,15 @@ def test_unload_refused_while_a_generator_lives(rt, tiny_path):
     m.unload()
 
 
+def test_the_seed_users_tier1_call_loads(rt, tiny_path):
+    """Issue 24 item 16a: the load from the request that started ebb, as written there."""
+    with rt.load(tiny_path, id="seed",
+                 session_options={"enable_cpu_mem_arena": "0",
+                                  "arena_extend_strategy": "kSameAsRequested"}) as m:
+        assert m.generate(PROMPT_IDS, max_new_tokens=4).usage["completion_tokens"] == 4
+        assert not m.runtime.stats()["cpu_arena"]["available"]
+
+
 # Issue 24 item 1: the interpreter exits, and `del` returns, in every order while a generator is
 # still referenced (the Runtime's destructor used to wait for it forever). Each script runs in
 # its own interpreter under a timeout; a hang fails with TimeoutExpired.

@@ -61,6 +61,9 @@ std::string ToJson(const MemoryStats& s) {
   j["cpu_arena"] = internal::ArenaStatsJson(s.cpu_arena);
   j["num_shrinks"] = s.num_shrinks;
   j["num_requests"] = s.num_requests;
+  j["policies"] = {{"shrink_every", s.shrink_every},
+                   {"shrink_above_bytes", s.shrink_above_bytes},
+                   {"ort_shrink_every_run", s.ort_shrink_every_run}};
   j["weights_bytes"] = s.weights_bytes;
   j["weights"] = internal::WeightsMemoryJson(s.weights);
   return j.dump();

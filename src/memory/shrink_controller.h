@@ -42,6 +42,8 @@ class ShrinkController {
     every_n_ = n;
   }
   void ShrinkAbove(uint64_t bytes) { above_bytes_ = bytes; }
+  uint32_t shrink_every() const { return every_n_.load(); }
+  uint64_t shrink_above() const { return above_bytes_.load(); }
 
   // Forwarded to every later Run(). memory.enable_memory_arena_shrinkage is checked: "" turns it
   // off; each device it names must have an arena here (InvalidArgument otherwise).

@@ -926,6 +926,9 @@ MemoryStats Model::memory_stats() const {
   }
   s.num_shrinks = m.shrink->num_shrinks();
   s.num_requests = m.shrink->num_requests();
+  s.shrink_every = m.shrink->shrink_every();
+  s.shrink_above_bytes = m.shrink->shrink_above();
+  s.ort_shrink_every_run = m.shrink->RunOptions().count("memory.enable_memory_arena_shrinkage") > 0;
   s.weights_bytes = m.weights_bytes;
   s.weights = m.WeightsStats();
   return s;

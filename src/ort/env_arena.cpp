@@ -32,7 +32,14 @@ Ort::MemoryInfo CpuArenaInfo() {
 
 std::string DescribeArenaConfig(const ArenaConfig& config) {
   std::string s;
-  for (const auto& [k, v] : config) s += (s.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+  for (const auto& [k, v] : config) {
+    // The strategy by the name users write (and ORT documents), not its enum value.
+    const std::string value = k != "arena_extend_strategy" ? std::to_string(v)
+                              : v == 0                     ? "kNextPowerOfTwo"
+                              : v == 1                     ? "kSameAsRequested"
+                                                           : std::to_string(v);
+    s += (s.empty() ? "" : ", ") + k + "=" + value;
+  }
   return s.empty() ? "(defaults)" : s;
 }
 

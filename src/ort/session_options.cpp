@@ -191,6 +191,13 @@ bool IsKnownOrtRunKey(const std::string& key) {
   return false;
 }
 
+std::string ClosestRunKey(const std::string& key) {
+  std::vector<std::string_view> candidates(std::begin(kOrtRunKeys), std::end(kOrtRunKeys));
+  candidates.push_back("memory.shrink_every");
+  candidates.push_back("memory.shrink_above");
+  return DidYouMean(key, candidates);
+}
+
 std::string ClosestSessionKey(const std::string& key) {
   std::vector<std::string_view> candidates(std::begin(kOrtSessionKeys), std::end(kOrtSessionKeys));
   for (const auto& spec : OptionTable()) {
@@ -339,11 +346,21 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
                                                   "' refused by ONNX Runtime: " + e.what());
     }
   }
+  if (!*has_cpu_arena && arena_cfg.count("arena_extend_strategy")) {
+    // The seed user's own call: enable_cpu_mem_arena=0 with a strategy. With no arena there is
+    // nothing to extend, so the strategy is moot, not a conflict: load, and say so.
+    EBB_LOG_WARN(
+        "session option arena_extend_strategy={} has no effect with enable_cpu_mem_arena=0 (there "
+        "is no CPU arena to extend); ignored",
+        arena_cfg["arena_extend_strategy"] == 0 ? "kNextPowerOfTwo" : "kSameAsRequested");
+    arena_cfg.erase("arena_extend_strategy");
+  }
   if (!arena_cfg.empty()) {
     if (!*has_cpu_arena) {
       throw Error(ErrorCode::InvalidArgument,
                   "arena options (" + DescribeArenaConfig(arena_cfg) +
-                      ") conflict with enable_cpu_mem_arena=0: drop one of them");
+                      ") conflict with enable_cpu_mem_arena=0: an arena cap or size needs the "
+                      "arena; drop them, or drop enable_cpu_mem_arena=0");
     }
     so.AddConfigEntry("session.use_env_allocators", "1");
     *use_env_allocators = true;

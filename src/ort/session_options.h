@@ -43,5 +43,7 @@ bool IsKnownOrtSessionKey(const std::string& key);
 bool IsKnownOrtRunKey(const std::string& key);
 // " (did you mean 'x'?)" among ORT's documented session keys and ebb's typed session keys.
 std::string ClosestSessionKey(const std::string& key);
+// Like ClosestSessionKey, over ORT's documented run keys and ebb's shrink-policy keys.
+std::string ClosestRunKey(const std::string& key);
 
 }  // namespace ebb::internal

@@ -1,8 +1,15 @@
 #include "ebb/runtime_handle.h"
 
+#include "core/option_parse.h"
+#include "ebb/error.h"
+#include "core/log.h"
 #include "ebb/model.h"
+#include "ebb/options.h"
+#include "ebb/version.h"
 #include "memory/shrink_controller.h"
 #include "model/model_impl.h"
+#include "ort/session_options.h"
+#include "tokenizer/utf8.h"
 
 namespace ebb {
 namespace {
@@ -16,7 +23,62 @@ WeightsRelease RuntimeHandle::ReleaseWeights() {
 void RuntimeHandle::ShrinkAfterNextRun() { C(model_).ShrinkAfterNextRequest(); }
 void RuntimeHandle::ShrinkEvery(uint32_t n) { C(model_).ShrinkEvery(n); }
 void RuntimeHandle::ShrinkAbove(uint64_t rss_bytes) { C(model_).ShrinkAbove(rss_bytes); }
+// The one route of a Tier 2 key on every surface (C++, C, Python, HTTP PATCH, CLI): ebb's
+// shrink policies are applied as policies, ebb's load-time keys are refused naming where they
+// belong, and anything else is an ORT run config entry, with a warning when the pinned ORT does
+// not document it (ORT ignores unknown run keys without a word).
 void RuntimeHandle::SetRunOption(const std::string& key, const std::string& value) {
+  // ORT's config entries: key 1 to 1024 bytes, value up to 4096 (ConfigOptions::AddConfigEntry);
+  // checked here so that a bad key fails this call, not every later request.
+  constexpr size_t kMaxKey = 1024, kMaxValue = 4096;
+  if (key.empty() || key.size() > kMaxKey) {
+    throw Error(ErrorCode::InvalidArgument,
+                "run option key " +
+                    (key.empty() ? std::string("''") : "of " + std::to_string(key.size()) + " bytes") +
+                    ": a key is 1 to " + std::to_string(kMaxKey) +
+                    " bytes (ONNX Runtime's limit); nothing was set");
+  }
+  if (value.size() > kMaxValue) {
+    throw Error(ErrorCode::InvalidArgument,
+                "run option " + key + ": the value has " + std::to_string(value.size()) +
+                    " bytes; ONNX Runtime takes at most " + std::to_string(kMaxValue) +
+                    "; nothing was set");
+  }
+  if (tok::FindInvalidUtf8(key) != std::string::npos ||
+      tok::FindInvalidUtf8(value) != std::string::npos) {
+    throw Error(ErrorCode::InvalidArgument,
+                "run option keys and values must be valid UTF-8; nothing was set");
+  }
+  if (key == "memory.shrink_every") {
+    ShrinkEvery(static_cast<uint32_t>(internal::ParseInt(key, value, 0, UINT32_MAX)));
+    EBB_LOG_INFO("run option {}='{}' applied as the shrink policy (ShrinkEvery)", key, value);
+    return;
+  }
+  if (key == "memory.shrink_above") {
+    ShrinkAbove(ParseByteSize(value, key));
+    EBB_LOG_INFO("run option {}='{}' applied as the shrink policy (ShrinkAbove)", key, value);
+    return;
+  }
+  if (const OptionSpec* spec = FindOption(key);
+      spec != nullptr && !HasScope(*spec, OptionScope::kRunOption)) {
+    std::string where;
+    const auto add = [&](OptionScope scope, const char* text) {
+      if (!HasScope(*spec, scope)) return;
+      where += (where.empty() ? "" : " and ") + std::string(text);
+    };
+    add(OptionScope::kModel, "a model option, set at load (--option)");
+    add(OptionScope::kSession, "a session option, set at load (--session-option)");
+    add(OptionScope::kRuntime, "a runtime option (Runtime, ebb serve flags)");
+    add(OptionScope::kRequest, "a request option (set it per request)");
+    throw Error(ErrorCode::InvalidArgument, "'" + key + "' is " + where +
+                                                ", not a run option; nothing was set");
+  }
+  if (!internal::IsKnownOrtRunKey(key)) {
+    EBB_LOG_WARN(
+        "run option '{}' is not one ONNX Runtime {} documents{}; passing it to every Run() "
+        "anyway (ORT ignores run keys it does not know)",
+        key, OrtVersion(), internal::ClosestRunKey(key));
+  }
   C(model_).SetRunOption(key, value);
 }
 void RuntimeHandle::ClearRunOption(const std::string& key) { C(model_).ClearRunOption(key); }

@@ -12,6 +12,8 @@
 #include "ebb/generator.h"
 #include "ebb/log.h"
 #include "ebb/model.h"
+#include "ebb/runtime_handle.h"
+#include "ebb/stats.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -61,6 +63,46 @@ TEST(Tier1, ArenaOffLeavesNoArenaStats) {
   EXPECT_TRUE(a->memory_stats().cpu_arena.available);
   EXPECT_GT(a->memory_stats().cpu_arena.total_allocated_bytes, 0);
   EXPECT_FALSE(b->memory_stats().cpu_arena.available);
+}
+
+// Issue 24 item 16a: the exact call of the request that started ebb loads, with a warning that
+// the strategy is moot without an arena (named as written, not as its enum value); an arena
+// size with the arena off is still refused, naming the names.
+TEST(Tier1, ArenaOffWithAnExtendStrategyLoadsAndWarnsThatTheStrategyIsMoot) {
+  std::vector<std::string> logs;
+  std::mutex mu;
+  SetLogCallback([&](LogLevel, std::string_view msg) {
+    std::lock_guard<std::mutex> lock(mu);
+    logs.emplace_back(msg);
+  });
+  ModelOptions o;
+  o.Set("session_options.enable_cpu_mem_arena", "0");
+  o.Set("session_options.arena_extend_strategy", "kSameAsRequested");
+  std::shared_ptr<Model> m;
+  EXPECT_NO_THROW(m = Model::Load(Tiny(), o));
+  SetLogCallback(nullptr);
+  bool warned = false;
+  for (const auto& l : logs) {
+    warned |= l.find("arena_extend_strategy=kSameAsRequested has no effect with "
+                     "enable_cpu_mem_arena=0") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  ASSERT_TRUE(m);
+  EXPECT_FALSE(m->memory_stats().cpu_arena.available);
+  EXPECT_EQ(Generate(m, {5, 17, 42}, 10).size(), 10u);
+
+  ModelOptions capped;
+  capped.Set("session_options.enable_cpu_mem_arena", "0");
+  capped.Set("session_options.arena_extend_strategy", "kSameAsRequested");
+  capped.Set("session_options.arena.max_mem", "64MiB");
+  try {
+    Model::Load(Tiny(), capped);
+    FAIL() << "loaded an arena cap with the arena off";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("max_mem=67108864"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("enable_cpu_mem_arena=0"));
+  }
 }
 
 TEST(Tier1, IntraOpThreadsChangesTheThreadCount) {
@@ -241,6 +283,63 @@ TEST(Tier2, RunOptionsAreForwardedAndCleared) {
   EXPECT_EQ(Generate(m, {5, 17, 42}, 10).size(), 10u);
   m->runtime().ClearRunOption("disable_synchronize_execution_providers");
   EXPECT_EQ(m->runtime().Options().count("disable_synchronize_execution_providers"), 0u);
+}
+
+// Issue 24 items 11-14: one route for every Tier 2 key on every surface (they all call
+// RuntimeHandle::SetRunOption): an ebb policy key is applied as the policy and readable from the
+// stats; a load-time key is refused naming where it belongs; a misspelled ORT key warns with a
+// suggestion; empty, oversize and non-UTF-8 keys are refused at once, and the model still serves.
+TEST(Tier2, EveryTier2KeyTakesOneRouteAndThePoliciesAreReadable) {
+  auto m = Model::Load(Tiny());
+  RuntimeHandle h = m->runtime();
+  h.SetRunOption("memory.shrink_every", "2");
+  h.SetRunOption("memory.shrink_above", "64GiB");
+  EXPECT_EQ(h.Options().count("memory.shrink_every"), 0u) << "not stored as an ORT run option";
+  MemoryStats st = h.Stats();
+  EXPECT_EQ(st.shrink_every, 2u);
+  EXPECT_EQ(st.shrink_above_bytes, 64ull << 30);
+  EXPECT_FALSE(st.ort_shrink_every_run);
+  const uint64_t base = st.num_shrinks;
+  for (int i = 0; i < 4; ++i) Generate(m, {5, 17, 42}, 8);
+  EXPECT_EQ(h.Stats().num_shrinks, base + 2) << "memory.shrink_every=2 over 4 requests";
+  EXPECT_THAT(ToJson(h.Stats()), HasSubstr("\"policies\":{\"shrink_every\":2,"));
+
+  h.SetRunOption("memory.enable_memory_arena_shrinkage", "cpu:0");
+  EXPECT_TRUE(h.Stats().ort_shrink_every_run);
+  EXPECT_EQ(Generate(m, {5, 17, 42}, 8).size(), 8u);
+
+  auto refused = [&](const std::string& key, const std::string& value, const char* needle) {
+    try {
+      h.SetRunOption(key, value);
+      ADD_FAILURE() << "accepted '" << key << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_THAT(e.what(), HasSubstr(needle)) << key;
+    }
+  };
+  refused("kv_cache.mode", "static", "is a model option, set at load");
+  refused("temperature", "0.5", "a request option");
+  refused("", "1", "a key is 1 to 1024 bytes");
+  refused(std::string(1025, 'k'), "1", "a key is 1 to 1024 bytes");
+  refused("x", std::string(4097, 'v'), "at most 4096");
+  refused("bad\xff", "1", "valid UTF-8");
+  refused("memory.shrink_every", "-1", "memory.shrink_every");
+  EXPECT_EQ(h.Options().size(), 1u) << "nothing else was set";
+
+  std::vector<std::string> logs;
+  std::mutex mu;
+  SetLogCallback([&](LogLevel, std::string_view msg) {
+    std::lock_guard<std::mutex> lock(mu);
+    logs.emplace_back(msg);
+  });
+  h.SetRunOption("memory.enable_memory_arena_shrinkag", "cpu:0");
+  SetLogCallback(nullptr);
+  bool warned = false;
+  for (const auto& l : logs) {
+    warned |= l.find("did you mean 'memory.enable_memory_arena_shrinkage'") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_EQ(Generate(m, {5, 17, 42}, 8).size(), 8u) << "the model still serves";
 }
 
 TEST(Tier2, StatsSerializeToJson) {
