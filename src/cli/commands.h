@@ -49,6 +49,9 @@ void RegisterServiceClientCommands(CLI::App& app);
 void RegisterServiceCommand(CLI::App& app);
 // The option table as docs/options.md shows it (`ebb options --markdown`).
 std::string OptionTableMarkdown();
+// The same table for a terminal: aligned columns (key, scope, type, unit, default), then the values
+// and meaning of each key indented and wrapped at `width` columns.
+std::string OptionTableText(size_t width);
 #ifdef EBB_HAVE_TOKENIZE_CLI
 void RegisterTokenizeCommands(CLI::App& app);
 #endif
