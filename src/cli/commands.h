@@ -4,10 +4,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <filesystem>
 #include <string>
 
 #include "ebb/error.h"
+#include "model/gguf_check.h"
 
 namespace ebb::cli {
 
@@ -24,6 +26,7 @@ inline CLI::Validator ModelDir(bool or_file = false) {
                       "no model folder at " + path + " (not found)" +
                           (or_file ? "; give a model folder or a tokenizer.json" : ""));
         }
+        internal::RefuseGgufModel(path);  // a .gguf file or folder: what ebb runs instead
         if (!or_file && !std::filesystem::is_directory(st)) {
           throw Error(ErrorCode::NotFound,
                       path + " is not a folder; give the model folder (with genai_config.json)");
