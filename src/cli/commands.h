@@ -63,6 +63,8 @@ void RegisterChatTemplateCommand(CLI::App& app);
 #endif
 #ifdef EBB_HAVE_BENCH_CLI
 void RegisterBenchCommand(CLI::App& app);
+// `ebb demo MODEL_DIR`: the memory story `make run` shows (cmd_demo.cpp).
+void RegisterDemoCommand(CLI::App& app);
 #endif
 
 }  // namespace ebb::cli

@@ -54,6 +54,7 @@ int Main(int argc, char** argv) {
 #endif
 #ifdef EBB_HAVE_BENCH_CLI
   ebb::cli::RegisterBenchCommand(app);
+  ebb::cli::RegisterDemoCommand(app);
 #endif
 
   app.parse_complete_callback([&] {
