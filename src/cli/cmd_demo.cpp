@@ -199,10 +199,11 @@ void RunDemo(const DemoArgs& a) {
            "(the presents) and activations in its CPU arena, which keeps them");
   const double held = MeanAfter(runs[1]) - MeanAfter(runs[0]);
   std::printf("  Between requests the plain ORT loop holds %.1f MiB more than ebb%s.\n", MiB(held),
-              held > 0 ? ": its arena keeps what its largest request needed" : "");
+              held > 0 ? ":\n  what its largest request needed" : "");
   if (!a.plot.empty()) {
     bench::WriteTextFile(a.plot, bench::RenderSvgChart(runs, o), "--plot");
-    std::printf("  Chart (RSS, anonymous, KV, arena, TTFT, TPS per request): %s\n", a.plot.c_str());
+    std::printf("  SVG chart (RSS, anonymous, KV, arena, TTFT, TPS per request): %s\n",
+                a.plot.c_str());
   }
   runs.clear();
 
