@@ -28,5 +28,6 @@ install(FILES ${CMAKE_BINARY_DIR}/cmake/ebbConfig.cmake
 
 # pkg-config: paths relative to ${pcfiledir}, so the installed tree can be moved.
 file(RELATIVE_PATH EBB_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+string(REGEX REPLACE "/$" "" EBB_PC_TO_PREFIX "${EBB_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ebb.pc.in ${CMAKE_BINARY_DIR}/cmake/ebb.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/cmake/ebb.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
