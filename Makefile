@@ -1,5 +1,5 @@
 # The two set-up commands of README.md, plus developer targets.
-#   make run    bootstrap, Release build, synthesize the demo model, run ebb on it
+#   make run    bootstrap, Release build, synthesize the demo model, show the memory story on it
 #   make test   bootstrap, Debug build, unit + integration tests (and a short soak)
 # Both are safe to rerun: bootstrap and the builds are cached (ccache, CMake, .deps/).
 
@@ -8,11 +8,12 @@ BUILD_REL  := build/release
 BUILD_DBG  := build/debug
 BUILD_SAN  := build/asan
 DEMO_DIR   := models/demo
+MINILM_DIR := models/minilm
 PYTHON3    ?= /usr/bin/python3
 CMAKE_GEN  := -G Ninja
 CTEST_ARGS ?=
 
-.PHONY: run test bootstrap build build-debug demo-model sanitize-test tsan bench fuzz soak format clean \
+.PHONY: run test bootstrap build build-debug demo-model demo-models install sanitize-test tsan bench fuzz soak format clean \
         bench-deps bench-llamacpp bench-llamacpp-check
 
 # Reruns when the script or the pinned test clients change (a stamp, so that an existing .deps/
@@ -34,10 +35,23 @@ demo-model: $(DEMO_DIR)/genai_config.json
 $(DEMO_DIR)/genai_config.json: tools/synth_model.py
 	$(PYTHON3) tools/synth_model.py --family llama --preset tiny --seed 0 --out $(DEMO_DIR)
 
+# The README tour's other model folder: models/minilm, a tiny BERT-style encoder (random weights,
+# the folder layout of a sentence-transformers model) for `ebb embed`, beside models/demo.
+demo-models: demo-model $(MINILM_DIR)/genai_config.json
+$(MINILM_DIR)/genai_config.json: tools/synth_model.py
+	$(PYTHON3) tools/synth_model.py --family bert --preset tiny --seed 0 --out $(MINILM_DIR)
+
+# The memory story (ebb demo, docs/memory.md#the-first-run): the seed loop beside a plain ORT loop,
+# RSS per request as a chart (and $(BUILD_REL)/ebb-memory.svg), a Tier 2 shrink, one generation.
 run: build demo-model
 	$(BUILD_REL)/src/cli/ebb --version
-	$(BUILD_REL)/src/cli/ebb info $(DEMO_DIR)
-	$(BUILD_REL)/src/cli/ebb generate $(DEMO_DIR) --input-ids 5,17,42,99,7,300 --max-length 64
+	$(BUILD_REL)/src/cli/ebb demo $(DEMO_DIR) --plot $(BUILD_REL)/ebb-memory.svg
+
+# Installs the Release build under PREFIX: bin/ebb, lib/libebb.so.0.1.0 (SONAME libebb.so.0) and
+# ONNX Runtime, include/ebb/, lib/pkgconfig/ebb.pc, lib/cmake/ebb/ (docs/c_api.md).
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD_REL) --prefix $(PREFIX)
 
 test: build-debug
 	cd $(BUILD_DBG) && ctest -L 'unit|integration' --output-on-failure -j $(JOBS) $(CTEST_ARGS)

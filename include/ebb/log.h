@@ -26,4 +26,16 @@ EBB_API LogLevel ParseLogLevel(std::string_view name);
 using LogCallback = std::function<void(LogLevel, std::string_view)>;
 EBB_API void SetLogCallback(LogCallback callback);
 
+// How records are written to stderr (the callback always gets the plain message):
+//   Text  "[2026-12-01 14:00:00.123] [ebb] [info] message" (the default). The lines for
+//         operators (one per HTTP request, one per model load) are logfmt after the level:
+//         "request id=req-1 model=demo route=/v1/chat/completions status=200 ...".
+//   Json  one JSON object per line: {"time": "2026-12-01T14:00:00.123Z" (UTC), "level",
+//         "logger": "ebb", "msg"}; a logfmt line becomes {"event": "request", "id": ..., ...},
+//         numbers as numbers (docs/http_api.md#requests-and-logs).
+enum class LogFormat { Text, Json };
+EBB_API void SetLogFormat(LogFormat format);
+// Parses "text" | "json"; throws ebb::Error(InvalidArgument) naming the accepted values.
+EBB_API LogFormat ParseLogFormat(std::string_view name);
+
 }  // namespace ebb

@@ -12,6 +12,7 @@
 #include "cli/options_flags.h"
 #include "cli/service_state.h"
 #include "core/files.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "ebb/model_manager.h"
 #include "server/models_file.h"
@@ -137,7 +138,9 @@ void Run(ServeFlags& f) {
   std::cout << "ebb serve: listening on http://" << o.host << ":" << srv.port() << std::endl;
   std::thread watcher([&srv] {
     while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::cerr << "ebb serve: stopping (draining running requests)" << std::endl;
+    // Through the logger (warn: shown by default), so that --log-format json keeps every
+    // stderr line JSON.
+    EBB_LOG_WARN("ebb serve: stopping (draining running requests)");
     srv.Shutdown();
   });
   srv.Run();

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <filesystem>
 #include <string>
 
 #include "ebb/error.h"
+#include "model/gguf_check.h"
 
 namespace ebb::cli {
 
@@ -24,6 +26,7 @@ inline CLI::Validator ModelDir(bool or_file = false) {
                       "no model folder at " + path + " (not found)" +
                           (or_file ? "; give a model folder or a tokenizer.json" : ""));
         }
+        internal::RefuseGgufModel(path);  // a .gguf file or folder: what ebb runs instead
         if (!or_file && !std::filesystem::is_directory(st)) {
           throw Error(ErrorCode::NotFound,
                       path + " is not a folder; give the model folder (with genai_config.json)");
@@ -49,6 +52,9 @@ void RegisterServiceClientCommands(CLI::App& app);
 void RegisterServiceCommand(CLI::App& app);
 // The option table as docs/options.md shows it (`ebb options --markdown`).
 std::string OptionTableMarkdown();
+// The same table for a terminal: aligned columns (key, scope, type, unit, default), then the values
+// and meaning of each key indented and wrapped at `width` columns.
+std::string OptionTableText(size_t width);
 #ifdef EBB_HAVE_TOKENIZE_CLI
 void RegisterTokenizeCommands(CLI::App& app);
 #endif
@@ -57,6 +63,8 @@ void RegisterChatTemplateCommand(CLI::App& app);
 #endif
 #ifdef EBB_HAVE_BENCH_CLI
 void RegisterBenchCommand(CLI::App& app);
+// `ebb demo MODEL_DIR`: the memory story `make run` shows (cmd_demo.cpp).
+void RegisterDemoCommand(CLI::App& app);
 #endif
 
 }  // namespace ebb::cli

@@ -33,8 +33,12 @@ int Main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   bool version = false;
   std::string log_level;
+  std::string log_format;
   app.add_flag("--version", version, "Print ebb's version, the loaded ONNX Runtime and its EPs");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off (default: warn)");
+  app.add_option("--log-format", log_format,
+                 "text|json: how stderr log lines are written (default: text; json: one object "
+                 "per line, for log collectors)");
   // Global flags work after the subcommand too: `ebb generate DIR --log-level info`. Subcommands
   // inherit this when they are added, so it comes before the Register* calls.
   app.fallthrough();
@@ -54,10 +58,12 @@ int Main(int argc, char** argv) {
 #endif
 #ifdef EBB_HAVE_BENCH_CLI
   ebb::cli::RegisterBenchCommand(app);
+  ebb::cli::RegisterDemoCommand(app);
 #endif
 
   app.parse_complete_callback([&] {
     if (!log_level.empty()) ebb::SetLogLevel(ebb::ParseLogLevel(log_level));
+    if (!log_format.empty()) ebb::SetLogFormat(ebb::ParseLogFormat(log_format));
   });
   try {
     app.parse(argc, argv);

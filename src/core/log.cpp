@@ -6,11 +6,14 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "core/log_format.h"
 #include "ebb/error.h"
 #include "ebb/log.h"
 
 namespace ebb {
 namespace {
+
+constexpr const char* kTextPattern = "[%Y-%m-%d %H:%M:%S.%e] [ebb] [%l] %v";
 
 spdlog::level::level_enum ToSpd(LogLevel level) {
   switch (level) {
@@ -75,7 +78,7 @@ struct LoggerState {
   LoggerState() {
     auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
     logger = std::make_shared<spdlog::logger>("ebb", spdlog::sinks_init_list{err, callback_sink});
-    logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [ebb] [%l] %v");
+    logger->set_pattern(kTextPattern);
     LogLevel level = LogLevel::Warn;
     if (const char* env = std::getenv("EBB_LOG_LEVEL"); env != nullptr && *env != '\0') {
       try {
@@ -86,6 +89,10 @@ struct LoggerState {
       }
     }
     logger->set_level(ToSpd(level));
+    if (const char* env = std::getenv("EBB_LOG_FORMAT");
+        env != nullptr && std::string_view(env) == "json") {
+      logger->set_formatter(internal::MakeJsonLogFormatter());
+    }
     logger->flush_on(spdlog::level::warn);
   }
 };
@@ -116,5 +123,20 @@ LogLevel ParseLogLevel(std::string_view name) {
 }
 
 void SetLogCallback(LogCallback callback) { State().callback_sink->Set(std::move(callback)); }
+
+void SetLogFormat(LogFormat format) {
+  if (format == LogFormat::Json) {
+    State().logger->set_formatter(internal::MakeJsonLogFormatter());
+  } else {
+    State().logger->set_pattern(kTextPattern);
+  }
+}
+
+LogFormat ParseLogFormat(std::string_view name) {
+  if (name == "text") return LogFormat::Text;
+  if (name == "json") return LogFormat::Json;
+  throw Error(ErrorCode::InvalidArgument,
+              "unknown log format '" + std::string(name) + "'; use text or json");
+}
 
 }  // namespace ebb

@@ -12,6 +12,7 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "model/genai_config.h"
+#include "model/gguf_check.h"
 
 namespace ebb::internal {
 namespace {
@@ -180,6 +181,7 @@ GenaiConfig LoadHfEncoderConfig(const fs::path& dir) {
 }
 
 GenaiConfig LoadModelFolderConfig(const fs::path& dir) {
+  RefuseGgufModel(dir);  // a GGUF file, or a folder of one: say what ebb runs instead
   std::error_code ec;
   const bool is_dir = fs::is_directory(dir, ec);
   if (!is_dir || FileExists(dir / "genai_config.json", "genai_config.json")) {

@@ -1,5 +1,6 @@
 #include "ebb/model.h"
 
+#include <fmt/format.h>
 #include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
@@ -652,6 +653,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                                      const std::filesystem::path& dir, const ModelOptions& options,
                                      std::function<void(Model&)> shrink_step) {
   EnsureOrtApi();
+  const auto load_start = std::chrono::steady_clock::now();
   auto impl = std::make_shared<ModelImpl>();
   impl->id = std::move(id);
   impl->host = std::move(host);
@@ -787,18 +789,27 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   info.kv_bytes_per_token = cfg.is_encoder ? 0
                                            : 2ull * cfg.num_hidden_layers *
                                                  cfg.num_key_value_heads * cfg.head_size * elem;
+  // The one load line (the model manager adds none): what, how long, what it costs in memory.
+  const ProcessMemory pm = ReadProcessMemory();
+  const std::string cost = fmt::format(
+      "in {:.0f} ms; weights {} ({}); process RSS {}, anonymous {}",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+          .count(),
+      FormatBytes(impl->weights_bytes), impl->weights_entry.empty() ? "anonymous" : "file-backed",
+      FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.rss_bytes))),
+      FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.anon_bytes))));
   if (cfg.is_encoder) {
-    EBB_LOG_INFO("loaded {} as '{}' (encoder {}, {}; max {} tokens from {}; output {})",
-                 cfg.dir.string(), impl->id, cfg.model_type, cfg.encoder.layout,
+    EBB_LOG_INFO("loaded {} as '{}' {} (encoder {}, {}; max {} tokens from {}; output {})",
+                 cfg.dir.string(), impl->id, cost, cfg.model_type, cfg.encoder.layout,
                  cfg.encoder.max_length, cfg.encoder.max_length_source,
                  impl->encoder.last_hidden_state.empty() ? impl->encoder.pooled
                                                          : impl->encoder.last_hidden_state);
   } else {
     EBB_LOG_INFO(
-        "loaded {} as '{}' ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV, "
+        "loaded {} as '{}' {} ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV, "
         "{} logits)",
-        cfg.dir.string(), impl->id, cfg.model_type, cfg.num_hidden_layers, info.kv_bytes_per_token,
-        KvModeName(options.kv_mode), info.uses_gqa ? "right" : "left",
+        cfg.dir.string(), impl->id, cost, cfg.model_type, cfg.num_hidden_layers,
+        info.kv_bytes_per_token, KvModeName(options.kv_mode), info.uses_gqa ? "right" : "left",
         info.past_present_share_buffer ? "shared" : "ping-pong",
         info.last_position_logits ? "last-position" : "all-position");
   }

@@ -351,7 +351,7 @@ struct ModelManager::State {
     f.expiry_set = false;
     cv.notify_all();
     lock.unlock();
-    EBB_LOG_INFO("loaded model '{}' from {}", id, spec.path.string());
+    // Model::Load logged the load (with its time and memory): no second line here.
     Emit(ManagerEvent::kLoaded, id);
     return model;
   }
@@ -399,6 +399,7 @@ struct ModelManager::State {
       e.expiry_set = false;
       lock.unlock();
       bool ok = true;
+      EBB_LOG_INFO("keep-alive of '{}' ran out: unloading it", due);  // Unload logs "unloaded"
       try {
         runtime->Unload(due, false);
       } catch (const Error& err) {
@@ -418,7 +419,6 @@ struct ModelManager::State {
       }
       ++expirations;
       lock.unlock();
-      EBB_LOG_INFO("unloaded '{}': its keep-alive ran out", due);
       Emit(ManagerEvent::kExpired, due);
       lock.lock();
     }

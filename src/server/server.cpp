@@ -14,6 +14,7 @@
 #include "server/api_error.h"
 #include "server/memory_page.h"
 #include "server/metrics.h"
+#include "server/request_log.h"
 
 namespace ebb::server {
 namespace {
@@ -81,6 +82,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   });
 
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    BeginRequest();  // the request line's figures (request_log.h)
     std::string rid = req.get_header_value("X-Request-Id");
     if (rid.empty() || rid.size() > 128) rid = "req-" + std::to_string(g_next_request++);
     res.set_header("X-Request-Id", rid);
@@ -142,8 +144,8 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
       });
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     metrics_->OnHttpResponse(RouteLabel(req.path), res.status);
-    EBB_LOG_INFO("{} {} {} {} {}", res.get_header_value("X-Request-Id"), req.method, req.path,
-                 res.status, req.remote_addr);
+    EBB_LOG_INFO("{}", RequestLine(res.get_header_value("X-Request-Id"), req.method, req.path,
+                                   res.status, req.remote_addr));
   });
 
   http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {

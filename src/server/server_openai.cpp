@@ -16,6 +16,7 @@
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/request_log.h"
 #include "server/server.h"
 
 namespace ebb::server {
@@ -231,6 +232,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
 
     if (!r.stream) {
       const GenerateResult out = Generate(model, *g);
+      NoteGeneration(r.model, out);
       if (out.error) throw *out.error;
       const GenerateRow& row = out.rows.at(0);
       Json choice;
@@ -303,6 +305,8 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
               send(chunk(Json{{"content", std::string(piece)}}, nullptr));
             });
           } catch (...) {
+            NoteGeneration(model_name, out);
+            NoteOutcome("error");
             const ApiError e = FromCurrentException();
             send(Json::parse(e.ToJson()));
             static const std::string done = "data: [DONE]\n\n";
@@ -310,7 +314,9 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
             sink.done();
             return true;
           }
+          NoteGeneration(model_name, out);
           if (g->cancel.cancelled()) {
+            NoteOutcome("cancelled");
             EBB_LOG_INFO("{}: the client went away; generation cancelled", id);
             sink.done();
             return false;
@@ -372,6 +378,7 @@ void Server::Embeddings(const httplib::Request& req, httplib::Response& res) {
       }
       throw ApiException(a);
     }
+    NoteEmbedding(r.model, out.usage.prompt_tokens);
     Json data = Json::array();
     for (size_t i = 0; i < out.embeddings.size(); ++i) {
       const auto& v = out.embeddings[i];

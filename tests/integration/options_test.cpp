@@ -125,6 +125,44 @@ TEST(OptionTable, DocsOptionsMdEmbedsTheGeneratedTable) {
   }
 }
 
+TEST(OptionTable, PlainOptionsPrintsAnAlignedTableWithScopeTypeUnitDefault) {
+  // Issue 27: `ebb options` printed key names only, while its help promised the table.
+  const auto r = testing::RunCli("options");
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::istringstream in(r.out);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header.rfind("KEY", 0), 0u) << header;
+  const size_t scope_col = header.find("SCOPE");
+  const size_t type_col = header.find("TYPE");
+  const size_t unit_col = header.find("UNIT");
+  const size_t default_col = header.find("DEFAULT");
+  ASSERT_NE(default_col, std::string::npos) << header;
+  ASSERT_TRUE(scope_col < type_col && type_col < unit_col && unit_col < default_col) << header;
+  std::map<std::string, std::string> row_of;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == ' ') {
+      EXPECT_LE(line.size(), 100u) << line;  // wrapped description lines
+      continue;
+    }
+    row_of[line.substr(0, line.find(' '))] = line;
+  }
+  for (const auto& s : OptionTable()) {
+    const auto it = row_of.find(std::string(s.key));
+    ASSERT_NE(it, row_of.end()) << s.key << " has no row";
+    const std::string& row = it->second;
+    ASSERT_GE(row.size(), default_col) << row;
+    // Each cell starts in its header's column.
+    EXPECT_EQ(row.substr(type_col, OptionTypeName(s.type).size()), OptionTypeName(s.type)) << row;
+    EXPECT_EQ(row.substr(default_col), s.default_value) << row;
+    if (!s.unit.empty()) {
+      EXPECT_EQ(row.substr(unit_col, s.unit.size()), s.unit) << row;
+    }
+    EXPECT_NE(row[scope_col], ' ') << row;
+  }
+  EXPECT_THAT(testing::RunCli("options --keys").out, HasSubstr("--option KEY=V (model load)"));
+}
+
 TEST(OptionTable, GenerateHelpListsEveryKeyOfItsScopes) {
   const auto r = testing::RunCli("generate --help");
   ASSERT_EQ(r.status, 0) << r.out;
