@@ -1,10 +1,9 @@
 #include "memory/shrink_controller.h"
 
-#include "memory/heap_trim.h"
-
 #include "core/log.h"
 #include "ebb/error.h"
 #include "ebb/stats.h"
+#include "memory/heap_trim.h"
 
 namespace ebb::internal {
 namespace {

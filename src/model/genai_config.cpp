@@ -207,10 +207,26 @@ GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::pat
     r.Fail("/model/type",
            "unknown model type \"" + EscapeForMessage(cfg.model_type) + "\"; supported: " + known);
   }
+  // Sane bounds before anything is sized by them (a vocab_size of 1e9 once drove a load to
+  // 7.8 GB before it failed): well above every published model (vocabularies reach about
+  // 262k ids, contexts 10M tokens), far below what would exhaust memory by itself. The graph's
+  // own logits width is checked against vocab_size after the session is created.
+  constexpr int32_t kMaxVocab = 1 << 22, kMaxContext = 1 << 24;
   cfg.vocab_size = r.Int(model, "vocab_size", "/model", std::nullopt);
   if (cfg.vocab_size <= 0) r.Fail("/model/vocab_size", "must be positive");
+  if (cfg.vocab_size > kMaxVocab) {
+    r.Fail("/model/vocab_size", std::to_string(cfg.vocab_size) + " is above ebb's bound of " +
+                                    std::to_string(kMaxVocab) +
+                                    " ids (published models have at most ~262k); the config "
+                                    "is corrupt or for another model");
+  }
   cfg.context_length = r.Int(model, "context_length", "/model", std::nullopt);
   if (cfg.context_length <= 0) r.Fail("/model/context_length", "must be positive");
+  if (cfg.context_length > kMaxContext) {
+    r.Fail("/model/context_length", std::to_string(cfg.context_length) +
+                                        " is above ebb's bound of " + std::to_string(kMaxContext) +
+                                        " tokens; the config is corrupt or for another model");
+  }
   cfg.bos_token_id = r.Int(model, "bos_token_id", "/model", -1);
   cfg.pad_token_id = r.Int(model, "pad_token_id", "/model", -1);
   if (const json* eos = r.Find(model, "eos_token_id")) {

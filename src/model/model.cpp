@@ -149,6 +149,21 @@ DecoderIo ResolveIo(const GenaiConfig& cfg, Ort::Session& session) {
                                                 "' must be float32 or float16, got " +
                                                 ElementTypeName(io.logits_type));
   }
+  // The config's vocab_size sizes every logits buffer: it must be the graph's own width when
+  // the graph states one (a wrong one read garbage or sized buffers by a corrupt number).
+  for (size_t i = 0; i < session.GetOutputCount(); ++i) {
+    Ort::AllocatorWithDefaultOptions alloc;
+    if (session.GetOutputNameAllocated(i, alloc).get() != io.logits) continue;
+    const std::vector<int64_t> dims =
+        session.GetOutputTypeInfo(i).GetTensorTypeAndShapeInfo().GetShape();
+    if (!dims.empty() && dims.back() > 0 && dims.back() != cfg.vocab_size) {
+      throw Error(
+          ErrorCode::InvalidArgument,
+          where + "genai_config.json's model.vocab_size is " + std::to_string(cfg.vocab_size) +
+              " but the graph's '" + io.logits + "' output is " + std::to_string(dims.back()) +
+              " wide; fix vocab_size in genai_config.json to " + std::to_string(dims.back()));
+    }
+  }
   io.combined_kv = !cfg.io.past_combined.empty();
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     std::vector<std::pair<std::string, std::string>> pairs;

@@ -1,8 +1,8 @@
 #include "ebb/runtime_handle.h"
 
+#include "core/log.h"
 #include "core/option_parse.h"
 #include "ebb/error.h"
-#include "core/log.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/version.h"
@@ -32,17 +32,18 @@ void RuntimeHandle::SetRunOption(const std::string& key, const std::string& valu
   // checked here so that a bad key fails this call, not every later request.
   constexpr size_t kMaxKey = 1024, kMaxValue = 4096;
   if (key.empty() || key.size() > kMaxKey) {
-    throw Error(ErrorCode::InvalidArgument,
-                "run option key " +
-                    (key.empty() ? std::string("''") : "of " + std::to_string(key.size()) + " bytes") +
-                    ": a key is 1 to " + std::to_string(kMaxKey) +
-                    " bytes (ONNX Runtime's limit); nothing was set");
+    throw Error(
+        ErrorCode::InvalidArgument,
+        "run option key " +
+            (key.empty() ? std::string("''") : "of " + std::to_string(key.size()) + " bytes") +
+            ": a key is 1 to " + std::to_string(kMaxKey) +
+            " bytes (ONNX Runtime's limit); nothing was set");
   }
   if (value.size() > kMaxValue) {
-    throw Error(ErrorCode::InvalidArgument,
-                "run option " + key + ": the value has " + std::to_string(value.size()) +
-                    " bytes; ONNX Runtime takes at most " + std::to_string(kMaxValue) +
-                    "; nothing was set");
+    throw Error(ErrorCode::InvalidArgument, "run option " + key + ": the value has " +
+                                                std::to_string(value.size()) +
+                                                " bytes; ONNX Runtime takes at most " +
+                                                std::to_string(kMaxValue) + "; nothing was set");
   }
   if (tok::FindInvalidUtf8(key) != std::string::npos ||
       tok::FindInvalidUtf8(value) != std::string::npos) {
@@ -70,8 +71,8 @@ void RuntimeHandle::SetRunOption(const std::string& key, const std::string& valu
     add(OptionScope::kSession, "a session option, set at load (--session-option)");
     add(OptionScope::kRuntime, "a runtime option (Runtime, ebb serve flags)");
     add(OptionScope::kRequest, "a request option (set it per request)");
-    throw Error(ErrorCode::InvalidArgument, "'" + key + "' is " + where +
-                                                ", not a run option; nothing was set");
+    throw Error(ErrorCode::InvalidArgument,
+                "'" + key + "' is " + where + ", not a run option; nothing was set");
   }
   if (!internal::IsKnownOrtRunKey(key)) {
     EBB_LOG_WARN(

@@ -360,6 +360,24 @@ TEST(BadInput, CorruptOrMissingModelFilesNameTheFile) {
   cfg["model"]["type"] = "transformerx";
   std::ofstream(dir / "genai_config.json") << cfg.dump();
   ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument, "unknown model type");
+  // Issue 24 item 8: a huge vocab_size is refused before anything is sized by it, and one that
+  // is not the graph's logits width is refused naming the right value.
+  cfg = nlohmann::json::parse(std::ifstream(src / "genai_config.json"));
+  const int64_t vocab = cfg["model"]["vocab_size"].get<int64_t>();
+  cfg["model"]["vocab_size"] = 1000000000;
+  std::ofstream(dir / "genai_config.json") << cfg.dump();
+  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument,
+              "vocab_size: 1000000000 is above ebb's bound");
+  cfg["model"]["vocab_size"] = vocab + 8;
+  cfg["model"]["pad_token_id"] = 0;
+  std::ofstream(dir / "genai_config.json") << cfg.dump();
+  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument,
+              "fix vocab_size in genai_config.json to " + std::to_string(vocab));
+  cfg["model"]["vocab_size"] = vocab;
+  cfg["model"]["context_length"] = 1 << 30;
+  std::ofstream(dir / "genai_config.json") << cfg.dump();
+  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument,
+              "context_length: 1073741824 is above ebb's bound");
   // Misspelled ebb option.
   ModelOptions mo;
   ExpectError([&] { mo.Set("kv_cache.mdoe", "static"); }, ErrorCode::InvalidArgument,

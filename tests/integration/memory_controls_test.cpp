@@ -83,8 +83,9 @@ TEST(Tier1, ArenaOffWithAnExtendStrategyLoadsAndWarnsThatTheStrategyIsMoot) {
   SetLogCallback(nullptr);
   bool warned = false;
   for (const auto& l : logs) {
-    warned |= l.find("arena_extend_strategy=kSameAsRequested has no effect with "
-                     "enable_cpu_mem_arena=0") != std::string::npos;
+    warned |= l.find(
+                  "arena_extend_strategy=kSameAsRequested has no effect with "
+                  "enable_cpu_mem_arena=0") != std::string::npos;
   }
   EXPECT_TRUE(warned);
   ASSERT_TRUE(m);
