@@ -4,6 +4,7 @@
 
 #include "core/json_util.h"
 #include "server/api_error.h"
+#include "server/models_file.h"
 
 namespace ebb::server {
 namespace {
@@ -117,6 +118,7 @@ std::vector<std::pair<std::string, std::string>> GetOptions(const Json& j) {
       ThrowBadField(param, "'" + param + "' must be a string, a number or a boolean");
     }
   }
+  RefuseAdminOnlyOptions(out);
   return out;
 }
 
