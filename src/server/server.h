@@ -15,9 +15,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ebb/model_manager.h"
 #include "ebb/runtime.h"
+#include "server/request_guard.h"
 
 namespace httplib {
 class Server;
@@ -28,6 +30,7 @@ struct Response;
 namespace ebb::server {
 
 class Admission;
+class HttpFront;
 class Metrics;
 
 struct ServeOptions {
@@ -35,12 +38,23 @@ struct ServeOptions {
   int port = 11435;        // 0: any free port (see Server::port())
   RuntimeOptions runtime;  // memory.limit: the budget of all models (weights + KV)
   ModelManagerOptions models;
-  int parallel = 2;                  // generations/embeddings running at once
-  int max_queue = 16;                // requests waiting for a slot; more get 429
+  int parallel = 2;                  // generations/embeddings running at once (1 to kMaxParallel)
+  int max_queue = 16;                // requests waiting for a slot; more get 429 (0 to kMaxQueue)
   std::string api_key;               // empty: no authentication
   size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
   std::chrono::seconds drain_timeout{30};
+  // The browser defence (request_guard.h): Host names and web origins the admin allows.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
+  // A request (head and body) must arrive within this; else 408 (http_front.h).
+  std::chrono::seconds request_timeout{30};
+  size_t max_connections = 512;  // open connections; more get 503 at accept
 };
+
+// Bounds of --parallel and --max-queue: each running or queued request holds a thread, so the
+// threads stay below kMaxParallel + kMaxQueue + 8 whatever the flags say.
+inline constexpr int kMaxParallel = 64;
+inline constexpr int kMaxQueue = 1024;
 
 class Server {
  public:
@@ -75,11 +89,12 @@ class Server {
   static void Guard(httplib::Response& res, const std::function<void()>& body);
 
   ServeOptions options_;
+  BrowserPolicy browser_;
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<ModelManager> manager_;
   std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<Admission> admission_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<httplib::Server> http_;  // an HttpFront (http_front.h)
   int port_ = 0;
   std::chrono::steady_clock::time_point started_;
 };
