@@ -714,6 +714,11 @@ void HttpFront::set_refusal_listener(std::function<void(int, const std::string&)
   impl_->refusal_listener = std::move(fn);
 }
 
+void HttpFront::RaiseListenBacklog() {
+  const int sock = svr_sock_.load();
+  if (sock >= 0) ::listen(sock, SOMAXCONN);  // a second listen() only resizes the backlog
+}
+
 size_t HttpFront::open_connections() const { return impl_->open(); }
 
 bool HttpFront::process_and_close_socket(int sock) {

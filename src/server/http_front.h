@@ -57,6 +57,10 @@ class HttpFront : public httplib::Server {
   // Called (on the loop's thread) for each request the front refuses by itself, with its status
   // and the reason; for metrics and the log. Set before listening.
   void set_refusal_listener(std::function<void(int status, const std::string& reason)> fn);
+  // httplib listens with a backlog of 5: a burst of connections (or a few slow clients
+  // reconnecting) would see SYNs dropped and retried a second later. Call after binding: raises
+  // it to SOMAXCONN.
+  void RaiseListenBacklog();
   // Connections open now (waiting, being served or draining).
   size_t open_connections() const;
 

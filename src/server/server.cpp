@@ -234,6 +234,7 @@ void Server::Bind() {
       throw Error(ErrorCode::Unavailable,
                   "cannot bind any port on " + options_.host + "; check --host");
     }
+    static_cast<HttpFront&>(*http_).RaiseListenBacklog();
     return;
   }
   if (!http_->bind_to_port(options_.host, options_.port)) {
@@ -243,6 +244,7 @@ void Server::Bind() {
                     "available on this machine; stop it, or pick another --port");
   }
   port_ = options_.port;
+  static_cast<HttpFront&>(*http_).RaiseListenBacklog();
 }
 
 int Server::port() const { return port_; }
