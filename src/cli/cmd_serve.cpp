@@ -49,6 +49,7 @@ struct ServeFlags {
   std::string keep_alive = "5m";
   std::string max_body = "8MiB";
   std::string api_key_file;
+  std::string admin_key_file;
   std::string models_dir;
   std::string models_file;
   std::vector<std::string> models;
@@ -115,6 +116,17 @@ void Run(ServeFlags& f) {
   }
   if (o.api_key.empty()) {
     if (const char* k = std::getenv("EBB_API_KEY"); k != nullptr) o.api_key = k;
+  }
+  if (o.admin_key.empty() && !f.admin_key_file.empty()) {
+    o.admin_key =
+        internal::Trim(internal::ReadRegularFile(f.admin_key_file, 4096, "--admin-key-file"));
+    if (o.admin_key.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--admin-key-file " + f.admin_key_file + " is empty");
+    }
+  }
+  if (!o.admin_key.empty() && o.admin_key == o.api_key) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--admin-key must differ from --api-key: every client holds the API key");
   }
   if (o.api_key.empty() && !IsLoopbackHost(o.host) && !f.insecure_no_key) {
     throw Error(ErrorCode::InvalidArgument,
@@ -210,6 +222,10 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--api-key", f->opts.api_key,
                   "Require 'Authorization: Bearer KEY' (also --api-key-file, $EBB_API_KEY)");
   cmd->add_option("--api-key-file", f->api_key_file, "Read the API key from this file");
+  cmd->add_option("--admin-key", f->opts.admin_key,
+                  "A second key that also lets a request set the admin-only options (also "
+                  "--admin-key-file; default: none, only the command line sets them)");
+  cmd->add_option("--admin-key-file", f->admin_key_file, "Read the admin key from this file");
   cmd->add_option("--max-body", f->max_body, "Largest request body (default 8MiB); more: 413");
   cmd->add_option("--allowed-host", f->opts.allowed_hosts,
                   "Also accept requests whose Host header is this name (repeatable; '*': any). "

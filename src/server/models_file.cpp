@@ -34,13 +34,14 @@ void RefuseAdminOnlyOptions(const OptionList& options) {
       admin = internal::IsAdminOnlyOption(k);
     }
     if (!admin) continue;
-    throw ApiException(ApiError{
-        403, "permission_error",
-        "option '" + key +
-            "' may only be set by the service's admin (ebb serve's command line or its "
-            "--models-file), not by a request: it changes process-wide state, names a file, "
-            "loads code or sizes threads or arenas (docs/http_api.md#security-model)",
-        key, "admin_only_option", 0});
+    throw ApiException(
+        ApiError{403, "permission_error",
+                 "option '" + key +
+                     "' may only be set by the service's admin (ebb serve's command line or its "
+                     "--models-file), or by a request that carries its --admin-key; it changes "
+                     "process-wide state, names a file, loads code or sizes threads or arenas "
+                     "(docs/http_api.md#security-model)",
+                 key, "admin_only_option", 0});
   }
 }
 

@@ -145,8 +145,9 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
     }
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
-    const bool ok = auth.rfind(prefix, 0) == 0 &&
-                    ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key);
+    const bool ok =
+        auth.rfind(prefix, 0) == 0 &&
+        (ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key) || IsAdmin(req));
     if (ok) return httplib::Server::HandlerResponse::Unhandled;
     SendError(res, ApiError{401, "invalid_request_error",
                             auth.empty() ? "no API key: send the header 'Authorization: Bearer "
@@ -265,6 +266,14 @@ void Server::Shutdown() {
     EBB_LOG_WARN("drain timeout: {} request(s) still running are cut", admission_->running());
   }
   http_->stop();
+}
+
+bool Server::IsAdmin(const httplib::Request& req) const {
+  if (options_.admin_key.empty()) return false;
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  return auth.rfind(prefix, 0) == 0 &&
+         ConstantTimeEquals(auth.substr(prefix.size()), options_.admin_key);
 }
 
 Runtime& Server::runtime() { return *runtime_; }

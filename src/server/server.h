@@ -38,9 +38,12 @@ struct ServeOptions {
   int port = 11435;        // 0: any free port (see Server::port())
   RuntimeOptions runtime;  // memory.limit: the budget of all models (weights + KV)
   ModelManagerOptions models;
-  int parallel = 2;                  // generations/embeddings running at once (1 to kMaxParallel)
-  int max_queue = 16;                // requests waiting for a slot; more get 429 (0 to kMaxQueue)
-  std::string api_key;               // empty: no authentication
+  int parallel = 2;     // generations/embeddings running at once (1 to kMaxParallel)
+  int max_queue = 16;   // requests waiting for a slot; more get 429 (0 to kMaxQueue)
+  std::string api_key;  // empty: no authentication
+  // Non-empty: a request with 'Authorization: Bearer ADMIN_KEY' may also set the admin-only
+  // options (core/admin_options.h); the admin key passes the API key check too.
+  std::string admin_key;
   size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
   std::chrono::seconds drain_timeout{30};
   // The browser defence (request_guard.h): Host names and web origins the admin allows.
@@ -83,6 +86,8 @@ class Server {
   void ChatOrCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
   void Embeddings(const httplib::Request& req, httplib::Response& res);
 
+  // True when the request carries the admin key (constant-time compare).
+  bool IsAdmin(const httplib::Request& req) const;
   // Writes `error` as the response.
   static void SendError(httplib::Response& res, const struct ApiError& error);
   // Runs `body`, turning any exception into an OpenAI-shaped error response.

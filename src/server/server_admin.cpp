@@ -107,7 +107,7 @@ void Server::RegisterAdminRoutes() {
                   const std::string id = req.matches[1];
                   const Json body = BodyObject(req);
                   const OptionList extra = OptionListFromJson(body);
-                  RefuseAdminOnlyOptions(extra);
+                  if (!IsAdmin(req)) RefuseAdminOnlyOptions(extra);
                   std::optional<bool> pin;
                   if (auto it = body.find("pin"); it != body.end() && !it->is_null()) {
                     if (!it->is_boolean()) ThrowBadField("pin", "'pin' must be true or false");

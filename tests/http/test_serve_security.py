@@ -175,6 +175,24 @@ def test_admin_only_options_get_403_and_the_budget_stays(tmp_path):
     assert "top_k" not in admin
 
 
+def test_admin_key_unlocks_admin_options():
+    limit = 512 << 20
+    with Server("--models-dir", str(MODELS), "--memory-limit", str(limit), "--api-key", KEY,
+                "--admin-key", "adm1n") as s:
+        user = {"Authorization": f"Bearer {KEY}"}
+        admin = {"Authorization": "Bearer adm1n"}
+        body = {"options": {"memory.limit": str(limit * 2)}}
+        st, _, j = s.post(f"/v1/models/{TINY}/load", body, headers=user)
+        assert st == 403 and "--admin-key" in j["error"]["message"], j
+        st, _, j = s.post(f"/v1/models/{TINY}/load", body, headers=admin)
+        assert st == 200, j
+        st, _, j = s.get("/v1/runtime", headers=admin)  # the admin key passes the key check
+        assert st == 200 and j["memory"]["limit_bytes"] == limit * 2, j["memory"]
+    r = subprocess.run([EBB, "serve", "--models-dir", str(MODELS), "--port", "0", "--api-key",
+                        "same", "--admin-key", "same"], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "--admin-key must differ" in r.stderr
+
+
 # ---- 3. Metric labels and memory under unauthenticated floods ------------------------------
 
 def pipelined_flood(srv, n, batch=500):
