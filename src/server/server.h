@@ -57,7 +57,7 @@ struct ServeOptions {
 // Bounds of --parallel and --max-queue: each running or queued request holds a thread, so the
 // threads stay below kMaxParallel + kMaxQueue + 8 whatever the flags say.
 inline constexpr int kMaxParallel = 64;
-inline constexpr int kMaxQueue = 1024;
+inline constexpr int kMaxQueue = 256;
 
 class Server {
  public:

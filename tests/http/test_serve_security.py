@@ -401,10 +401,16 @@ def test_health_and_ready_answer_while_every_slot_is_busy():
 
 def test_thread_bounds_are_refused_at_start():
     for flags, bound in ((["--parallel", "2147483647"], "64"), (["--parallel", "1000"], "64"),
-                         (["--max-queue", "100000"], "1024")):
+                         (["--max-queue", "100000"], "256")):
         r = subprocess.run([EBB, "serve", "--models-dir", str(MODELS), "--port", "0", *flags],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode != 0 and flags[0] in r.stderr and bound in r.stderr, r.stderr
+    # At the bounds the threads stay a few hundred (workers: 64 + 256 + 8, probes 2, the loop).
+    with Server("--models-dir", str(MODELS), "--parallel", "64", "--max-queue", "256") as s:
+        assert s.get("/health")[0] == 200  # listening: every thread is started
+        threads = int(rss_kib(s.proc.pid, "Threads"))
+        print(f"threads at --parallel 64 --max-queue 256: {threads}")
+        assert 64 + 256 + 8 + 2 < threads < 400, threads
 
 
 # ---- 6. Pipelining -------------------------------------------------------------------------
