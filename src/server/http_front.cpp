@@ -35,6 +35,8 @@ struct Conn {
   bool sent_continue = false;  // the loop answered Expect: 100-continue for this request
   bool probe = false;          // GET /health or /ready
   size_t served = 0;
+  size_t accounted = 0;      // bytes of buf's capacity counted in Impl::buffered_
+  bool over_budget = false;  // Fill found every connection's buffers together at the budget
   // Chunked-body scan state of the request being read (so a large body is scanned once).
   size_t head_len = 0;
   size_t chunk_pos = 0;
@@ -222,7 +224,14 @@ class InlineQueue final : public httplib::TaskQueue {
 
 class HttpFront::Impl {
  public:
-  Impl(HttpFront& front, FrontLimits limits) : front_(front), limits_(limits) {}
+  static FrontLimits WithDefaults(FrontLimits l) {
+    if (l.max_buffered_bytes == 0) {
+      l.max_buffered_bytes = std::max<size_t>(64u << 20, 4 * l.max_body_bytes);
+    }
+    return l;
+  }
+
+  Impl(HttpFront& front, FrontLimits limits) : front_(front), limits_(WithDefaults(limits)) {}
   ~Impl() { Stop(); }
 
   void Start() {
@@ -310,6 +319,7 @@ class HttpFront::Impl {
 
   void Close(std::unique_ptr<Conn> c) {
     if (!c) return;
+    buffered_ -= c->accounted;
     ::shutdown(c->fd, SHUT_RDWR);
     ::close(c->fd);
     --open_;
@@ -328,6 +338,7 @@ class HttpFront::Impl {
     c.lingering = true;
     c.buf.clear();
     c.buf.shrink_to_fit();
+    Account(c);
     c.deadline = Clock::now() + std::chrono::seconds(2);
   }
 
@@ -535,6 +546,14 @@ class HttpFront::Impl {
     return limits_.max_head_bytes + 2 * limits_.max_body_bytes + (64u << 10);
   }
 
+  // Counts c's buffer (its capacity: what it holds in memory) in buffered_.
+  void Account(Conn& c) {
+    const size_t now = c.buf.capacity();
+    buffered_ += now;
+    buffered_ -= c.accounted;
+    c.accounted = now;
+  }
+
   // Reads what the socket has. False: the peer closed or failed.
   bool Fill(Conn& c) {
     char tmp[16384];
@@ -544,7 +563,14 @@ class HttpFront::Impl {
       if (n > 0) {
         if (!c.lingering) {
           if (c.buf.empty() && c.head_len == 0) c.deadline = Clock::now() + limits_.request_timeout;
+          // All connections' buffers together stay under the budget: many clients sending
+          // bodies at once cannot fill memory before any key is checked.
+          if (buffered_.load() + static_cast<size_t>(n) > limits_.max_buffered_bytes) {
+            c.over_budget = true;
+            return true;
+          }
           c.buf.append(tmp, static_cast<size_t>(n));
+          Account(c);
           if (c.buf.size() > cap) return true;
         }
         if (static_cast<size_t>(n) < sizeof(tmp)) return true;
@@ -600,7 +626,13 @@ class HttpFront::Impl {
             Close(std::move(c));
             continue;
           }
-          if (!c->lingering) {
+          if (c->over_budget) {
+            c->over_budget = false;
+            Answer(*c, Refuse(503, "server_busy",
+                              "the service is receiving " +
+                                  std::to_string(limits_.max_buffered_bytes >> 20) +
+                                  " MiB of requests at once, its limit; retry shortly"));
+          } else if (!c->lingering) {
             Route(std::move(c), keep);
             continue;
           }
@@ -669,6 +701,8 @@ class HttpFront::Impl {
     }
     ++c.served;
     c.buf.erase(0, c.request_len);
+    if (c.buf.capacity() > (64u << 10)) c.buf.shrink_to_fit();  // idle connections hold little
+    Account(c);
     c.request_len = 0;
     c.head_len = 0;
     c.sent_continue = false;
@@ -681,6 +715,7 @@ class HttpFront::Impl {
   HttpFront& front_;
   const FrontLimits limits_;
   std::atomic<size_t> open_{0};
+  std::atomic<size_t> buffered_{0};  // every connection's buffer capacity together
 
   std::mutex mu_;
   bool started_ = false;

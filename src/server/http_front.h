@@ -35,6 +35,9 @@ namespace ebb::server {
 struct FrontLimits {
   size_t max_body_bytes = 8u << 20;
   size_t max_head_bytes = 64u << 10;  // request line and headers together
+  // Every connection's buffered request bytes together; a read past it gets 503. 0: the larger
+  // of 64 MiB and 4 x max_body_bytes.
+  size_t max_buffered_bytes = 0;
   // The whole request must arrive within this after its first byte (a new connection: after
   // accept); a keep-alive connection may wait idle_timeout for its next request's first byte.
   std::chrono::milliseconds request_timeout{30000};

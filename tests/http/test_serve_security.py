@@ -313,6 +313,42 @@ def test_body_limits_are_answered_at_once():
         assert status_of(resp) == 200, resp[:300]
 
 
+def test_bodies_buffered_at_once_are_bounded_together():
+    """100 clients each send 1,000,000 of a 1 MiB body and stop: the service buffers at most
+    64 MiB of them (its budget with --max-body 1MiB), answers the rest 503, and still serves."""
+    with Server("--models-dir", str(MODELS), "--max-body", "1MiB") as s:
+        idle = rss_kib(s.proc.pid)
+        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {1 << 20}\r\n\r\n").encode()
+        socks = []
+        for _ in range(100):
+            c = socket.create_connection((s.host, s.port), timeout=5)
+            c.sendall(head)
+            try:
+                c.sendall(b" " * 1_000_000)
+            except OSError:
+                pass
+            socks.append(c)
+        time.sleep(1.0)
+        busy = 0
+        for c in socks:
+            c.setblocking(False)
+            try:
+                if b"server_busy" in c.recv(65536):
+                    busy += 1
+            except (BlockingIOError, ConnectionResetError):
+                pass
+        grown = (rss_kib(s.proc.pid) - idle) / 1024
+        print(f"{busy} of 100 partial bodies refused 503; RSS grew {grown:.0f} MiB")
+        assert busy >= 20, busy
+        if not UNDER_SANITIZER:
+            assert grown < 64 + 32, grown
+        st, _, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=2))
+        assert st == 200, j
+        for c in socks:
+            c.close()
+
+
 # ---- 5. Slow clients and thread bounds -----------------------------------------------------
 
 def test_slowloris_does_not_block_health_or_requests():
