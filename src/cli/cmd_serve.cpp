@@ -197,7 +197,9 @@ void RegisterServeCommand(CLI::App& app) {
       "serve",
       "Serve models over an OpenAI-compatible HTTP API with memory endpoints and "
       "/metrics (docs/http_api.md)");
-  cmd->add_option("--host", f->opts.host, "Address to bind (default 127.0.0.1: this machine only)");
+  cmd->add_option("--host", f->opts.host,
+                  "Address to bind (default 127.0.0.1: this machine only; another address needs "
+                  "--api-key or --insecure-no-key)");
   cmd->add_option("--port", f->port_text, "Port (default 11435; 0: any free port)");
   cmd->add_option("--models-dir", f->models_dir,
                   "Folder whose sub-folders are models; the folder name is the model id");
