@@ -1,6 +1,5 @@
 #include "server/models_file.h"
 
-#include "core/admin_options.h"
 #include "core/files.h"
 #include "core/json_util.h"
 #include "ebb/error.h"
@@ -16,33 +15,6 @@ std::string JsonScalarText(const Json& v, const std::string& param) {
   if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
   if (v.is_number()) return nlohmann::json(v.get<double>()).dump();
   ThrowBadField(param, "'" + param + "' must be a string, a number or a boolean");
-}
-
-void RefuseAdminOnlyOptions(const OptionList& options) {
-  for (const auto& [key, value] : options) {
-    std::string_view k = key;
-    bool admin = false;
-    if (k.starts_with("provider_options.")) {
-      admin = true;
-    } else if (k.starts_with("session_options.")) {
-      k.remove_prefix(std::string_view("session_options.").size());
-      admin = FindOption(k) == nullptr || internal::IsAdminOnlyOption(k);
-    } else if (k.starts_with("run_options.")) {
-      k.remove_prefix(std::string_view("run_options.").size());
-      admin = internal::IsAdminOnlyOption(k);
-    } else {
-      admin = internal::IsAdminOnlyOption(k);
-    }
-    if (!admin) continue;
-    throw ApiException(
-        ApiError{403, "permission_error",
-                 "option '" + key +
-                     "' may only be set by the service's admin (ebb serve's command line or its "
-                     "--models-file), or by a request that carries its --admin-key; it changes "
-                     "process-wide state, names a file, loads code or sizes threads or arenas "
-                     "(docs/http_api.md#security-model)",
-                 key, "admin_only_option", 0});
-  }
 }
 
 OptionList OptionListFromJson(const Json& body) {

@@ -25,13 +25,6 @@ std::string JsonScalarText(const nlohmann::ordered_json& v, const std::string& p
 // key is checked with ModelOptions::Set. Throws ApiException (400) naming the key.
 OptionList OptionListFromJson(const nlohmann::ordered_json& body);
 
-// Throws ApiException (403 permission_error, param and message naming the key) when `options`
-// (from a client request) holds a key only the admin may set: an admin-only key of the option
-// table (core/admin_options.h), any provider option, or a session option that is not in the
-// table (ORT's config entries, some of which name files). The command line and the models file
-// are the admin's and are not checked.
-void RefuseAdminOnlyOptions(const OptionList& options);
-
 // The "keep_alive" field of `body` (a duration string or seconds; absent or null: none).
 // Throws ApiException (400) naming keep_alive.
 std::optional<KeepAlive> KeepAliveFromJson(const nlohmann::ordered_json& body);

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_util.h"
+#include "server/admin_only.h"
 #include "server/api_error.h"
-#include "server/models_file.h"
 
 namespace ebb::server {
 namespace {

@@ -9,6 +9,7 @@
 #include "ebb/error.h"
 #include "ebb/options.h"
 #include "ebb/version.h"
+#include "server/admin_only.h"
 #include "server/admission.h"
 #include "server/api_error.h"
 #include "server/metrics.h"

@@ -1,12 +1,12 @@
 // The browser rules of ebb serve (server/request_guard.h) and the admin-only option check
-// (server/models_file.h), without a server; tests/http/test_serve_security.py covers them over
+// (server/admin_only.h), without a server; tests/http/test_serve_security.py covers them over
 // real HTTP.
 #include "server/request_guard.h"
 
 #include <gtest/gtest.h>
 
 #include "core/admin_options.h"
-#include "server/models_file.h"
+#include "server/admin_only.h"
 
 namespace ebb::server {
 namespace {
