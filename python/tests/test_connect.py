@@ -90,7 +90,7 @@ def wait_until(pred, timeout):
 def script(rt, tiny_path):
     """The user's script: written once against the in-process API, run on both runtimes."""
     out = {}
-    with rt.load(tiny_path, session_options={"intra_op_num_threads": 1},
+    with rt.load(tiny_path, session_options={"enable_cpu_mem_arena": True},
                  options={"kv_cache.max_bytes": "64MiB"}) as m:
         out["id"] = m.id
         out["loaded"] = m.loaded

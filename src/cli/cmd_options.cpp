@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/options_flags.h"
+#include "core/admin_options.h"
 #include "ebb/options.h"
 
 namespace ebb::cli {
@@ -107,12 +108,13 @@ std::string OptionTableText(size_t width) {
 
 std::string OptionTableMarkdown() {
   std::string md =
-      "| key | scope | type | unit | default | values | meaning |\n"
-      "|---|---|---|---|---|---|---|\n";
+      "| key | scope | type | unit | default | values | admin only | meaning |\n"
+      "|---|---|---|---|---|---|---|---|\n";
   for (const auto& s : OptionTable()) {
     md += "| `" + std::string(s.key) + "` | " + Scopes(s) + " | " +
           std::string(OptionTypeName(s.type)) + " | " + Escape(s.unit) + " | " +
-          Escape(s.default_value) + " | " + Escape(s.values) + " | " + Escape(s.doc) + " |\n";
+          Escape(s.default_value) + " | " + Escape(s.values) + " | " +
+          (internal::IsAdminOnlyOption(s.key) ? "yes" : "") + " | " + Escape(s.doc) + " |\n";
   }
   return md;
 }
@@ -141,6 +143,7 @@ void RegisterOptionsCommand(CLI::App& app) {
                      {"unit", s.unit},
                      {"default", s.default_value},
                      {"values", s.values},
+                     {"admin_only", internal::IsAdminOnlyOption(s.key)},
                      {"doc", s.doc}});
       }
       std::cout << j.dump(2) << "\n";

@@ -22,6 +22,25 @@ namespace ebb::cli {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+
+// A port is a plain decimal number 0 to 65535: no sign, no "0x", no trailing text, no leading
+// zero ("080" is not 80 to everyone).
+int ParsePort(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 5 &&
+                      text.find_first_not_of("0123456789") == std::string::npos &&
+                      (text.size() == 1 || text[0] != '0');
+  if (!digits || std::stoi(text) > 65535) {
+    throw Error(ErrorCode::InvalidArgument, "--port '" + text +
+                                                "' is not a port: give a decimal number 1 to "
+                                                "65535 (0: any free port)");
+  }
+  return std::stoi(text);
+}
+
+// This machine only: 127.0.0.0/8, ::1, localhost.
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
 void OnSignal(int) { g_stop = 1; }
 
 struct ServeFlags {
@@ -31,10 +50,13 @@ struct ServeFlags {
   std::string keep_alive = "5m";
   std::string max_body = "8MiB";
   std::string api_key_file;
+  std::string admin_key_file;
   std::string models_dir;
   std::string models_file;
   std::vector<std::string> models;
   int drain_timeout_s = 30;
+  int request_timeout_s = 30;
+  bool insecure_no_key = false;
   std::string state_dir;  // --state-dir: where service.json goes (docs/service.md)
   OptionFlags options;
 };
@@ -75,14 +97,13 @@ class StateFileGuard {
 
 void Run(ServeFlags& f) {
   server::ServeOptions& o = f.opts;
-  try {
-    const int port = std::stoi(f.port_text);
-    if (port < 0 || port > 65535) throw std::out_of_range("port");
-    o.port = port;
-  } catch (const std::exception&) {
-    throw Error(ErrorCode::InvalidArgument,
-                "--port '" + f.port_text + "' is not a port: use 1 to 65535 (0: any free port)");
+  o.port = ParsePort(f.port_text);
+  if (f.request_timeout_s < 1 || f.request_timeout_s > 3600) {
+    throw Error(ErrorCode::InvalidArgument, "--request-timeout " +
+                                                std::to_string(f.request_timeout_s) +
+                                                " is out of range: 1 to 3600 seconds");
   }
+  o.request_timeout = std::chrono::seconds(f.request_timeout_s);
   if (!f.memory_limit.empty()) o.runtime.Set("memory.limit", f.memory_limit);
   o.models.keep_alive = ParseKeepAlive(f.keep_alive, "--keep-alive");
   o.max_body_bytes = ParseByteSize(f.max_body, "--max-body");
@@ -96,6 +117,26 @@ void Run(ServeFlags& f) {
   }
   if (o.api_key.empty()) {
     if (const char* k = std::getenv("EBB_API_KEY"); k != nullptr) o.api_key = k;
+  }
+  if (o.admin_key.empty() && !f.admin_key_file.empty()) {
+    o.admin_key =
+        internal::Trim(internal::ReadRegularFile(f.admin_key_file, 4096, "--admin-key-file"));
+    if (o.admin_key.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--admin-key-file " + f.admin_key_file + " is empty");
+    }
+  }
+  if (!o.admin_key.empty() && o.admin_key == o.api_key) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--admin-key must differ from --api-key: every client holds the API key");
+  }
+  if (o.api_key.empty() && !IsLoopbackHost(o.host) && !f.insecure_no_key) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--host " + o.host +
+                    " would let other machines reach the service, and it has no API key: "
+                    "anyone who can reach the port could load and unload models, read what "
+                    "they answer and fill the memory budget. Give --api-key (or "
+                    "--api-key-file, $EBB_API_KEY), or --insecure-no-key if the network is "
+                    "trusted");
   }
   o.models.models_dir = f.models_dir;
   if (!f.models_file.empty()) o.models.models = server::ReadModelsFile(f.models_file);
@@ -159,7 +200,9 @@ void RegisterServeCommand(CLI::App& app) {
       "serve",
       "Serve models over an OpenAI-compatible HTTP API with memory endpoints and "
       "/metrics (docs/http_api.md)");
-  cmd->add_option("--host", f->opts.host, "Address to bind (default 127.0.0.1: this machine only)");
+  cmd->add_option("--host", f->opts.host,
+                  "Address to bind (default 127.0.0.1: this machine only; another address needs "
+                  "--api-key or --insecure-no-key)");
   cmd->add_option("--port", f->port_text, "Port (default 11435; 0: any free port)");
   cmd->add_option("--models-dir", f->models_dir,
                   "Folder whose sub-folders are models; the folder name is the model id");
@@ -175,13 +218,31 @@ void RegisterServeCommand(CLI::App& app) {
                   "forever; 0: unload at once)");
   cmd->add_flag("--allow-client-keep-alive", f->opts.models.allow_client_keep_alive,
                 "Let requests ask for a keep-alive longer than --keep-alive");
-  cmd->add_option("--parallel", f->opts.parallel, "Requests that run at once (default 2)");
+  cmd->add_option(
+      "--parallel", f->opts.parallel,
+      "Requests that run at once (default 2; 1 to " + std::to_string(server::kMaxParallel) + ")");
   cmd->add_option("--max-queue", f->opts.max_queue,
-                  "Requests that may wait for a slot; more get 429 (default 16)");
+                  "Requests that may wait for a slot; more get 429 (default 16; 0 to " +
+                      std::to_string(server::kMaxQueue) + ")");
   cmd->add_option("--api-key", f->opts.api_key,
                   "Require 'Authorization: Bearer KEY' (also --api-key-file, $EBB_API_KEY)");
   cmd->add_option("--api-key-file", f->api_key_file, "Read the API key from this file");
+  cmd->add_option("--admin-key", f->opts.admin_key,
+                  "A second key that also lets a request set the admin-only options (also "
+                  "--admin-key-file; default: none, only the command line sets them)");
+  cmd->add_option("--admin-key-file", f->admin_key_file, "Read the admin key from this file");
   cmd->add_option("--max-body", f->max_body, "Largest request body (default 8MiB); more: 413");
+  cmd->add_option("--allowed-host", f->opts.allowed_hosts,
+                  "Also accept requests whose Host header is this name (repeatable; '*': any). "
+                  "Default: the bound address and localhost only (DNS-rebinding defence)");
+  cmd->add_option("--allowed-origin", f->opts.allowed_origins,
+                  "Let web pages from this origin (e.g. http://localhost:3000) call the API, "
+                  "with CORS headers (repeatable; '*': any). Default: none");
+  cmd->add_flag("--insecure-no-key", f->insecure_no_key,
+                "Allow a --host other than loopback without an API key");
+  cmd->add_option("--request-timeout", f->request_timeout_s,
+                  "Seconds a request's head and body may take to arrive (default 30); "
+                  "then 408");
   cmd->add_option("--drain-timeout", f->drain_timeout_s,
                   "Seconds running requests get to finish on SIGTERM (default 30)");
   cmd->add_option("--state-dir", f->state_dir,

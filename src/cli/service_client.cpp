@@ -60,12 +60,21 @@ std::optional<std::string> DiscoverServiceUrl() {
 }
 
 namespace {
-// The key of the service found through its state file, when it was started with one.
-std::string DiscoveredApiKey() {
-  if (const char* u = std::getenv("EBB_URL"); u != nullptr && *u != '\0') return "";
-  if (auto s = ReadRunningService()) return ServiceApiKey(*s);
-  return "";
+
+std::string WithoutTrailingSlash(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
 }
+
+// The key of the service found through its state file, when it was started with one, and only
+// for that service's own URL: a key never goes to a server it did not come from (--url
+// elsewhere needs --api-key or $EBB_API_KEY given explicitly).
+std::string DiscoveredApiKey(const std::string& url) {
+  auto s = ReadRunningService();
+  if (!s || WithoutTrailingSlash(s->url) != WithoutTrailingSlash(url)) return "";
+  return ServiceApiKey(*s);
+}
+
 }  // namespace
 
 ServiceClient::ServiceClient(std::string url, std::string api_key)
@@ -83,8 +92,8 @@ ServiceClient::ServiceClient(std::string url, std::string api_key)
   if (api_key_.empty()) {
     if (const char* k = std::getenv("EBB_API_KEY"); k != nullptr) api_key_ = k;
   }
-  if (api_key_.empty()) api_key_ = DiscoveredApiKey();
-  while (!url_.empty() && url_.back() == '/') url_.pop_back();
+  url_ = WithoutTrailingSlash(url_);
+  if (api_key_.empty()) api_key_ = DiscoveredApiKey(url_);
   http_ = std::make_unique<httplib::Client>(url_);
   if (!http_->is_valid()) {
     throw Error(ErrorCode::InvalidArgument, "'" + url_ +

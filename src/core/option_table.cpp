@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/admin_options.h"
 #include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
@@ -178,6 +179,25 @@ bool ParseRange(std::string_view values, double* lo, double* hi) {
   return *e1 == '\0' && *e2 == '\0';
 }
 
+// The keys only the admin may set (core/admin_options.h): process-wide state, files and folders,
+// code to load, thread counts and arena sizes. Keep docs/http_api.md#security-model in step.
+constexpr std::array<std::string_view, 14> kAdminOnly = {
+    "memory.limit",
+    "arena.max_mem",
+    "arena_extend_strategy",
+    "arena.initial_chunk_size_bytes",
+    "arena.max_dead_bytes_per_chunk",
+    "arena.initial_growth_chunk_size_bytes",
+    "arena.max_power_of_two_extend_bytes",
+    "execution_provider",
+    "model_cache.dir",
+    "model_cache.max_bytes",
+    "profile_file_prefix",
+    "intra_op_num_threads",
+    "inter_op_num_threads",
+    "use_env_allocators",
+};
+
 }  // namespace
 
 std::span<const OptionSpec> OptionTable() { return kTable; }
@@ -336,3 +356,14 @@ void ThrowWrongScope(const OptionSpec& spec, OptionScope scope) {
 
 }  // namespace internal
 }  // namespace ebb
+
+namespace ebb::internal {
+
+bool IsAdminOnlyOption(std::string_view key) {
+  for (std::string_view k : kAdminOnly) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+}  // namespace ebb::internal

@@ -15,6 +15,7 @@
 #include "ebb/error.h"
 #include "ebb/runtime_handle.h"
 #include "model/model_impl.h"
+#include "runtime/model_folder_check.h"
 
 namespace ebb {
 namespace {
@@ -313,7 +314,9 @@ struct ModelManager::State {
     e.load_error = nullptr;
     std::shared_ptr<Model> model;
     try {
-      // Check that the folder is a model before evicting anything for it.
+      // Check that the folder is a model, and that nothing it names leaves it, before evicting
+      // anything for it.
+      internal::CheckModelFolderConfined(spec.path);
       const uint64_t need = internal::EstimateWeightsBytes(spec.path);
       if (!MakeRoom(lock, id, need)) {
         const auto [used, limit] = Usage();

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_util.h"
+#include "server/admin_only.h"
 #include "server/api_error.h"
 
 namespace ebb::server {
@@ -117,6 +118,7 @@ std::vector<std::pair<std::string, std::string>> GetOptions(const Json& j) {
       ThrowBadField(param, "'" + param + "' must be a string, a number or a boolean");
     }
   }
+  RefuseAdminOnlyOptions(out);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "memory/heap_trim.h"
 #include "server/admission.h"
 #include "server/api_error.h"
+#include "server/http_front.h"
 #include "server/memory_page.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
@@ -19,13 +20,20 @@
 namespace ebb::server {
 namespace {
 
-// The route label of a path for metrics and logs: model ids collapse to {id}.
+// The route label of a path for metrics and logs: only the service's own routes, with model ids
+// collapsed to {id}; any other path is "other". So labels stay few and valid UTF-8 whatever
+// paths clients send.
 std::string RouteLabel(const std::string& path) {
   static const char* kPrefix = "/v1/models/";
   if (path.rfind(kPrefix, 0) == 0) {
     const std::string rest = path.substr(std::strlen(kPrefix));
     const auto slash = rest.find('/');
-    return std::string(kPrefix) + "{id}" + (slash == std::string::npos ? "" : rest.substr(slash));
+    const std::string suffix = slash == std::string::npos ? "" : rest.substr(slash);
+    for (const char* known :
+         {"", "/load", "/unload", "/runtime", "/runtime/shrink", "/runtime/release_weights"}) {
+      if (suffix == known) return std::string(kPrefix) + "{id}" + suffix;
+    }
+    return "other";
   }
   for (const char* known : {"/v1/chat/completions", "/v1/completions", "/v1/embeddings",
                             "/v1/models", "/v1/runtime", "/metrics", "/health", "/ready", "/"}) {
@@ -34,11 +42,21 @@ std::string RouteLabel(const std::string& path) {
   return "other";
 }
 
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+// Compares a presented key with the service's in time that depends only on the presented key's
+// length: no early exit at the first differing byte, nor at a length mismatch.
+bool ConstantTimeEquals(const std::string& presented, const std::string& key) {
+  if (key.empty()) return presented.empty();
+  volatile unsigned char diff = presented.size() == key.size() ? 0 : 1;
+  for (size_t i = 0; i < presented.size(); ++i) {
+    diff = diff | static_cast<unsigned char>(presented[i] ^ key[i % key.size()]);
+  }
   return diff == 0;
+}
+
+bool HasBody(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) return true;
+  const std::string len = req.get_header_value("Content-Length");
+  return !len.empty() && len != "0";
 }
 
 std::atomic<uint64_t> g_next_request{1};
@@ -49,9 +67,20 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   if (options_.parallel < 1) {
     throw Error(ErrorCode::InvalidArgument, "--parallel must be at least 1");
   }
-  if (options_.max_queue < 0) {
-    throw Error(ErrorCode::InvalidArgument, "--max-queue must not be negative");
+  if (options_.parallel > kMaxParallel) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--parallel " + std::to_string(options_.parallel) + " is over the bound of " +
+                    std::to_string(kMaxParallel) +
+                    ": each running request holds a thread, a generator and its KV");
   }
+  if (options_.max_queue < 0 || options_.max_queue > kMaxQueue) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--max-queue " + std::to_string(options_.max_queue) + " is out of range: 0 to " +
+                    std::to_string(kMaxQueue) + " (each queued request holds a thread)");
+  }
+  browser_.bound_host = options_.host;
+  browser_.allowed_hosts = options_.allowed_hosts;
+  browser_.allowed_origins = options_.allowed_origins;
   // The connection threads take turns serving requests; with glibc's per-thread arenas, freed
   // memory would stay split across up to 8 arenas per core (see LimitMallocArenas).
   const int arenas = internal::LimitMallocArenas(2);
@@ -63,17 +92,22 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   manager_->SetEventListener(
       [m = metrics_](ManagerEvent e, const std::string& id) { m->OnManagerEvent(e, id); });
   admission_ = std::make_unique<Admission>(options_.parallel, options_.max_queue);
-  http_ = std::make_unique<httplib::Server>();
   started_ = std::chrono::steady_clock::now();
 
-  // One thread per connection: the running and queued requests, plus room for the health,
-  // metrics and admin routes (and 429 answers) while every slot is busy.
-  const size_t threads = static_cast<size_t>(options_.parallel + options_.max_queue + 8);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_read_timeout(std::chrono::seconds(30));
-  http_->set_write_timeout(std::chrono::seconds(30));
-  http_->set_keep_alive_max_count(1000);
+  // One event loop reads every request (a slow client holds no thread); the request threads are
+  // the running and queued requests plus room for the metrics and admin routes (and 429
+  // answers) while every slot is busy; /health and /ready have their own (http_front.h).
+  FrontLimits limits;
+  limits.max_body_bytes = options_.max_body_bytes;
+  limits.request_timeout = options_.request_timeout;
+  limits.max_connections = options_.max_connections;
+  limits.workers = options_.parallel + options_.max_queue + 8;
+  auto front = std::make_unique<HttpFront>(limits);
+  front->set_refusal_listener([m = metrics_](int status, const std::string& why) {
+    m->OnHttpResponse("other", status);
+    EBB_LOG_INFO("refused with {}: {}", status, why);
+  });
+  http_ = std::move(front);
   // Kernel socket options: reuse the address so that a restart binds at once after the old
   // process is gone (a live listener still makes bind fail: SO_REUSEPORT is not set).
   http_->set_socket_options([](int sock) {
@@ -86,16 +120,36 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
     std::string rid = req.get_header_value("X-Request-Id");
     if (rid.empty() || rid.size() > 128) rid = "req-" + std::to_string(g_next_request++);
     res.set_header("X-Request-Id", rid);
-    // Exempt: the probes, and the memory page itself (static, no data; its API calls carry
-    // the key).
+    // The browser defence comes first, with or without a key (request_guard.h).
+    const RequestFacts facts{req.method, req.get_header_value("Host"),
+                             req.get_header_value("Origin"), req.get_header_value("Content-Type"),
+                             HasBody(req)};
+    if (auto refused = CheckBrowserRules(browser_, facts)) {
+      SendError(res, *refused);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (CorsOriginAllowed(browser_, facts.origin)) {
+      res.set_header("Access-Control-Allow-Origin", facts.origin);
+      res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {  // the preflight: answered before the key (it has none)
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+        res.set_header("Access-Control-Max-Age", "600");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    // Exempt from the key: the probes, and the memory page itself (static, no data; its API
+    // calls carry the key).
     if (options_.api_key.empty() || req.path == "/health" || req.path == "/ready" ||
         (req.path == "/" && req.method == "GET")) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
-    const bool ok = auth.rfind(prefix, 0) == 0 &&
-                    ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key);
+    const bool ok =
+        auth.rfind(prefix, 0) == 0 &&
+        (ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key) || IsAdmin(req));
     if (ok) return httplib::Server::HandlerResponse::Unhandled;
     SendError(res, ApiError{401, "invalid_request_error",
                             auth.empty() ? "no API key: send the header 'Authorization: Bearer "
@@ -183,6 +237,7 @@ void Server::Bind() {
       throw Error(ErrorCode::Unavailable,
                   "cannot bind any port on " + options_.host + "; check --host");
     }
+    static_cast<HttpFront&>(*http_).RaiseListenBacklog();
     return;
   }
   if (!http_->bind_to_port(options_.host, options_.port)) {
@@ -192,6 +247,7 @@ void Server::Bind() {
                     "available on this machine; stop it, or pick another --port");
   }
   port_ = options_.port;
+  static_cast<HttpFront&>(*http_).RaiseListenBacklog();
 }
 
 int Server::port() const { return port_; }
@@ -212,6 +268,14 @@ void Server::Shutdown() {
     EBB_LOG_WARN("drain timeout: {} request(s) still running are cut", admission_->running());
   }
   http_->stop();
+}
+
+bool Server::IsAdmin(const httplib::Request& req) const {
+  if (options_.admin_key.empty()) return false;
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  return auth.rfind(prefix, 0) == 0 &&
+         ConstantTimeEquals(auth.substr(prefix.size()), options_.admin_key);
 }
 
 Runtime& Server::runtime() { return *runtime_; }

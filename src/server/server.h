@@ -15,9 +15,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ebb/model_manager.h"
 #include "ebb/runtime.h"
+#include "server/request_guard.h"
 
 namespace httplib {
 class Server;
@@ -28,6 +30,7 @@ struct Response;
 namespace ebb::server {
 
 class Admission;
+class HttpFront;
 class Metrics;
 
 struct ServeOptions {
@@ -35,12 +38,26 @@ struct ServeOptions {
   int port = 11435;        // 0: any free port (see Server::port())
   RuntimeOptions runtime;  // memory.limit: the budget of all models (weights + KV)
   ModelManagerOptions models;
-  int parallel = 2;                  // generations/embeddings running at once
-  int max_queue = 16;                // requests waiting for a slot; more get 429
-  std::string api_key;               // empty: no authentication
+  int parallel = 2;     // generations/embeddings running at once (1 to kMaxParallel)
+  int max_queue = 16;   // requests waiting for a slot; more get 429 (0 to kMaxQueue)
+  std::string api_key;  // empty: no authentication
+  // Non-empty: a request with 'Authorization: Bearer ADMIN_KEY' may also set the admin-only
+  // options (core/admin_options.h); the admin key passes the API key check too.
+  std::string admin_key;
   size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
   std::chrono::seconds drain_timeout{30};
+  // The browser defence (request_guard.h): Host names and web origins the admin allows.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
+  // A request (head and body) must arrive within this; else 408 (http_front.h).
+  std::chrono::seconds request_timeout{30};
+  size_t max_connections = 512;  // open connections; more get 503 at accept
 };
+
+// Bounds of --parallel and --max-queue: each running or queued request holds a thread, so the
+// threads stay below kMaxParallel + kMaxQueue + 8 whatever the flags say.
+inline constexpr int kMaxParallel = 64;
+inline constexpr int kMaxQueue = 256;
 
 class Server {
  public:
@@ -69,17 +86,20 @@ class Server {
   void ChatOrCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
   void Embeddings(const httplib::Request& req, httplib::Response& res);
 
+  // True when the request carries the admin key (constant-time compare).
+  bool IsAdmin(const httplib::Request& req) const;
   // Writes `error` as the response.
   static void SendError(httplib::Response& res, const struct ApiError& error);
   // Runs `body`, turning any exception into an OpenAI-shaped error response.
   static void Guard(httplib::Response& res, const std::function<void()>& body);
 
   ServeOptions options_;
+  BrowserPolicy browser_;
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<ModelManager> manager_;
   std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<Admission> admission_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<httplib::Server> http_;  // an HttpFront (http_front.h)
   int port_ = 0;
   std::chrono::steady_clock::time_point started_;
 };

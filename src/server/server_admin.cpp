@@ -9,6 +9,7 @@
 #include "ebb/error.h"
 #include "ebb/options.h"
 #include "ebb/version.h"
+#include "server/admin_only.h"
 #include "server/admission.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
@@ -107,6 +108,7 @@ void Server::RegisterAdminRoutes() {
                   const std::string id = req.matches[1];
                   const Json body = BodyObject(req);
                   const OptionList extra = OptionListFromJson(body);
+                  if (!IsAdmin(req)) RefuseAdminOnlyOptions(extra);
                   std::optional<bool> pin;
                   if (auto it = body.find("pin"); it != body.end() && !it->is_null()) {
                     if (!it->is_boolean()) ThrowBadField("pin", "'pin' must be true or false");
