@@ -181,7 +181,7 @@ bool ParseRange(std::string_view values, double* lo, double* hi) {
 
 // The keys only the admin may set (core/admin_options.h): process-wide state, files and folders,
 // code to load, thread counts and arena sizes. Keep docs/http_api.md#security-model in step.
-constexpr std::array<std::string_view, 14> kAdminOnly = {
+constexpr std::array<std::string_view, 15> kAdminOnly = {
     "memory.limit",
     "arena.max_mem",
     "arena_extend_strategy",
@@ -192,6 +192,7 @@ constexpr std::array<std::string_view, 14> kAdminOnly = {
     "execution_provider",
     "model_cache.dir",
     "model_cache.max_bytes",
+    "memory.pressure_cgroup",
     "profile_file_prefix",
     "intra_op_num_threads",
     "inter_op_num_threads",
