@@ -75,6 +75,15 @@ struct ModelManagerOptions {
 };
 
 // A model as the manager reports it.
+// Tier 2 settings made through the manager (a service's PATCH /v1/models/{id}/runtime):
+// remembered per id across unload, expiry and eviction, and applied again to every later load
+// of the id, so a service that runs for days does not silently revert them.
+struct Tier2Settings {
+  std::map<std::string, std::string> run_options;  // RuntimeHandle::SetRunOption keys
+  std::optional<uint32_t> shrink_every;            // ShrinkEvery
+  std::optional<uint64_t> shrink_above;            // ShrinkAbove (bytes)
+};
+
 struct ManagedModel {
   std::string id;
   std::filesystem::path path;
@@ -86,6 +95,7 @@ struct ManagedModel {
   int64_t last_used_unix_ms = 0;        // end of its last request; 0 = none
   std::optional<ModelSummary> summary;  // the runtime's figures, when loaded
   OptionList options;                   // what it was (or would be) loaded with
+  Tier2Settings remembered;             // applied to every load (RememberTier2)
 };
 
 // What happened to a model, for a service's counters and logs.
@@ -143,6 +153,12 @@ class EBB_API ModelManager {
   // run; with force, waits for them). NotFound when it is not loaded.
   void Unload(const std::string& id, bool force = false);
   void Pin(const std::string& id, bool pin);
+  // Remembers Tier 2 settings for `id` (a run option with no value is forgotten), to apply to
+  // every later load of it; the caller applies them to the loaded model itself. NotFound for an
+  // unknown id.
+  void RememberTier2(const std::string& id,
+                     const std::vector<std::pair<std::string, std::optional<std::string>>>& run,
+                     std::optional<uint32_t> shrink_every, std::optional<uint64_t> shrink_above);
 
   // Every model it knows (explicit ids, folders under models_dir) and every loaded one, by id.
   std::vector<ManagedModel> List() const;

@@ -75,7 +75,7 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
 
 void Ps(const Conn& c, bool all) {
   ServiceClient s(c.url, c.api_key);
-  const Json rt = s.Call("GET", "/v1/runtime");
+  const Json rt = s.Runtime();
   if (c.json) {
     std::cout << rt.dump(2) << "\n";
     return;
@@ -95,11 +95,16 @@ void Ps(const Conn& c, bool all) {
                                  : state == "anonymous"
                                      ? Mib(w.value("anon_bytes", Json(0)))
                                      : Mib(w.value("file_resident_bytes", Json(0)));
-    rows.push_back({m["id"].get<std::string>(), loaded ? Mib(m["weights_bytes"]) : "-", state,
-                    resident, loaded ? Mib(m["kv"]["in_use_bytes"]) : "-",
-                    loaded ? Mib(m["kv"]["reserved_bytes"]) : "-",
-                    loaded && m["cpu_arena"].value("available", false)
-                        ? Mib(m["cpu_arena"]["total_allocated_bytes"])
+    // Per-model figures may be missing (an older service): "-" rather than a missing key read.
+    const Json kv = m.contains("kv") && m["kv"].is_object() ? m["kv"] : Json::object();
+    const Json arena =
+        m.contains("cpu_arena") && m["cpu_arena"].is_object() ? m["cpu_arena"] : Json::object();
+    rows.push_back({m["id"].get<std::string>(),
+                    loaded ? Mib(m.value("weights_bytes", Json(0))) : "-", state, resident,
+                    loaded ? Mib(kv.value("in_use_bytes", Json(0))) : "-",
+                    loaded ? Mib(kv.value("reserved_bytes", Json(0))) : "-",
+                    loaded && arena.value("available", false)
+                        ? Mib(arena.value("total_allocated_bytes", Json(0)))
                         : "-",
                     std::to_string(m.value("running", 0)), Until(m)});
   }
@@ -290,7 +295,7 @@ void RegisterServiceClientCommands(CLI::App& app) {
     AddConnFlags(cmd, *c);
     cmd->callback([c] {
       ServiceClient s(c->url, c->api_key);
-      const Json rt = s.Call("GET", "/v1/runtime");
+      const Json rt = s.Runtime();
       if (c->json) {
         std::cout << rt["models"].dump(2) << "\n";
         return;

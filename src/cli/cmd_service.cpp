@@ -530,8 +530,8 @@ void Status(const fs::path& dir, bool json) {
     std::printf("    %-28s %10s %10s %10s %10s %7s\n", "MODEL", "WEIGHTS", "KV USED", "KV RESERV",
                 "ARENA", "RUNNING");
     std::fflush(stdout);
-    for (const auto& m : runtime["models"]) {
-      if (!m.value("loaded", false)) continue;
+    for (const auto& m : runtime.value("models", Json::array())) {
+      if (!m.is_object() || !m.value("loaded", false)) continue;
       std::printf("    %-28s %10s %10s %10s %10s %7llu\n", m.value("id", "").c_str(),
                   FormatBytes(U64(m, {"weights_bytes"})).c_str(),
                   FormatBytes(U64(m, {"kv", "in_use_bytes"})).c_str(),

@@ -131,6 +131,44 @@ Json ServiceClient::Call(std::string_view method, const std::string& path,
   }
 }
 
+Json ServiceClient::Runtime() {
+  Json rt = Call("GET", "/v1/runtime");
+  std::string bad;
+  const auto number = [&](const Json& parent, const char* obj, const char* field) {
+    if (!bad.empty()) return;
+    if (!parent.contains(obj) || !parent[obj].is_object()) {
+      bad = std::string("'") + obj + "' is not an object";
+    } else if (!parent[obj].contains(field) || !parent[obj][field].is_number()) {
+      bad = std::string("'") + obj + "." + field + "' is not a number";
+    }
+  };
+  if (!rt.is_object()) {
+    bad = "the answer is not a JSON object";
+  } else if (!rt.contains("models") || !rt["models"].is_array()) {
+    bad = "'models' is not a list";
+  } else {
+    for (const Json& m : rt["models"]) {
+      if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) {
+        bad = "a 'models' entry has no string 'id'";
+        break;
+      }
+    }
+    number(rt, "memory", "limit_bytes");
+    number(rt, "memory", "used_bytes");
+    number(rt, "process", "rss_bytes");
+    number(rt, "queue", "running");
+    number(rt, "queue", "queued");
+  }
+  if (!bad.empty()) {
+    throw Error(ErrorCode::Unavailable, url_ +
+                                            " answered GET /v1/runtime with a document that is "
+                                            "not ebb's (" +
+                                            bad + "); is " + url_ +
+                                            " an ebb service of this version?");
+  }
+  return rt;
+}
+
 void ServiceClient::Stream(const std::string& path, const Json& body,
                            const std::function<void(const Json&)>& on_event) {
   httplib::Request req;

@@ -37,6 +37,11 @@ class ServiceClient {
   // The JSON answer of a request with an optional JSON body. Throws ebb::Error (see above).
   nlohmann::ordered_json Call(std::string_view method, const std::string& path,
                               const std::optional<nlohmann::ordered_json>& body = std::nullopt);
+  // GET /v1/runtime, checked to be ebb's document (an object with a "models" list of objects
+  // with a string "id", and "memory", "process" and "queue" objects with their numbers):
+  // Unavailable, naming the URL and the field, when it is not (another server, another
+  // version), instead of reading fields that are not there.
+  nlohmann::ordered_json Runtime();
   // POST with "stream": true: calls `on_event` with each server-sent event's JSON (not
   // [DONE]). Throws ebb::Error for an error status or an error event.
   void Stream(const std::string& path, const nlohmann::ordered_json& body,

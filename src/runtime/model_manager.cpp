@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/runtime_handle.h"
@@ -75,7 +76,19 @@ struct ModelManager::State {
     int64_t last_used_unix_ms = 0;
     OptionList options;             // what it was loaded with
     KeepAlive admin_keep_alive{0};  // the model's (else the admin's) keep-alive, set at load
+    // An unload (forced, evicted, expired, broken) is between taking the model out of the entry
+    // and the runtime's Unload returning. A request for the id waits for it and then loads the
+    // model again: it never gets the model being unloaded (a 409 "was unloaded") nor races the
+    // runtime's registry with a second Load of the id (a 409 "already loaded").
+    bool unloading = false;
+    Tier2Settings tier2;  // RememberTier2: applied to every load
   };
+
+  // Marks the end of an unload of `id` (lock held) and wakes the requests waiting for it.
+  void EndUnloading(const std::string& id) {
+    entries[id].unloading = false;
+    cv.notify_all();
+  }
 
   mutable std::mutex mu;
   std::condition_variable cv;  // load finished, lease ended, timer changes, stop
@@ -229,6 +242,7 @@ struct ModelManager::State {
       Entry& e = entries[victim];
       auto model = std::move(e.model);
       e.expiry_set = false;
+      e.unloading = true;
       lock.unlock();
       try {
         runtime->Unload(victim, /*force=*/false);
@@ -238,11 +252,13 @@ struct ModelManager::State {
         // A generator started on it outside the manager: put it back and stop evicting it.
         lock.lock();
         entries[victim].model = std::move(model);
+        EndUnloading(victim);
         EBB_LOG_WARN("could not evict '{}': {}", victim, err.what());
         return false;
       }
       model.reset();
       lock.lock();
+      EndUnloading(victim);
       ++evictions;
       lock.unlock();
       Emit(ManagerEvent::kEvicted, victim);
@@ -272,12 +288,18 @@ struct ModelManager::State {
     std::unique_lock<std::mutex> lock(mu);
     Entry& e = entries[id];
     for (;;) {
+      if (e.unloading) {
+        cv.wait(lock, [&] { return stop || !e.unloading; });
+        if (stop) throw Error(ErrorCode::Unavailable, "the model manager is shutting down");
+        continue;
+      }
       if (e.model && e.leases == 0 && e.model->num_live_generators() == 0 &&
           e.model->weights_state() == "broken") {
         // Its cache file changed under it (weights state "broken"): load it again, which finds
         // the entry changed, rebuilds it, and serves correct results meanwhile.
         EBB_LOG_WARN("reloading model '{}': a weights file it maps was truncated or changed", id);
         auto broken = std::move(e.model);
+        e.unloading = true;
         lock.unlock();
         try {
           runtime->Unload(id, /*force=*/true);
@@ -286,6 +308,7 @@ struct ModelManager::State {
         }
         broken.reset();
         lock.lock();
+        EndUnloading(id);
         continue;
       }
       if (e.model) {
@@ -328,10 +351,20 @@ struct ModelManager::State {
                         "; retry when requests finish, unload or unpin a model, or raise the "
                         "memory limit");
       }
+      const Tier2Settings tier2 = e.tier2;
       lock.unlock();
       ModelOptions mo;
       for (const auto& [k, v] : opts) mo.Set(k, v);
       model = runtime->Load(id, spec.path, mo);
+      // The Tier 2 settings made through the service before an unload, expiry or eviction
+      // (they were checked when they were made).
+      RuntimeHandle& h = model->runtime();
+      for (const auto& [k, v] : tier2.run_options) h.SetRunOption(k, v);
+      if (tier2.shrink_every) h.ShrinkEvery(*tier2.shrink_every);
+      if (tier2.shrink_above) h.ShrinkAbove(*tier2.shrink_above);
+      if (!tier2.run_options.empty() || tier2.shrink_every || tier2.shrink_above) {
+        EBB_LOG_INFO("'{}': applied the Tier 2 settings remembered for it", id);
+      }
       lock.lock();
     } catch (...) {
       if (!lock.owns_lock()) lock.lock();
@@ -400,6 +433,7 @@ struct ModelManager::State {
       }
       auto model = std::move(e.model);
       e.expiry_set = false;
+      e.unloading = true;
       lock.unlock();
       bool ok = true;
       EBB_LOG_INFO("keep-alive of '{}' ran out: unloading it", due);  // Unload logs "unloaded"
@@ -411,6 +445,7 @@ struct ModelManager::State {
       }
       model.reset();
       lock.lock();
+      EndUnloading(due);
       if (!ok) {
         // Someone unloaded it already or it is busy: forget it.
         if (runtime->Contains(due)) {
@@ -438,6 +473,7 @@ struct ModelManager::State {
       m.running = e->leases;
       m.last_used_unix_ms = e->last_used_unix_ms;
       m.options = e->options;
+      m.remembered = e->tier2;
       if (e->model && e->expiry_set && e->leases == 0 && !m.pinned) {
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(e->expires - Clock::now());
@@ -538,31 +574,77 @@ std::shared_ptr<Model> ModelManager::Load(const std::string& id, const OptionLis
 
 void ModelManager::Unload(const std::string& id, bool force) {
   std::shared_ptr<Model> model;
+  bool managed = false;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    std::unique_lock<std::mutex> lock(state_->mu);
     auto it = state_->entries.find(id);
+    if (it != state_->entries.end()) {
+      // A load in progress registers the model in the runtime before the entry has it: wait
+      // for it (and for another unload), so the unload never frees a model that a request is
+      // about to be given.
+      State::Entry& e = it->second;
+      state_->cv.wait(lock, [&] { return state_->stop || (!e.loading && !e.unloading); });
+    }
     if (it == state_->entries.end() || !it->second.model) {
       if (!state_->runtime->Contains(id)) {
         throw Error(ErrorCode::NotFound, "model '" + id + "' is not loaded; nothing to unload");
       }
-    } else if (!force && it->second.leases > 0) {
-      throw Error(ErrorCode::FailedPrecondition,
-                  "model '" + id + "' has " + std::to_string(it->second.leases) +
-                      " running request(s); retry when they finish, or unload with force (which "
-                      "waits for them)");
+    } else {
+      State::Entry& e = it->second;
+      if (!force && e.leases > 0) {
+        throw Error(ErrorCode::FailedPrecondition,
+                    "model '" + id + "' has " + std::to_string(e.leases) +
+                        " running request(s); retry when they finish, or unload with force "
+                        "(which waits for them)");
+      }
+      // No new request gets this model from now on (they wait, then load it again); the
+      // running ones finish first: force waits for their leases, as documented.
+      e.unloading = true;
+      managed = true;
+      state_->cv.wait(lock, [&] { return e.leases == 0; });
+      model = std::move(e.model);
+      e.expiry_set = false;
     }
   }
-  state_->runtime->Unload(id, force);
-  {
+  try {
+    state_->runtime->Unload(id, force);
+  } catch (...) {
     std::lock_guard<std::mutex> lock(state_->mu);
-    auto it = state_->entries.find(id);
-    if (it != state_->entries.end()) {
-      model = std::move(it->second.model);
-      it->second.expiry_set = false;
+    if (managed) {
+      state_->entries[id].model = std::move(model);
+      state_->EndUnloading(id);
     }
+    throw;
   }
   model.reset();
+  if (managed) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->EndUnloading(id);
+  }
   state_->Emit(ManagerEvent::kUnloaded, id);
+}
+
+void ModelManager::RememberTier2(
+    const std::string& id,
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& run,
+    std::optional<uint32_t> shrink_every, std::optional<uint64_t> shrink_above) {
+  state_->Resolve(id);  // NotFound for an unknown id
+  std::lock_guard<std::mutex> lock(state_->mu);
+  Tier2Settings& t = state_->entries[id].tier2;
+  for (const auto& [k, v] : run) {
+    // ebb's policy keys sent as run options are the policies (RuntimeHandle::SetRunOption).
+    if (v && k == "memory.shrink_every") {
+      t.shrink_every = static_cast<uint32_t>(internal::ParseInt(k, *v, 0, UINT32_MAX));
+    } else if (v && k == "memory.shrink_above") {
+      t.shrink_above = ParseByteSize(*v, k);
+    } else if (v) {
+      t.run_options[k] = *v;
+    } else {
+      t.run_options.erase(k);
+    }
+  }
+  if (shrink_every) t.shrink_every = *shrink_every;
+  if (shrink_above) t.shrink_above = *shrink_above;
 }
 
 void ModelManager::Pin(const std::string& id, bool pin) {

@@ -104,6 +104,11 @@ void Metrics::OnHttpResponse(const std::string& route, int status) {
   ++http_[{route, status}];
 }
 
+void Metrics::OnRefused(const std::string& route, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++refused_[{route, status}];
+}
+
 void Metrics::OnManagerEvent(ManagerEvent event, const std::string& /*model*/) {
   std::lock_guard<std::mutex> lock(mu_);
   ++events_[std::string(ManagerEventName(event))];
@@ -271,6 +276,14 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
   w.Family("ebb_model_unloads_total", "counter", "Models unloaded by request.");
   w.Sample("ebb_model_unloads_total", "", event("unloaded"));
 
+  w.Family("ebb_requests_refused_total", "counter",
+           "Generation and embedding requests refused before they reached a model (bad field, "
+           "queue full, memory budget), by route and status code.");
+  for (const auto& [key, n] : refused_) {
+    w.Sample("ebb_requests_refused_total",
+             "route=\"" + Escape(key.first) + "\",code=\"" + std::to_string(key.second) + "\"",
+             static_cast<double>(n));
+  }
   w.Family("ebb_http_responses_total", "counter", "HTTP responses by route and status code.");
   for (const auto& [key, n] : http_) {
     w.Sample("ebb_http_responses_total",

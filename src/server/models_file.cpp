@@ -2,6 +2,7 @@
 
 #include "core/files.h"
 #include "core/json_util.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "server/api_error.h"
 
@@ -82,15 +83,46 @@ std::map<std::string, ManagedModelSpec> ReadModelsFile(const std::filesystem::pa
     throw Error(ErrorCode::InvalidArgument,
                 where + ": expected {\"models\": {\"ID\": {\"path\": \"DIR\", ...}}}");
   }
+  static constexpr std::string_view kTopKeys[] = {"models"};
+  for (const auto& [k, v] : j.items()) {
+    if (k != "models") {
+      throw Error(ErrorCode::InvalidArgument,
+                  where + ": unknown key \"" + k + "\"" + internal::DidYouMean(k, kTopKeys) +
+                      "; the file is {\"models\": {\"ID\": {\"path\": \"DIR\", ...}}}");
+    }
+  }
+  // Every key an entry may have: a typo ("pinn", "keep-alive") is an error at start, not a
+  // setting silently ignored.
+  static constexpr std::string_view kEntryKeys[] = {
+      "path", "options", "session_options", "provider_options", "run_options", "keep_alive", "pin"};
   std::map<std::string, ManagedModelSpec> out;
   for (const auto& [id, m] : j["models"].items()) {
     const std::string at = where + ": models." + id;
     if (!m.is_object() || !m.contains("path") || !m["path"].is_string()) {
       throw Error(ErrorCode::InvalidArgument, at + " needs \"path\": the model folder");
     }
+    for (const auto& [k, v] : m.items()) {
+      bool known = false;
+      for (std::string_view e : kEntryKeys) known |= k == e;
+      if (!known) {
+        std::string keys;
+        for (std::string_view e : kEntryKeys) keys += (keys.empty() ? "" : ", ") + std::string(e);
+        throw Error(ErrorCode::InvalidArgument, at + ": unknown key \"" + k + "\"" +
+                                                    internal::DidYouMean(k, kEntryKeys) + "; keys: " + keys);
+      }
+    }
     ManagedModelSpec spec;
     spec.path = m["path"].get<std::string>();
     if (spec.path.is_relative()) spec.path = file.parent_path() / spec.path;
+    // The folder is checked now, so that a wrong path fails the start, not the first request.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(spec.path / "genai_config.json", ec)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  at + ".path: " + spec.path.string() +
+                      (std::filesystem::is_directory(spec.path, ec)
+                           ? " has no genai_config.json (not an onnxruntime-genai model folder)"
+                           : " does not exist or is not a folder"));
+    }
     try {
       spec.options = OptionListFromJson(m);
       spec.keep_alive = KeepAliveFromJson(m);

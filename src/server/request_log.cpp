@@ -43,6 +43,8 @@ void NoteGeneration(const std::string& model, const GenerateResult& result) {
 
 void NoteOutcome(std::string_view outcome) { This().outcome = std::string(outcome); }
 
+bool ReachedModel() { return !This().model.empty(); }
+
 void NoteEmbedding(const std::string& model, uint64_t prompt_tokens) {
   Record& r = This();
   r.model = model;

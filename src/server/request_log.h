@@ -25,6 +25,9 @@ void NoteGeneration(const std::string& model, const GenerateResult& result);
 void NoteOutcome(std::string_view outcome);  // e.g. "cancelled" when the client went away
 // An embedding request: its model and prompt tokens.
 void NoteEmbedding(const std::string& model, uint64_t prompt_tokens);
+// Whether this request reached a model (NoteGeneration or NoteEmbedding was called): a failed
+// request that did not was refused before it (a bad field, the queue, the KV budget).
+bool ReachedModel();
 
 // The line for the request that just ended, with its duration since BeginRequest(); outcome
 // defaults to "ok" below status 400, "error" otherwise.

@@ -197,7 +197,13 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
         }
       });
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    metrics_->OnHttpResponse(RouteLabel(req.path), res.status);
+    const std::string route = RouteLabel(req.path);
+    metrics_->OnHttpResponse(route, res.status);
+    if (res.status >= 400 && !ReachedModel() &&
+        (route == "/v1/chat/completions" || route == "/v1/completions" ||
+         route == "/v1/embeddings")) {
+      metrics_->OnRefused(route, res.status);
+    }
     EBB_LOG_INFO("{}", RequestLine(res.get_header_value("X-Request-Id"), req.method, req.path,
                                    res.status, req.remote_addr));
   });

@@ -88,6 +88,15 @@ Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& m
   Json j = ManagedJson(managed);
   j["stats"] = Json::parse(ToJson(model.runtime().Stats()));
   j["runtime_options"] = run_options;
+  // What the service remembers for the id and applies to every later load of it.
+  Json remembered_run = Json::object();
+  for (const auto& [k, v] : managed.remembered.run_options) remembered_run[k] = v;
+  j["remembered"] = {
+      {"run_options", remembered_run},
+      {"shrink_every",
+       managed.remembered.shrink_every ? Json(*managed.remembered.shrink_every) : Json(nullptr)},
+      {"shrink_above",
+       managed.remembered.shrink_above ? Json(*managed.remembered.shrink_above) : Json(nullptr)}};
   j["info"] = ModelInfoJson(model);
   j["id"] = id;
   return j;
@@ -195,6 +204,12 @@ void Server::RegisterAdminRoutes() {
       }
       if (every) h.ShrinkEvery(*every);
       if (above) h.ShrinkAbove(*above);
+      // Kept for the id: applied again when it is loaded after an unload, expiry or eviction.
+      try {
+        manager_->RememberTier2(id, run, every, above);
+      } catch (const Error&) {
+        // Loaded outside the manager's ids (an SDK load): nothing to remember it under.
+      }
       res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))), "application/json");
     });
   });

@@ -233,7 +233,21 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
     if (!r.stream) {
       const GenerateResult out = Generate(model, *g);
       NoteGeneration(r.model, out);
-      if (out.error) throw *out.error;
+      if (out.error) {
+        const GenerateRow& failed = out.rows.at(0);
+        if (failed.generated_ids.empty()) throw *out.error;
+        // Failed after N tokens: the error's status and body, with what was generated kept
+        // under "partial" (docs/http_api.md "Errors"), as the streamed form delivers the text
+        // and then the error.
+        const ApiError err = FromError(*out.error);
+        Json body = Json::parse(err.ToJson());
+        body["partial"] = {
+            {"text", failed.text}, {"finish_reason", "error"}, {"usage", UsageJson(out.usage)}};
+        res.status = err.status;
+        if (err.retry_after_s > 0) res.set_header("Retry-After", std::to_string(err.retry_after_s));
+        res.set_content(Dump(body), "application/json");
+        return;
+      }
       const GenerateRow& row = out.rows.at(0);
       Json choice;
       if (chat) {

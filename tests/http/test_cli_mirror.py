@@ -144,3 +144,35 @@ def test_commands_find_the_running_service_and_its_key_through_the_state_dir(tmp
         run("service", "stop")
     r = run("ps", check=False)
     assert r.returncode != 0 and "ebb service start" in r.stderr
+
+
+@pytest.mark.parametrize("answer", ["{}", '{"models": {}}', '{"models": [{"id": 5}]}', "[]"])
+def test_ps_and_model_list_against_a_server_that_is_not_ebb_fail_cleanly(answer):
+    """Issue 24 item 3: `ebb ps` and `ebb model list` crashed (SIGSEGV) on `{}`; now they name
+    the URL and the field, exit 1, and print nothing else."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = answer.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        for args in (["ps", "--url", url], ["model", "list", "--url", url]):
+            r = ebb(*args, url=url, check=False)
+            # An error exit, not a signal (the crash) nor "internal" (70: a missing-key read).
+            assert 0 < r.returncode != 70, (args, r.returncode, r.stderr)
+            assert "not ebb's" in r.stderr and url in r.stderr, r.stderr
+    finally:
+        httpd.shutdown()

@@ -530,6 +530,18 @@ def test_models_file_gives_ids_options_and_pins(tmp_path):
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode != 0
     assert "models.x" in bad.stderr and "did you mean" in bad.stderr
+    # Issue 24 item 18: typos in an entry's keys and folders that are not models fail the start.
+    for entry, needle in (({"path": str(MODELS / TINY), "pinn": True}, "did you mean 'pin'"),
+                          ({"path": str(MODELS / TINY), "keep-alive": "1m"},
+                           "did you mean 'keep_alive'"),
+                          ({"path": str(MODELS / TINY), "option": {}}, "did you mean 'options'"),
+                          ({"path": str(tmp_path / "nowhere")}, "does not exist"),
+                          ({"path": str(tmp_path)}, "has no genai_config.json")):
+        (tmp_path / "bad.json").write_text(json.dumps({"models": {"x": entry}}))
+        bad = subprocess.run([EBB, "serve", "--models-file", str(tmp_path / "bad.json")],
+                             capture_output=True, text=True, timeout=30)
+        assert bad.returncode != 0, entry
+        assert "models.x" in bad.stderr and needle in bad.stderr, (entry, bad.stderr)
 
 
 def test_a_slow_client_does_not_block_others(srv):
@@ -554,6 +566,63 @@ def test_streamed_request_over_the_kv_budget_gets_507_before_streaming():
         st, h, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=64, stream=True))
         assert st == 507, j
         assert "KV cache" in error_of(st, j, "memory_budget_exceeded")["message"]
+
+
+def test_a_request_that_fails_after_some_tokens_keeps_them():
+    """Issue 24 item 7: a dynamic KV budget of 32 tokens refuses the growth mid-generation. Not
+    streamed: the error's status with the text so far under "partial"; streamed: the text, then
+    the error event. Both carry the same text."""
+    with Server("--models-dir", str(MODELS), "--option", "kv_cache.mode=dynamic",
+                "--option", "kv_cache.chunk_tokens=16", "--option", "kv_cache.max_bytes=16KiB") as s:
+        st, _, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=200))
+        assert st == 507, j
+        error_of(st, j)
+        part = j["partial"]
+        assert part["finish_reason"] == "error"
+        assert part["usage"]["completion_tokens"] > 0, part
+        assert part["text"], part
+        events = stream(s, "/v1/chat/completions", chat_body(TINY, max_tokens=200, stream=True))
+        text = "".join(json.loads(e)["choices"][0]["delta"].get("content", "")
+                       for e in events if e != "[DONE]" and "choices" in json.loads(e))
+        assert any("error" in json.loads(e) for e in events if e != "[DONE]"), events[-3:]
+        assert text == part["text"]
+        # Before the first token there is nothing to keep: no "partial".
+        st_refused, _, j = s.post("/v1/chat/completions",
+                                  chat_body(TINY, content="hello " * 40, max_tokens=4))
+        assert st_refused in (400, 507), j
+        assert "partial" not in j
+        # Counted as refused, with its real status (issue 24 item 9).
+        st, _, text = s.get("/metrics")
+        assert f'ebb_requests_refused_total{{route="/v1/chat/completions",code="{st_refused}"}} 1' in text, text
+
+
+def test_tier2_settings_made_over_http_survive_unload_and_reload():
+    """Issue 24 item 15 / Done-when 4: a PATCH of /runtime is remembered for the id; after an
+    unload the next request loads the model again with the settings in force."""
+    with Server("--models-dir", str(MODELS)) as s:
+        assert s.post("/v1/chat/completions", chat_body(TINY, max_tokens=2))[0] == 200
+        st, _, j = s.request("PATCH", f"/v1/models/{TINY}/runtime", {
+            "shrink_every": 3, "run_options": {"memory.enable_memory_arena_shrinkage": "cpu:0"}})
+        assert st == 200, j
+        assert j["remembered"]["shrink_every"] == 3
+        st, _, j = s.post(f"/v1/models/{TINY}/unload", {"force": True})
+        assert st == 200, j
+        assert s.post("/v1/chat/completions", chat_body(TINY, max_tokens=2))[0] == 200
+        st, _, j = s.get(f"/v1/models/{TINY}/runtime")
+        assert st == 200, j
+        assert j["stats"]["policies"]["shrink_every"] == 3, j["stats"]
+        assert j["stats"]["policies"]["ort_shrink_every_run"] is True
+        assert j["runtime_options"]["memory.enable_memory_arena_shrinkage"] == "cpu:0"
+        assert j["remembered"]["run_options"] == {"memory.enable_memory_arena_shrinkage": "cpu:0"}
+        # A policy key sent as a run option is applied as the policy (item 11).
+        st, _, j = s.request("PATCH", f"/v1/models/{TINY}/runtime",
+                             {"run_options": {"memory.shrink_every": "2"}})
+        assert st == 200, j
+        assert j["stats"]["policies"]["shrink_every"] == 2
+        assert "memory.shrink_every" not in j["runtime_options"]
+        # An empty key is refused with 400 at once (item 13).
+        st, _, j = s.request("PATCH", f"/v1/models/{TINY}/runtime", {"run_options": {"": "1"}})
+        assert st == 400, j
 
 
 def test_a_model_with_a_running_request_is_never_evicted():

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -169,6 +171,65 @@ TEST(ModelManager, KeepAliveUnloadsAndARequestMayOnlyShortenIt) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_FALSE(Loaded(m, "b")) << "keep_alive 0 unloads when the request ends";
+}
+
+// Issue 24 items 5-6: 4 clients send requests while another loop force-unloads and the
+// keep-alive (0: unload as soon as a request ends) expires models under them. Every
+// request succeeds: a request for a model being unloaded waits and loads it again; a forced
+// unload waits for the leases of running requests; KV in use returns to 0 and the counters
+// equal what was sent.
+TEST(ModelManager, ForcedUnloadsAndExpiriesUnderLoadLoseNoRequest) {
+  Runtime rt;
+  ModelManager m(rt, ThreeModels(/*keep_alive=*/0ms));
+  constexpr int kClients = 4, kPerClient = 150;
+  std::atomic<int> ok{0}, failed{0};
+  std::atomic<bool> done{false};
+  std::mutex errors_mu;
+  std::vector<std::string> errors;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      const char* ids[] = {"a", "b", "c"};
+      for (int i = 0; i < kPerClient; ++i) {
+        try {
+          auto lease = m.Acquire(ids[(c + i) % 3]);
+          GenerateRequest req;
+          req.input_ids = {{1, 2, 3}};
+          req.max_new_tokens = 3;
+          req.params.max_length = 16;
+          if (Generate(lease.model(), req).rows[0].generated_ids.size() != 3u) {
+            throw std::runtime_error("short generation");
+          }
+          ++ok;
+        } catch (const std::exception& e) {
+          ++failed;
+          std::lock_guard<std::mutex> lock(errors_mu);
+          if (errors.size() < 50) errors.push_back(e.what());
+        }
+      }
+    });
+  }
+  std::thread unloader([&] {
+    int n = 0;
+    while (!done) {
+      try {
+        m.Unload(n % 2 == 0 ? "a" : "b", /*force=*/true);
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::NotFound) << e.what();  // not loaded right now
+      }
+      ++n;
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  for (auto& t : clients) t.join();
+  done = true;
+  unloader.join();
+  std::string all;
+  for (const auto& e : errors) all += e + "\n";
+  EXPECT_EQ(failed.load(), 0) << all;
+  EXPECT_EQ(ok.load(), kClients * kPerClient);
+  EXPECT_EQ(rt.Stats().kv.in_use_bytes, 0u);
+  EXPECT_GT(m.num_expirations(), 0u) << "the test expired nothing";
 }
 
 TEST(ModelManager, ClientKeepAliveLongerThanTheAdminsWhenAllowed) {
