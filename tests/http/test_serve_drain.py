@@ -242,6 +242,8 @@ def test_queue_running_and_kv_gauges_move_under_load_and_pass_promtool(tmp_path)
         assert headroom == pytest.approx(idle_headroom - in_use)
         overall = srv.metric("ebb_kv_cache_usage_ratio")
         assert overall == pytest.approx(in_use / (in_use + headroom))
+        print(f"under load: queue {n}, running 1, KV in use {in_use} B, model ratio {ratio:.4f} "
+              f"of {budget:.0f} B, overall {overall:.4f}, headroom {headroom:.0f} B")
         (tmp_path / "busy.prom").write_text(busy)
         r = subprocess.run([PROMTOOL, "check", "metrics"], input=busy, capture_output=True,
                            text=True)
