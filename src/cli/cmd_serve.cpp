@@ -55,6 +55,7 @@ struct ServeFlags {
   std::string models_file;
   std::vector<std::string> models;
   int drain_timeout_s = 30;
+  int ready_stall_timeout_s = 60;
   int request_timeout_s = 30;
   bool insecure_no_key = false;
   std::string state_dir;  // --state-dir: where service.json goes (docs/service.md)
@@ -107,7 +108,12 @@ void Run(ServeFlags& f) {
   if (!f.memory_limit.empty()) o.runtime.Set("memory.limit", f.memory_limit);
   o.models.keep_alive = ParseKeepAlive(f.keep_alive, "--keep-alive");
   o.max_body_bytes = ParseByteSize(f.max_body, "--max-body");
+  if (f.drain_timeout_s < 0 || f.drain_timeout_s > 3600) {
+    throw Error(ErrorCode::InvalidArgument, "--drain-timeout " + std::to_string(f.drain_timeout_s) +
+                                                " is out of range: 0 to 3600 seconds");
+  }
   o.drain_timeout = std::chrono::seconds(f.drain_timeout_s);
+  o.ready_stall_timeout = std::chrono::seconds(f.ready_stall_timeout_s);
   // The API key: the flag, else a file, else $EBB_API_KEY.
   if (o.api_key.empty() && !f.api_key_file.empty()) {
     o.api_key = internal::Trim(internal::ReadRegularFile(f.api_key_file, 4096, "--api-key-file"));
@@ -244,7 +250,12 @@ void RegisterServeCommand(CLI::App& app) {
                   "Seconds a request's head and body may take to arrive (default 30); "
                   "then 408");
   cmd->add_option("--drain-timeout", f->drain_timeout_s,
-                  "Seconds running requests get to finish on SIGTERM (default 30)");
+                  "Seconds running and queued requests get to finish on SIGTERM (default 30; "
+                  "0 to 3600); meanwhile /ready and new requests get 503");
+  cmd->add_option("--ready-stall-timeout", f->ready_stall_timeout_s,
+                  "Seconds without progress (no token, no request admitted or finished) while "
+                  "requests run or wait after which /ready answers 503 'stalled' (default 60; "
+                  "0: off)");
   cmd->add_option("--state-dir", f->state_dir,
                   "Write service.json (pid, address, log, flags) to this folder while listening, "
                   "as `ebb service` does (docs/service.md)");

@@ -7,11 +7,30 @@
 
 namespace ebb::server {
 
-Admission::Admission(int parallel, int max_queue)
-    : parallel_(std::max(1, parallel)), max_queue_(std::max(0, max_queue)) {}
+namespace {
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+Admission::Admission(int parallel, int max_queue, std::chrono::milliseconds stall_timeout)
+    : parallel_(std::max(1, parallel)),
+      max_queue_(std::max(0, max_queue)),
+      stall_timeout_(std::max(std::chrono::milliseconds(0), stall_timeout)),
+      last_progress_ns_(NowNs()) {}
 
 Admission::Ticket::~Ticket() {
   if (owner_ != nullptr) owner_->Leave();
+}
+
+void Admission::Ticket::Progress() const {
+  if (owner_ != nullptr) owner_->NoteProgress();
+}
+
+void Admission::NoteProgress() const {
+  last_progress_ns_.store(NowNs(), std::memory_order_relaxed);
 }
 
 Admission::Ticket Admission::Enter() {
@@ -20,7 +39,7 @@ Admission::Ticket Admission::Enter() {
     throw ApiException({503, "unavailable_error",
                         "the service is shutting down and accepts no new requests; retry against "
                         "the restarted service",
-                        std::nullopt, "draining", 2});
+                        std::nullopt, "draining", kDrainRetryAfterS});
   }
   if (running_ >= parallel_ && queued_ >= max_queue_) {
     ++rejected_;
@@ -33,12 +52,15 @@ Admission::Ticket Admission::Enter() {
                             "); retry after the Retry-After delay",
                         std::nullopt, "queue_full", 1});
   }
+  // Work begins after idling: the stall clock starts now, not at the last request of long ago.
+  if (running_ == 0 && queued_ == 0) NoteProgress();
   const uint64_t mine = next_++;
   ++queued_;
   cv_.wait(lock, [&] { return running_ < parallel_ && serving_ == mine; });
   --queued_;
   ++serving_;
   ++running_;
+  NoteProgress();    // a request got a slot
   cv_.notify_all();  // the next in line may fit too
   return Ticket(this);
 }
@@ -47,6 +69,7 @@ void Admission::Leave() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --running_;
+    NoteProgress();  // a request ended (any outcome)
   }
   cv_.notify_all();
 }
@@ -55,6 +78,25 @@ void Admission::Drain() {
   std::lock_guard<std::mutex> lock(mu_);
   draining_ = true;
 }
+Readiness Admission::Check() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) {
+    return {false, "draining",
+            "the service is shutting down (SIGTERM): running requests finish, new ones get 503"};
+  }
+  if (stall_timeout_.count() == 0 || (running_ == 0 && queued_ == 0)) return {};
+  const auto idle = std::chrono::nanoseconds(NowNs() - last_progress_ns_.load());
+  if (idle < stall_timeout_) return {};
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(idle).count();
+  return {false, "stalled",
+          "no request has made progress (a slot granted, a token generated, a request "
+          "finished) for " +
+              std::to_string(ms / 1000) + "." + std::to_string(ms % 1000 / 100) + " s while " +
+              std::to_string(running_) + " run and " + std::to_string(queued_) +
+              " wait (--ready-stall-timeout " + std::to_string(stall_timeout_.count() / 1000) +
+              " s)"};
+}
+
 bool Admission::draining() const {
   std::lock_guard<std::mutex> lock(mu_);
   return draining_;

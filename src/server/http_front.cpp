@@ -19,6 +19,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "server/routes.h"
+
 namespace ebb::server {
 namespace {
 
@@ -33,7 +35,7 @@ struct Conn {
   Clock::time_point deadline;
   bool lingering = false;      // answered by the loop; reading and dropping until EOF or deadline
   bool sent_continue = false;  // the loop answered Expect: 100-continue for this request
-  bool probe = false;          // GET /health or /ready
+  bool probe = false;          // GET of a probe path: /health, /ready or an alias (routes.h)
   size_t served = 0;
   size_t accounted = 0;      // bytes of buf's capacity counted in Impl::buffered_
   bool over_budget = false;  // Fill found every connection's buffers together at the budget
@@ -303,6 +305,7 @@ class HttpFront::Impl {
 
   size_t open() const { return open_.load(); }
   std::function<void(int, const std::string&)> refusal_listener;
+  std::atomic<bool> close_after_response{false};
 
  private:
   struct WorkQueue {
@@ -403,7 +406,7 @@ class HttpFront::Impl {
         }
         std::string_view target = line.substr(sp + 1, sp2 - sp - 1);
         target = target.substr(0, target.find('?'));
-        c.probe = line.substr(0, sp) == "GET" && (target == "/health" || target == "/ready");
+        c.probe = line.substr(0, sp) == "GET" && ProbeOf(target) != Probe::kNone;
         continue;
       }
       if (line.empty()) continue;
@@ -692,7 +695,7 @@ class HttpFront::Impl {
 
   // Runs httplib's processing of the buffered request. True: keep the connection.
   bool Serve(Conn& c) {
-    const bool last = c.served + 1 >= limits_.keep_alive_max_count;
+    const bool last = c.served + 1 >= limits_.keep_alive_max_count || close_after_response.load();
     bool closed = false;
     bool ok = false;
     {
@@ -755,6 +758,8 @@ void HttpFront::RaiseListenBacklog() {
 }
 
 size_t HttpFront::open_connections() const { return impl_->open(); }
+
+void HttpFront::CloseAfterEachResponse() { impl_->close_after_response = true; }
 
 bool HttpFront::process_and_close_socket(int sock) {
   impl_->Accept(sock);

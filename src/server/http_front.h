@@ -14,8 +14,8 @@
 //   connection then drains what the client still sends for a moment so that it can read them.
 // - A complete request goes to a worker thread, which runs httplib's own request processing on
 //   the buffered bytes (routes, handlers, pre-routing checks are unchanged). `GET /health` and
-//   `GET /ready` go to their own small pool, so they are answered while every request thread is
-//   busy.
+//   `GET /ready` (and their aliases, routes.h) go to their own small pool, so they are answered
+//   while every request thread is busy.
 // - Pipelining: bytes after a request stay in the buffer; the connection goes back to the loop
 //   and its next request is served after the previous answer, in order.
 // - More connections than max_connections get 503 at accept and are closed.
@@ -46,7 +46,7 @@ struct FrontLimits {
   // httplib's request parsing refuses sockets numbered FD_SETSIZE (1024) or more: stay below.
   size_t max_connections = 512;
   int workers = 4;        // threads that run requests
-  int probe_workers = 2;  // threads for GET /health and GET /ready only
+  int probe_workers = 2;  // threads for GET of the probe paths only (routes.h)
   size_t keep_alive_max_count = 1000;
 };
 
@@ -66,6 +66,10 @@ class HttpFront : public httplib::Server {
   void RaiseListenBacklog();
   // Connections open now (waiting, being served or draining).
   size_t open_connections() const;
+  // From now on every response closes its connection (httplib then sends Connection: close),
+  // so kept-alive clients reconnect, behind a balancer to another instance. Connections idle
+  // in the loop stay open: their next request is answered (503 while draining), not reset.
+  void CloseAfterEachResponse();
 
   class Impl;
 

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -64,6 +65,16 @@ class Writer {
 };
 
 std::string L(const std::string& model) { return "model=\"" + Escape(model) + "\""; }
+
+// A KV budget: bytes in use plus the room left before a refusal (kv_cache.max_bytes, or the
+// memory.limit headroom, whichever is hit first). budget 0: nothing bounds it.
+struct KvBudget {
+  uint64_t in_use = 0;
+  uint64_t budget = 0;
+  double ratio() const {
+    return budget == 0 ? 0.0 : static_cast<double>(in_use) / static_cast<double>(budget);
+  }
+};
 
 }  // namespace
 
@@ -157,7 +168,14 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
   w.Sample("ebb_memory_limit_bytes", "", static_cast<double>(runtime.memory_limit()));
   w.Family("ebb_memory_used_bytes", "gauge",
            "What memory.limit counts now: weights of loaded models plus KV in use.");
-  w.Sample("ebb_memory_used_bytes", "", static_cast<double>(rs.weights_bytes + rs.kv.in_use_bytes));
+  const uint64_t limit = runtime.memory_limit();
+  const uint64_t used = rs.weights_bytes + rs.kv.in_use_bytes;
+  w.Sample("ebb_memory_used_bytes", "", static_cast<double>(used));
+  const uint64_t headroom = limit > used ? limit - used : 0;
+  w.Family("ebb_memory_headroom_bytes", "gauge",
+           "memory.limit minus what it counts: the weights and KV that still fit (absent "
+           "without a limit).");
+  if (limit > 0) w.Sample("ebb_memory_headroom_bytes", "", static_cast<double>(headroom));
 
   const std::vector<ManagedModel> list = manager.List();
   w.Family("ebb_model_loaded", "gauge", "1 when the model is loaded, 0 when it is only known.");
@@ -196,6 +214,58 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
     w.Sample("ebb_model_kv_bytes", L(m.id) + ",state=\"reserved\"", kv.reserved_bytes);
     w.Sample("ebb_model_kv_bytes", L(m.id) + ",state=\"peak\"", kv.peak_in_use_bytes);
   }
+  // KV usage as a ratio of its budget (docs/metrics.md#signals-for-gateways): per model, the
+  // budget is what it holds plus the room left under kv_cache.max_bytes and memory.limit's
+  // headroom (whichever is smaller); overall, the KV in use plus memory.limit's headroom, else
+  // the sum of the models' kv_cache.max_bytes when every loaded generation model has one.
+  KvBudget all;
+  bool all_bounded = true;
+  std::vector<std::pair<std::string, KvBudget>> per_model;
+  for (const auto& m : list) {
+    if (!m.summary || m.summary->is_encoder) continue;
+    const auto& kv = m.summary->kv;
+    KvBudget b;
+    b.in_use = kv.in_use_bytes;
+    bool bounded = false;
+    uint64_t room = 0;
+    if (kv.max_bytes > 0) {
+      room = kv.max_bytes > kv.in_use_bytes ? kv.max_bytes - kv.in_use_bytes : 0;
+      bounded = true;
+    }
+    if (limit > 0) {
+      room = bounded ? std::min(room, headroom) : headroom;
+      bounded = true;
+    }
+    if (bounded) b.budget = b.in_use + room;
+    if (kv.max_bytes == 0) all_bounded = false;
+    all.in_use += b.in_use;
+    if (kv.max_bytes > 0) all.budget += kv.max_bytes;
+    per_model.emplace_back(m.id, b);
+  }
+  if (limit > 0) {
+    all.budget = all.in_use + headroom;
+  } else if (!all_bounded || per_model.empty()) {
+    all.budget = 0;
+  }
+  w.Family("ebb_model_kv_budget_bytes", "gauge",
+           "KV bytes a loaded generation model holds plus the room it has left under "
+           "kv_cache.max_bytes and memory.limit (0 = unbounded).");
+  for (const auto& [id, b] : per_model) {
+    w.Sample("ebb_model_kv_budget_bytes", L(id), static_cast<double>(b.budget));
+  }
+  w.Family("ebb_model_kv_usage_ratio", "gauge",
+           "KV in use over ebb_model_kv_budget_bytes, 0 to 1 (0 when unbounded); like "
+           "vllm:kv_cache_usage_perc for one model.");
+  for (const auto& [id, b] : per_model) w.Sample("ebb_model_kv_usage_ratio", L(id), b.ratio());
+  w.Family("ebb_kv_cache_budget_bytes", "gauge",
+           "KV in use by all models plus memory.limit's headroom; without a limit the sum of "
+           "kv_cache.max_bytes when every loaded generation model has one (0 = unbounded).");
+  w.Sample("ebb_kv_cache_budget_bytes", "", static_cast<double>(all.budget));
+  w.Family("ebb_kv_cache_usage_ratio", "gauge",
+           "KV in use by all models over ebb_kv_cache_budget_bytes, 0 to 1 (0 when unbounded); "
+           "what gateways read as vllm:kv_cache_usage_perc.");
+  w.Sample("ebb_kv_cache_usage_ratio", "", all.ratio());
+
   w.Family("ebb_model_arena_bytes", "gauge",
            "ORT CPU arena of a loaded model: in_use and allocated (held from the system).");
   for (const auto& m : list) {
@@ -251,6 +321,12 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
            "Time from a request's first Run() to its end.");
   for (const auto& [id, m] : models_) w.Hist("ebb_request_duration_seconds", L(id), m.duration);
 
+  const Readiness ready = admission.Check();
+  w.Family("ebb_ready", "gauge",
+           "1 when /ready answers 200; 0 while draining or stalled (see /ready for the reason).");
+  w.Sample("ebb_ready", "", ready.ready ? 1 : 0);
+  w.Family("ebb_draining", "gauge", "1 after SIGTERM, while running requests finish.");
+  w.Sample("ebb_draining", "", admission.draining() ? 1 : 0);
   w.Family("ebb_requests_running", "gauge", "Requests holding one of the --parallel slots.");
   w.Sample("ebb_requests_running", "", admission.running());
   w.Family("ebb_queue_depth", "gauge", "Requests waiting for a slot.");

@@ -16,31 +16,10 @@
 #include "server/memory_page.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
+#include "server/routes.h"
 
 namespace ebb::server {
 namespace {
-
-// The route label of a path for metrics and logs: only the service's own routes, with model ids
-// collapsed to {id}; any other path is "other". So labels stay few and valid UTF-8 whatever
-// paths clients send.
-std::string RouteLabel(const std::string& path) {
-  static const char* kPrefix = "/v1/models/";
-  if (path.rfind(kPrefix, 0) == 0) {
-    const std::string rest = path.substr(std::strlen(kPrefix));
-    const auto slash = rest.find('/');
-    const std::string suffix = slash == std::string::npos ? "" : rest.substr(slash);
-    for (const char* known :
-         {"", "/load", "/unload", "/runtime", "/runtime/shrink", "/runtime/release_weights"}) {
-      if (suffix == known) return std::string(kPrefix) + "{id}" + suffix;
-    }
-    return "other";
-  }
-  for (const char* known : {"/v1/chat/completions", "/v1/completions", "/v1/embeddings",
-                            "/v1/models", "/v1/runtime", "/metrics", "/health", "/ready", "/"}) {
-    if (path == known) return path;
-  }
-  return "other";
-}
 
 // Compares a presented key with the service's in time that depends only on the presented key's
 // length: no early exit at the first differing byte, nor at a length mismatch.
@@ -91,7 +70,14 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   runtime_->AddObserver(metrics_);
   manager_->SetEventListener(
       [m = metrics_](ManagerEvent e, const std::string& id) { m->OnManagerEvent(e, id); });
-  admission_ = std::make_unique<Admission>(options_.parallel, options_.max_queue);
+  if (options_.ready_stall_timeout.count() < 0 || options_.ready_stall_timeout.count() > 86400) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--ready-stall-timeout " + std::to_string(options_.ready_stall_timeout.count()) +
+                    " is out of range: 0 (off) to 86400 seconds");
+  }
+  admission_ = std::make_unique<Admission>(
+      options_.parallel, options_.max_queue,
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.ready_stall_timeout));
   started_ = std::chrono::steady_clock::now();
 
   // One event loop reads every request (a slow client holds no thread); the request threads are
@@ -139,10 +125,21 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
+    const bool probe = ProbeOf(req.path) != Probe::kNone;
+    // Draining: the probes and /metrics still answer (a balancer and Prometheus watch the drain);
+    // everything else, on new and kept-alive connections, is refused before any work, with
+    // Retry-After (the connection then closes: HttpFront::CloseAfterEachResponse).
+    if (admission_->draining() && !probe && req.path != "/metrics") {
+      SendError(res, ApiError{503, "unavailable_error",
+                              "the service is shutting down (draining) and accepts no new "
+                              "requests; retry after the Retry-After delay, against another "
+                              "instance or the restarted service",
+                              std::nullopt, "draining", kDrainRetryAfterS});
+      return httplib::Server::HandlerResponse::Handled;
+    }
     // Exempt from the key: the probes, and the memory page itself (static, no data; its API
     // calls carry the key).
-    if (options_.api_key.empty() || req.path == "/health" || req.path == "/ready" ||
-        (req.path == "/" && req.method == "GET")) {
+    if (options_.api_key.empty() || probe || (req.path == "/" && req.method == "GET")) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");
@@ -208,17 +205,24 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
                                    res.status, req.remote_addr));
   });
 
-  http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", "application/json");
-  });
-  http_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
-    if (admission_->draining()) {
-      res.status = 503;
-      res.set_content(R"({"status":"draining"})", "application/json");
-    } else {
-      res.set_content(R"({"status":"ready"})", "application/json");
-    }
-  });
+  // Liveness: the process answers. Readiness: it can serve (not draining, not stalled); LiteLLM
+  // and KServe probe the same two under their own names (routes.h).
+  for (const char* path : {"/health", "/health/liveliness", "/v2/health/live"}) {
+    http_->Get(path, [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"status":"ok"})", "application/json");
+    });
+  }
+  for (const char* path : {"/ready", "/health/readiness", "/v2/health/ready"}) {
+    http_->Get(path, [this](const httplib::Request&, httplib::Response& res) {
+      const Readiness r = admission_->Check();
+      nlohmann::json body = {{"status", r.status}};
+      if (!r.ready) {
+        res.status = 503;
+        body["reason"] = r.reason;
+      }
+      res.set_content(body.dump(), "application/json");
+    });
+  }
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       res.set_content(metrics_->Render(*runtime_, *manager_, *admission_),
@@ -265,6 +269,9 @@ void Server::Run() {
 
 void Server::Shutdown() {
   admission_->Drain();
+  static_cast<HttpFront&>(*http_).CloseAfterEachResponse();
+  EBB_LOG_INFO("draining: {} running, {} queued; up to {} s (--drain-timeout)",
+               admission_->running(), admission_->queued(), options_.drain_timeout.count());
   const auto deadline = std::chrono::steady_clock::now() + options_.drain_timeout;
   while ((admission_->running() > 0 || admission_->queued() > 0) &&
          std::chrono::steady_clock::now() < deadline) {

@@ -45,7 +45,12 @@ struct ServeOptions {
   // options (core/admin_options.h); the admin key passes the API key check too.
   std::string admin_key;
   size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
+  // On Shutdown (SIGTERM): how long running and queued requests get to finish before the HTTP
+  // server stops and cuts them.
   std::chrono::seconds drain_timeout{30};
+  // /ready fails (503 "stalled") when requests run or wait and no slot made progress for this
+  // long (admission.h); 0: never for a stall.
+  std::chrono::seconds ready_stall_timeout{60};
   // The browser defence (request_guard.h): Host names and web origins the admin allows.
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
@@ -72,8 +77,10 @@ class Server {
   int port() const;
   // Serves until Shutdown(). Call after Bind().
   void Run();
-  // Stops admitting (503 to new requests, /ready answers 503), lets running requests finish for
-  // up to drain_timeout, then stops the HTTP server (open streams are cut). Idempotent.
+  // Drains: /ready answers 503 at once; every new request but the probes and /metrics (on new
+  // and on kept-alive connections) gets 503 "draining" with Retry-After and Connection: close;
+  // running and queued requests finish for up to drain_timeout; then the HTTP server stops
+  // (what still runs is cut) and Run() returns. Idempotent.
   void Shutdown();
 
   Runtime& runtime();

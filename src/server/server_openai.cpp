@@ -17,6 +17,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/request_log.h"
+#include "server/routes.h"
 #include "server/server.h"
 
 namespace ebb::server {
@@ -177,40 +178,45 @@ std::string FinishName(FinishReason f) { return std::string(FinishReasonName(f))
 }  // namespace
 
 void Server::RegisterOpenAiRoutes() {
-  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    ChatOrCompletion(req, res, true);
-  });
-  http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    ChatOrCompletion(req, res, false);
-  });
-  http_->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
-    Embeddings(req, res);
-  });
   auto model_json = [](const ManagedModel& m) {
     return Json{{"id", m.id},         {"object", "model"},
                 {"created", 0},       {"owned_by", "ebb"},
                 {"loaded", m.loaded}, {"is_encoder", m.summary ? m.summary->is_encoder : false}};
   };
-  http_->Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
-    Guard(res, [&] {
-      Json data = Json::array();
-      for (const auto& m : manager_->List()) data.push_back(model_json(m));
-      res.set_content(Dump(Json{{"object", "list"}, {"data", data}}), "application/json");
+  // The same handlers under /v1 and under KServe's /openai/v1 (routes.h).
+  for (const std::string prefix : kOpenAiPrefixes) {
+    http_->Post(prefix + "/chat/completions",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  ChatOrCompletion(req, res, true);
+                });
+    http_->Post(prefix + "/completions",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  ChatOrCompletion(req, res, false);
+                });
+    http_->Post(prefix + "/embeddings", [this](const httplib::Request& req,
+                                               httplib::Response& res) { Embeddings(req, res); });
+    http_->Get(
+        prefix + "/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
+          Guard(res, [&] {
+            Json data = Json::array();
+            for (const auto& m : manager_->List()) data.push_back(model_json(m));
+            res.set_content(Dump(Json{{"object", "list"}, {"data", data}}), "application/json");
+          });
+        });
+    http_->Get(prefix + R"(/models/([^/]+))", [this, model_json](const httplib::Request& req,
+                                                                 httplib::Response& res) {
+      Guard(res, [&] {
+        try {
+          res.set_content(Dump(model_json(manager_->Get(req.matches[1]))), "application/json");
+        } catch (const Error& e) {
+          ApiError a = FromError(e);
+          if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
+          a.param = "model";
+          throw ApiException(a);
+        }
+      });
     });
-  });
-  http_->Get(R"(/v1/models/([^/]+))", [this, model_json](const httplib::Request& req,
-                                                         httplib::Response& res) {
-    Guard(res, [&] {
-      try {
-        res.set_content(Dump(model_json(manager_->Get(req.matches[1]))), "application/json");
-      } catch (const Error& e) {
-        ApiError a = FromError(e);
-        if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
-        a.param = "model";
-        throw ApiException(a);
-      }
-    });
-  });
+  }
 }
 
 void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -231,7 +237,9 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
     const std::string object = chat ? "chat.completion" : "text_completion";
 
     if (!r.stream) {
-      const GenerateResult out = Generate(model, *g);
+      // Each piece of text is progress for the readiness check (admission.h).
+      const GenerateResult out =
+          Generate(model, *g, [&ticket](size_t, std::string_view) { ticket->Progress(); });
       NoteGeneration(r.model, out);
       if (out.error) {
         const GenerateRow& failed = out.rows.at(0);
@@ -315,6 +323,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
           GenerateResult out;
           try {
             out = Generate(lease->model(), *g, [&](size_t, std::string_view piece) {
+              ticket->Progress();  // before the write, which may block on a slow client
               if (g->cancel.cancelled()) return;
               send(chunk(Json{{"content", std::string(piece)}}, nullptr));
             });
