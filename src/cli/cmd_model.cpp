@@ -295,7 +295,7 @@ void RegisterServiceClientCommands(CLI::App& app) {
     AddConnFlags(cmd, *c);
     cmd->callback([c] {
       ServiceClient s(c->url, c->api_key);
-      const Json rt = s.Runtime();
+      const Json rt = s.Runtime(/*figures=*/false);
       if (c->json) {
         std::cout << rt["models"].dump(2) << "\n";
         return;

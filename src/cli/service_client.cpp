@@ -131,7 +131,7 @@ Json ServiceClient::Call(std::string_view method, const std::string& path,
   }
 }
 
-Json ServiceClient::Runtime() {
+Json ServiceClient::Runtime(bool figures) {
   Json rt = Call("GET", "/v1/runtime");
   std::string bad;
   const auto number = [&](const Json& parent, const char* obj, const char* field) {
@@ -153,11 +153,13 @@ Json ServiceClient::Runtime() {
         break;
       }
     }
-    number(rt, "memory", "limit_bytes");
-    number(rt, "memory", "used_bytes");
-    number(rt, "process", "rss_bytes");
-    number(rt, "queue", "running");
-    number(rt, "queue", "queued");
+    if (figures) {
+      number(rt, "memory", "limit_bytes");
+      number(rt, "memory", "used_bytes");
+      number(rt, "process", "rss_bytes");
+      number(rt, "queue", "running");
+      number(rt, "queue", "queued");
+    }
   }
   if (!bad.empty()) {
     throw Error(ErrorCode::Unavailable, url_ +

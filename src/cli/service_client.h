@@ -41,7 +41,8 @@ class ServiceClient {
   // with a string "id", and "memory", "process" and "queue" objects with their numbers):
   // Unavailable, naming the URL and the field, when it is not (another server, another
   // version), instead of reading fields that are not there.
-  nlohmann::ordered_json Runtime();
+  // `figures` false: only the models list is checked (`ebb model list` reads nothing else).
+  nlohmann::ordered_json Runtime(bool figures = true);
   // POST with "stream": true: calls `on_event` with each server-sent event's JSON (not
   // [DONE]). Throws ebb::Error for an error status or an error event.
   void Stream(const std::string& path, const nlohmann::ordered_json& body,

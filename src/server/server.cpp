@@ -61,8 +61,10 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   browser_.allowed_hosts = options_.allowed_hosts;
   browser_.allowed_origins = options_.allowed_origins;
   // The connection threads take turns serving requests; with glibc's per-thread arenas, freed
-  // memory would stay split across up to 8 arenas per core (see LimitMallocArenas).
-  const int arenas = internal::LimitMallocArenas(2);
+  // memory would stay split across up to 8 arenas per core (see LimitMallocArenas). One arena:
+  // with two, what a generation freed in the second stayed resident after its model's unload
+  // (docs/memory.md "A long-running service: malloc arenas").
+  const int arenas = internal::LimitMallocArenas(1);
   EBB_LOG_INFO("malloc arenas: {}", arenas > 0 ? std::to_string(arenas) : "glibc default");
   runtime_ = std::make_unique<Runtime>(options_.runtime);
   manager_ = std::make_unique<ModelManager>(*runtime_, options_.models);
