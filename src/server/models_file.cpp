@@ -108,7 +108,8 @@ std::map<std::string, ManagedModelSpec> ReadModelsFile(const std::filesystem::pa
         std::string keys;
         for (std::string_view e : kEntryKeys) keys += (keys.empty() ? "" : ", ") + std::string(e);
         throw Error(ErrorCode::InvalidArgument, at + ": unknown key \"" + k + "\"" +
-                                                    internal::DidYouMean(k, kEntryKeys) + "; keys: " + keys);
+                                                    internal::DidYouMean(k, kEntryKeys) +
+                                                    "; keys: " + keys);
       }
     }
     ManagedModelSpec spec;
