@@ -63,7 +63,9 @@ std::string OptionKeysHelp() {
         out += "\n   ";
         col = 3;
       }
-      out += " " + std::string(s.key);
+      // Appended, not " " + string: GCC 12's -Wrestrict misfires on that at -O2.
+      out += ' ';
+      out.append(s.key);
       col += s.key.size() + 1;
     }
     out += "\n";
