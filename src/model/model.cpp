@@ -366,7 +366,6 @@ uint64_t ModelImpl::AcquireGeneratorSlot(bool in_call) {
   st.in_call = in_call;
   st.thread = std::this_thread::get_id();
   slots_[slot] = st;
-  ++live_;
   return slot;
 }
 
@@ -422,8 +421,9 @@ WeightsRelease ModelImpl::ReleaseWeights() {
         "entry is built (model_cache.dir), or unload it";
     return r;
   }
-  if (live_ > 0) {
-    r.reason = std::to_string(live_) + " request(s) running on '" + id + "'; retry when idle";
+  if (!slots_.empty()) {
+    r.reason =
+        std::to_string(slots_.size()) + " request(s) running on '" + id + "'; retry when idle";
     return r;
   }
   const FilePagesRelease pages = ReleaseFilePages(weights_entry);
@@ -490,7 +490,7 @@ void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
       const int64_t idle_ms = now - std::max(last_used_ms_.load(), loaded_unix_ms);
-      const bool releasable = live_ == 0 && !weights_released_ && !released_;
+      const bool releasable = slots_.empty() && !weights_released_ && !released_;
       if (releasable && after_ms > 0 && idle_ms >= after_ms) {
         lock.unlock();
         EBB_LOG_INFO("'{}' idle for {} s (memory.release_weights_after_s): releasing its weights",
@@ -513,7 +513,7 @@ void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
           pressure_at_ms = now;
         }
         const bool recent = pressure_at_ms >= 0 && now - pressure_at_ms <= kPressureMemoryMs;
-        if (recent && live_ == 0 && !weights_released_ && !released_ &&
+        if (recent && slots_.empty() && !weights_released_ && !released_ &&
             idle_ms >= kPressureMinIdleMs) {
           pressure_at_ms = -1;
           lock.unlock();
@@ -538,8 +538,7 @@ void ModelImpl::ReleaseGeneratorSlot(uint64_t slot) noexcept {
   {
     std::lock_guard<std::mutex> lock(slot_mu_);
     slots_.erase(slot);
-    --live_;
-    free_now = live_ == 0 && free_on_last_slot_;
+    free_now = slots_.empty() && free_on_last_slot_;
     if (free_now) free_on_last_slot_ = false;
   }
   slot_cv_.notify_all();
@@ -554,7 +553,7 @@ void ModelImpl::ReleaseGeneratorSlot(uint64_t slot) noexcept {
 
 int ModelImpl::live_generators() const {
   std::lock_guard<std::mutex> lock(slot_mu_);
-  return live_;
+  return static_cast<int>(slots_.size());
 }
 
 bool ModelImpl::released() const {
@@ -586,7 +585,7 @@ void ModelImpl::Release(ReleaseMode mode) {
       }
       return true;
     });
-    detached = live_;
+    detached = static_cast<int>(slots_.size());
     for (auto& [slot, st] : slots_) st.detached = true;
     if (detached > 0) free_on_last_slot_ = true;
   }

@@ -168,7 +168,6 @@ class ModelImpl final : public Model {
   };
   mutable std::mutex slot_mu_;
   std::condition_variable slot_cv_;
-  int live_ = 0;                         // guarded by slot_mu_; == slots_.size()
   std::map<uint64_t, SlotState> slots_;  // guarded by slot_mu_
   uint64_t next_slot_ = 1;               // guarded by slot_mu_
   bool released_ = false;                // guarded by slot_mu_
