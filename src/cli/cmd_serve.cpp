@@ -111,9 +111,9 @@ void Run(ServeFlags& f) {
   {
     const KeepAlive w = ParseKeepAlive(f.evict_wait, "--evict-wait");
     if (w.count() < 0) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "--evict-wait must be a duration such as 30s or 0 (fail at once), not " +
-                      f.evict_wait);
+      throw Error(
+          ErrorCode::InvalidArgument,
+          "--evict-wait must be a duration such as 30s or 0 (fail at once), not " + f.evict_wait);
     }
     o.models.evict_wait = w;
   }
