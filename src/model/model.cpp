@@ -29,6 +29,7 @@
 #include "ort/arena_stats.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
+#include "ort/provider_plan.h"
 #include "ort/session_options.h"
 
 namespace ebb {
@@ -829,16 +830,12 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   }
   ModelImpl& mi = *impl;
   Model* raw = impl.get();  // the controller lives inside the model: no ownership cycle
-  bool has_gpu = false;
-  auto is_gpu = [](std::string ep) {
-    std::transform(ep.begin(), ep.end(), ep.begin(), ::tolower);
-    return ep == "cuda" || ep == "cudaexecutionprovider" || ep == "tensorrt" ||
-           ep == "tensorrtexecutionprovider";
-  };
-  for (const auto& po : cfg.provider_options) has_gpu |= is_gpu(po.name);
-  for (const auto& [ep, kv] : options.provider_options) has_gpu |= is_gpu(ep);
+  // The providers the session was created with: a gpu:N shrink key is refused at load when
+  // none is a GPU (execution_provider=cpu included), not left to fail every Run().
+  const ProviderPlan providers = ResolveProviders(cfg.provider_options, options);
   mi.shrink = std::make_unique<ShrinkController>(
-      mi.has_cpu_arena, has_gpu, [raw, step = std::move(shrink_step)] { step(*raw); },
+      mi.has_cpu_arena, providers.has_gpu(), providers.Describe(),
+      [raw, step = std::move(shrink_step)] { step(*raw); },
       [&mi] {
         if (mi.kv_pool) mi.kv_pool->Trim();
         TrimHeap();
