@@ -5,6 +5,7 @@
 // Exceptions never cross the C ABI, Python or HTTP boundaries; those translate ErrorCode.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -26,6 +27,8 @@ enum class ErrorCode {
 
 // Stable lower_snake_case name of a code, e.g. "resource_exhausted".
 EBB_API std::string_view ErrorCodeName(ErrorCode code) noexcept;
+// The code of a name ErrorCodeName gives; nullopt for any other text.
+EBB_API std::optional<ErrorCode> ErrorCodeFromName(std::string_view name) noexcept;
 
 class EBB_API Error : public std::runtime_error {
  public:

@@ -51,6 +51,18 @@ _Value = Union[str, int, float, bool]
 _START_HINT = ("start the service with `ebb service start` (or run `ebb serve` and pass its "
                "address: ebb.connect(\"http://127.0.0.1:11435\"))")
 
+# The service's `ebb_code` (ebb::ErrorCode's name) -> the class the in-process call raises: the
+# one mapping; the OpenAI `code` and the status below are for servers older than ebb_code.
+_EBB_CODE_CLASSES: Dict[str, Type[Error]] = {
+    "invalid_argument": InvalidArgument,
+    "not_found": NotFound,
+    "resource_exhausted": ResourceExhausted,
+    "failed_precondition": FailedPrecondition,
+    "cancelled": Cancelled,
+    "deadline_exceeded": DeadlineExceeded,
+    "unavailable": Unavailable,
+    "internal": Internal,
+}
 # The service's OpenAI error `code` -> the exception class the in-process runtime raises.
 _CODE_CLASSES: Dict[str, Type[Error]] = {
     "invalid_json": InvalidArgument,
@@ -80,21 +92,25 @@ _CODE_CLASSES: Dict[str, Type[Error]] = {
 # When a response has no known code: by HTTP status.
 _STATUS_CLASSES: Dict[int, Type[Error]] = {
     400: InvalidArgument, 401: FailedPrecondition, 403: FailedPrecondition, 404: NotFound,
-    409: FailedPrecondition, 413: InvalidArgument, 429: ResourceExhausted, 499: Cancelled,
-    503: Unavailable, 504: DeadlineExceeded, 507: ResourceExhausted,
+    408: DeadlineExceeded, 409: FailedPrecondition, 413: InvalidArgument, 415: InvalidArgument,
+    429: ResourceExhausted, 499: Cancelled, 503: Unavailable, 504: DeadlineExceeded,
+    507: ResourceExhausted,
 }
 
 
 def _error_from(status: int, payload: Any) -> Error:
     """The ebb exception for an error response or an SSE error event ({"error": {...}})."""
     err = payload.get("error") if isinstance(payload, dict) else None
+    ebb_code = None
     if isinstance(err, dict):
         message = str(err.get("message") or f"HTTP {status}")
         code = err.get("code")
         param = err.get("param")
+        ebb_code = err.get("ebb_code")
     else:
         message, code, param = (f"HTTP {status}: {str(payload)[:500]}", None, None)
-    cls = _CODE_CLASSES.get(code or "") or _STATUS_CLASSES.get(status, Internal)
+    cls = (_EBB_CODE_CLASSES.get(ebb_code if isinstance(ebb_code, str) else "")
+           or _CODE_CLASSES.get(code or "") or _STATUS_CLASSES.get(status, Internal))
     if code == "invalid_api_key":
         message += " (pass api_key= to ebb.connect, or set $EBB_API_KEY)"
     e = cls(message)

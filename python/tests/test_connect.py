@@ -279,3 +279,29 @@ def test_api_key(models_dir, tmp_path, clean_env):
         assert ebb.connect(s.url).stats()["kv"]["in_use_bytes"] == 0
     finally:
         s.stop()
+
+
+def test_errors_map_by_their_ebb_code_one_table():
+    """Issue 22 item 5: the service's error body names the ebb::ErrorCode ("ebb_code"); the
+    client raises that code's class whatever the status or the OpenAI code say, and falls back to
+    the OpenAI code, then the status, for a body without one."""
+    from ebb import remote
+
+    classes = {"invalid_argument": ebb.InvalidArgument, "not_found": ebb.NotFound,
+               "resource_exhausted": ebb.ResourceExhausted,
+               "failed_precondition": ebb.FailedPrecondition, "cancelled": ebb.Cancelled,
+               "deadline_exceeded": ebb.DeadlineExceeded, "unavailable": ebb.Unavailable,
+               "internal": ebb.Internal}
+    for name, cls in classes.items():
+        e = remote._error_from(400, {"error": {"message": "m", "code": "invalid_value",
+                                               "ebb_code": name}})
+        assert type(e) is cls, (name, type(e))
+    # A wrong-kind model is a FailedPrecondition in process and over HTTP (its status is 400).
+    e = remote._error_from(400, {"error": {"message": "m", "code": "wrong_model_kind",
+                                           "ebb_code": "failed_precondition"}})
+    assert isinstance(e, ebb.FailedPrecondition)
+    # No ebb_code: the OpenAI code, then the status.
+    assert isinstance(remote._error_from(429, {"error": {"message": "m"}}), ebb.ResourceExhausted)
+    assert isinstance(remote._error_from(499, {"error": {"message": "m"}}), ebb.Cancelled)
+    assert isinstance(remote._error_from(500, {"error": {"message": "m", "ebb_code": 7}}),
+                      ebb.Internal)

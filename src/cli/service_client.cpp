@@ -6,47 +6,33 @@
 
 #include "cli/service_state.h"
 #include "ebb/error.h"
+#include "server/api_error.h"
 
 namespace ebb::cli {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-ErrorCode CodeOfStatus(int status) {
-  switch (status) {
-    case 400:
-    case 413:
-      return ErrorCode::InvalidArgument;
-    case 401:
-    case 403:
-      return ErrorCode::FailedPrecondition;
-    case 404:
-      return ErrorCode::NotFound;
-    case 409:
-      return ErrorCode::FailedPrecondition;
-    case 429:
-    case 503:
-      return ErrorCode::Unavailable;
-    case 504:
-      return ErrorCode::DeadlineExceeded;
-    case 507:
-      return ErrorCode::ResourceExhausted;
-    default:
-      return ErrorCode::Internal;
-  }
-}
-
 [[noreturn]] void ThrowServiceError(int status, const std::string& body) {
   std::string message = "the service answered " + std::to_string(status);
+  // The error's own ebb_code when it has one (what the in-process call would throw), else the
+  // service's one status table.
+  ErrorCode code = server::ErrorCodeOfStatus(status);
   try {
     const Json j = Json::parse(body);
-    if (j.contains("error") && j["error"].contains("message")) {
-      message = j["error"]["message"].get<std::string>();
+    if (j.contains("error") && j["error"].is_object()) {
+      const Json& e = j["error"];
+      if (e.contains("message") && e["message"].is_string()) {
+        message = e["message"].get<std::string>();
+      }
+      if (e.contains("ebb_code") && e["ebb_code"].is_string()) {
+        code = ErrorCodeFromName(e["ebb_code"].get<std::string>()).value_or(code);
+      }
     }
   } catch (const std::exception&) {
     if (!body.empty()) message += ": " + body.substr(0, 200);
   }
-  throw Error(CodeOfStatus(status), message);
+  throw Error(code, message);
 }
 
 }  // namespace

@@ -24,4 +24,13 @@ std::string_view ErrorCodeName(ErrorCode code) noexcept {
   return "unknown";
 }
 
+std::optional<ErrorCode> ErrorCodeFromName(std::string_view name) noexcept {
+  for (ErrorCode c : {ErrorCode::InvalidArgument, ErrorCode::NotFound, ErrorCode::ResourceExhausted,
+                      ErrorCode::FailedPrecondition, ErrorCode::Cancelled,
+                      ErrorCode::DeadlineExceeded, ErrorCode::Unavailable, ErrorCode::Internal}) {
+    if (ErrorCodeName(c) == name) return c;
+  }
+  return std::nullopt;
+}
+
 }  // namespace ebb

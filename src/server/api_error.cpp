@@ -4,20 +4,55 @@
 
 namespace ebb::server {
 
+ErrorCode ErrorCodeOfStatus(int status) {
+  switch (status) {
+    case 400:
+    case 413:
+    case 415:
+    case 431:
+      return ErrorCode::InvalidArgument;
+    case 401:
+    case 403:
+    case 409:
+      return ErrorCode::FailedPrecondition;
+    case 404:
+      return ErrorCode::NotFound;
+    case 408:
+    case 504:
+      return ErrorCode::DeadlineExceeded;
+    case 429:
+    case 507:
+      return ErrorCode::ResourceExhausted;
+    case 499:
+      return ErrorCode::Cancelled;
+    case 503:
+      return ErrorCode::Unavailable;
+    default:
+      return ErrorCode::Internal;
+  }
+}
+
+ErrorCode ApiError::EbbCode() const { return ebb_code.value_or(ErrorCodeOfStatus(status)); }
+
 std::string ApiError::ToJson() const {
   nlohmann::ordered_json j;
   j["error"] = {{"message", message},
                 {"type", type},
                 {"param", param ? nlohmann::ordered_json(*param) : nlohmann::ordered_json()},
-                {"code", code ? nlohmann::ordered_json(*code) : nlohmann::ordered_json()}};
+                {"code", code ? nlohmann::ordered_json(*code) : nlohmann::ordered_json()},
+                {"ebb_code", std::string(ErrorCodeName(EbbCode()))}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void ThrowBadField(const std::string& param, const std::string& message, const std::string& code) {
-  throw ApiException(ApiError{400, "invalid_request_error", message, param, code, 0});
+void ThrowBadField(const std::string& param, const std::string& message, const std::string& code,
+                   ErrorCode ebb_code) {
+  throw ApiException(ApiError{400, "invalid_request_error", message, param, code, 0, ebb_code});
 }
 
-ApiError FromError(const Error& e) {
+namespace {
+
+// The status and shape for an ebb::Error's code.
+ApiError FromErrorCode(const Error& e) {
   switch (e.code()) {
     case ErrorCode::InvalidArgument:
       return {400, "invalid_request_error", e.what(), std::nullopt, "invalid_argument", 0};
@@ -39,6 +74,14 @@ ApiError FromError(const Error& e) {
   }
   return {500,          "server_error", std::string("internal error: ") + e.what(),
           std::nullopt, "internal",     0};
+}
+
+}  // namespace
+
+ApiError FromError(const Error& e) {
+  ApiError a = FromErrorCode(e);
+  a.ebb_code = e.code();
+  return a;
 }
 
 ApiError FromCurrentException() {

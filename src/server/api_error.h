@@ -1,6 +1,8 @@
-// The service's errors in OpenAI's shape: {"error": {"message", "type", "param", "code"}} with a
-// fitting HTTP status. Every failure a route meets becomes one of these; nothing leaves the
-// service as a bare 500.
+// The service's errors in OpenAI's shape: {"error": {"message", "type", "param", "code",
+// "ebb_code"}} with a fitting HTTP status. "ebb_code" is the ebb::ErrorCode name
+// ("resource_exhausted"): the CLI client and ebb.connect map an error by it, so every surface
+// raises the code the in-process call would (one table, ErrorCodeOfStatus, for the rest). Every
+// failure a route meets becomes one of these; nothing leaves the service as a bare 500.
 #pragma once
 
 #include <exception>
@@ -18,7 +20,10 @@ struct ApiError {
   std::optional<std::string> param;  // the request field at fault
   std::optional<std::string> code;   // a stable code: "model_not_found", "context_length_exceeded"
   int retry_after_s = 0;             // > 0: sent as Retry-After
+  // The ebb::ErrorCode this error is; when unset, ErrorCodeOfStatus(status).
+  std::optional<ErrorCode> ebb_code;
 
+  ErrorCode EbbCode() const;
   std::string ToJson() const;
 };
 
@@ -31,7 +36,14 @@ struct ApiException : std::exception {
 
 // 400 invalid_request_error naming `param`.
 [[noreturn]] void ThrowBadField(const std::string& param, const std::string& message,
-                                const std::string& code = "invalid_value");
+                                const std::string& code = "invalid_value",
+                                ErrorCode ebb_code = ErrorCode::InvalidArgument);
+
+// The one status -> code table, for errors that carry no ebb_code (a route's own 4xx, or a
+// server older than ebb_code): 400/413/415/431 invalid_argument, 401/403/409 failed_precondition,
+// 404 not_found, 408/504 deadline_exceeded, 429/507 resource_exhausted, 499 cancelled,
+// 503 unavailable, anything else internal.
+ErrorCode ErrorCodeOfStatus(int status);
 
 // The status and shape of an ebb::Error: InvalidArgument 400, NotFound 404, ResourceExhausted
 // 507 (memory budget), FailedPrecondition 409, Cancelled 499, DeadlineExceeded 504, Unavailable

@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "server/api_error.h"
 #include "server/routes.h"
 
 namespace ebb::server {
@@ -75,21 +76,6 @@ Verdict Refuse(int status, std::string code, std::string message) {
   return Verdict{Verdict::kRefuse, status, std::move(code), std::move(message)};
 }
 
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 const char* Reason(int status) {
   switch (status) {
     case 400:
@@ -111,9 +97,8 @@ const char* Reason(int status) {
 
 // A complete response in OpenAI's error shape, closing the connection.
 std::string ErrorResponse(int status, const std::string& code, const std::string& message) {
-  const std::string body = R"({"error":{"message":")" + JsonEscape(message) +
-                           R"(","type":"invalid_request_error","param":null,"code":")" + code +
-                           "\"}}";
+  const std::string body =
+      ApiError{status, "invalid_request_error", message, std::nullopt, code, 0}.ToJson();
   return "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: close\r\n\r\n" + body;

@@ -229,7 +229,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
     if (model->info().is_encoder) {
       ThrowBadField(
           "model", "model '" + r.model + "' is an embedding model; use POST /v1/embeddings with it",
-          "wrong_model_kind");
+          "wrong_model_kind", ErrorCode::FailedPrecondition);
     }
     auto g = std::make_shared<GenerateRequest>(BuildGenerateRequest(r, *model));
     const std::string id = (chat ? "chatcmpl-" : "cmpl-") + res.get_header_value("X-Request-Id");
@@ -379,7 +379,7 @@ void Server::Embeddings(const httplib::Request& req, httplib::Response& res) {
                     "model '" + r.model +
                         "' generates text; /v1/embeddings needs an embedding (encoder) "
                         "model",
-                    "wrong_model_kind");
+                    "wrong_model_kind", ErrorCode::FailedPrecondition);
     }
     EmbedRequest e;
     e.texts = r.texts;

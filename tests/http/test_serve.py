@@ -161,8 +161,16 @@ def test_embeddings_float_and_base64(srv):
 def error_of(status, j, code=None, param=None):
     assert isinstance(j, dict) and "error" in j, j
     e = j["error"]
-    assert set(e) == {"message", "type", "param", "code"}, e
+    assert set(e) == {"message", "type", "param", "code", "ebb_code"}, e
     assert e["message"]
+    # The ebb::ErrorCode the failure has in process (one table; docs/http_api.md#errors).
+    by_status = {400: "invalid_argument", 401: "failed_precondition", 403: "failed_precondition",
+                 404: "not_found", 408: "deadline_exceeded", 409: "failed_precondition",
+                 413: "invalid_argument", 415: "invalid_argument", 429: "resource_exhausted",
+                 499: "cancelled", 503: "unavailable", 504: "deadline_exceeded",
+                 507: "resource_exhausted", 500: "internal"}
+    want = "failed_precondition" if e["code"] == "wrong_model_kind" else by_status.get(status)
+    assert want is None or e["ebb_code"] == want, (status, e)
     if code is not None:
         assert e["code"] == code, e
     if param is not None:
