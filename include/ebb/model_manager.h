@@ -72,6 +72,10 @@ struct ModelManagerOptions {
   KeepAlive keep_alive = std::chrono::minutes(5);
   // A request may ask for a shorter keep-alive; a longer one only when this is set.
   bool allow_client_keep_alive = false;
+  // How long a load that does not fit under memory.limit waits for the requests running on
+  // other models to end, so that one of them becomes idle and can be evicted (or their KV is
+  // freed). Zero fails at once; the wait ends early when nothing that could free memory runs.
+  std::chrono::milliseconds evict_wait = std::chrono::seconds(30);
 };
 
 // A model as the manager reports it.

@@ -48,6 +48,7 @@ struct ServeFlags {
   std::string port_text = "11435";
   std::string memory_limit;
   std::string keep_alive = "5m";
+  std::string evict_wait = "30s";
   std::string max_body = "8MiB";
   std::string api_key_file;
   std::string admin_key_file;
@@ -107,6 +108,15 @@ void Run(ServeFlags& f) {
   o.request_timeout = std::chrono::seconds(f.request_timeout_s);
   if (!f.memory_limit.empty()) o.runtime.Set("memory.limit", f.memory_limit);
   o.models.keep_alive = ParseKeepAlive(f.keep_alive, "--keep-alive");
+  {
+    const KeepAlive w = ParseKeepAlive(f.evict_wait, "--evict-wait");
+    if (w.count() < 0) {
+      throw Error(
+          ErrorCode::InvalidArgument,
+          "--evict-wait must be a duration such as 30s or 0 (fail at once), not " + f.evict_wait);
+    }
+    o.models.evict_wait = w;
+  }
   o.max_body_bytes = ParseByteSize(f.max_body, "--max-body");
   if (f.drain_timeout_s < 0 || f.drain_timeout_s > 3600) {
     throw Error(ErrorCode::InvalidArgument, "--drain-timeout " + std::to_string(f.drain_timeout_s) +
@@ -222,6 +232,10 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--keep-alive", f->keep_alive,
                   "How long a model stays loaded after its last request (default 5m; -1: "
                   "forever; 0: unload at once)");
+  cmd->add_option("--evict-wait", f->evict_wait,
+                  "How long a request for a model that does not fit under --memory-limit waits "
+                  "for requests on other models to end so one can be evicted (default 30s; 0: "
+                  "507 at once)");
   cmd->add_flag("--allow-client-keep-alive", f->opts.models.allow_client_keep_alive,
                 "Let requests ask for a keep-alive longer than --keep-alive");
   cmd->add_option(

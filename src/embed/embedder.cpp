@@ -15,6 +15,7 @@
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
 #include "model/model_impl.h"
+#include "model/run_error.h"
 #include "ort/index_tensor.h"
 
 namespace ebb {
@@ -78,13 +79,7 @@ Ort::Value RunBatch(ModelImpl& m, const std::vector<const std::vector<int32_t>*>
     return std::move(out[0]);
   } catch (const Ort::Exception& e) {
     m.shrink->EndRun(shrink, false);
-    const std::string msg = OneLine(e.what());
-    const bool oom = msg.find("Failed to allocate") != std::string::npos ||
-                     msg.find("Available memory") != std::string::npos ||
-                     msg.find("bad_alloc") != std::string::npos;
-    throw Error(oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
-                "ONNX Runtime Run failed on " + m.config.model_path.filename().string() + ": " +
-                    msg + (oom ? "; lower embed.batch_size or embed.max_batch_tokens" : ""));
+    throw RunError(m, e.what(), "", -1, "lower embed.batch_size or embed.max_batch_tokens");
   }
 }
 

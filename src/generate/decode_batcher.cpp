@@ -13,7 +13,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/error.h"
-#include "generate/run_error.h"
+#include "model/run_error.h"
 #include "model/model_impl.h"
 #include "ort/index_tensor.h"
 

@@ -15,7 +15,7 @@
 #include "ebb/model.h"
 #include "generate/decode_batcher.h"
 #include "generate/generator_testing.h"
-#include "generate/run_error.h"
+#include "model/run_error.h"
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"

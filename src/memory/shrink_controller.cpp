@@ -12,10 +12,11 @@ constexpr const char* kShrinkKey = "memory.enable_memory_arena_shrinkage";
 constexpr const char* kCpuArena = "cpu:0";
 }  // namespace
 
-ShrinkController::ShrinkController(bool has_cpu_arena, bool has_gpu,
+ShrinkController::ShrinkController(bool has_cpu_arena, bool has_gpu, std::string providers,
                                    std::function<void()> minimal_step, std::function<void()> trim)
     : has_cpu_arena_(has_cpu_arena),
       has_gpu_(has_gpu),
+      providers_(std::move(providers)),
       minimal_step_(std::move(minimal_step)),
       trim_(std::move(trim)) {}
 
@@ -167,7 +168,9 @@ void ShrinkController::CheckShrinkDevices(const std::string& value) const {
     if (kind == "gpu" && !has_gpu_) {
       throw Error(ErrorCode::InvalidArgument,
                   std::string(kShrinkKey) + "='" + value + "' names " + dev +
-                      ", but this model runs on no GPU execution provider; name cpu:0 only");
+                      ", but this model runs on " + providers_ +
+                      ", no GPU execution provider; ORT would fail every Run(). Name cpu:0 "
+                      "only");
     }
   }
 }

@@ -19,11 +19,12 @@ namespace ebb::internal {
 class ShrinkController {
  public:
   // `has_cpu_arena` / `has_gpu`: the session has a CPU arena / runs on a GPU EP (which devices
-  // memory.enable_memory_arena_shrinkage may name). `minimal_step`: runs one tiny Run() on the
-  // model (used to shrink while idle); it calls BeginRun/EndRun itself like any step. `trim`:
-  // trims the KV pool and the heap.
-  ShrinkController(bool has_cpu_arena, bool has_gpu, std::function<void()> minimal_step,
-                   std::function<void()> trim);
+  // memory.enable_memory_arena_shrinkage may name); `providers`: the providers it runs on, for
+  // the message that refuses a gpu:N key ("cpu (execution_provider=cpu)"). `minimal_step`: runs one
+  // tiny Run() on the model (used to shrink while idle); it calls BeginRun/EndRun itself like any
+  // step. `trim`: trims the KV pool and the heap.
+  ShrinkController(bool has_cpu_arena, bool has_gpu, std::string providers,
+                   std::function<void()> minimal_step, std::function<void()> trim);
 
   // Run options for a step; `shrink` is set when this step must carry ebb's shrink. The user's
   // memory.enable_memory_arena_shrinkage, when set, rides on every step, as in ORT. On a throw,
@@ -60,6 +61,7 @@ class ShrinkController {
 
   const bool has_cpu_arena_;
   const bool has_gpu_;
+  const std::string providers_;
   std::function<void()> minimal_step_;
   std::function<void()> trim_;
   mutable std::mutex mu_;

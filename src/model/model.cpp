@@ -29,6 +29,7 @@
 #include "ort/arena_stats.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
+#include "ort/provider_plan.h"
 #include "ort/session_options.h"
 
 namespace ebb {
@@ -748,14 +749,36 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     // enforces no cap at all (measured: max_mem=8MiB let a step take 76 MiB). Refuse that.
     const ArenaStats a = ReadCpuArenaStats(*impl->session, impl->cpu_memory);
     if (a.available && a.total_allocated_bytes > static_cast<int64_t>(impl->arena_max_mem)) {
+      // What is in the arena at this point: the initializers (unless
+      // use_device_allocator_for_initializers=1) and the kernels' prepacked copies of them, which
+      // ORT allocates from the arena whatever that key says (measured: minilm-shape-fp32 keeps
+      // 40.5 MiB there with the key set, none with the model cache or disable_prepacking=1).
+      auto set = [&](const std::string& key) {
+        bool on = false;  // the user's entry wins over the config's
+        for (const auto& [k, v] : cfg.session_options) {
+          if (k == key) on = v == "1";
+        }
+        for (const auto& [k, v] : options.session_options) {
+          if (k == key) on = v == "1";
+        }
+        return on;
+      };
+      std::string fix;
+      if (!set("session.use_device_allocator_for_initializers")) {
+        fix += "session.use_device_allocator_for_initializers=1 for the weights, and ";
+      }
+      fix += impl->weights_entry.empty() && !set("session.disable_prepacking")
+                 ? "for ORT's prepacked copies of them the model cache (model_cache.dir, on by "
+                   "default) or session.disable_prepacking=1 (slower matmuls)"
+                 : "fewer or smaller weights";
       throw Error(ErrorCode::InvalidArgument,
                   "arena.max_mem=" + std::to_string(impl->arena_max_mem) + " (" +
                       FormatBytes(impl->arena_max_mem) + ") is below the " +
                       FormatBytes(static_cast<uint64_t>(a.total_allocated_bytes)) +
-                      " the model's weights already take in the arena, and ONNX Runtime then "
-                      "enforces no cap at all: raise arena.max_mem above that, or keep the "
-                      "weights out of the arena with "
-                      "session.use_device_allocator_for_initializers=1");
+                      " the model's weights and ORT's prepacked copies of them already take in "
+                      "the arena, and ONNX Runtime then enforces no cap at all: raise "
+                      "arena.max_mem above that, or keep them out of the arena: " +
+                      fix);
     }
   }
   impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
@@ -829,16 +852,12 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   }
   ModelImpl& mi = *impl;
   Model* raw = impl.get();  // the controller lives inside the model: no ownership cycle
-  bool has_gpu = false;
-  auto is_gpu = [](std::string ep) {
-    std::transform(ep.begin(), ep.end(), ep.begin(), ::tolower);
-    return ep == "cuda" || ep == "cudaexecutionprovider" || ep == "tensorrt" ||
-           ep == "tensorrtexecutionprovider";
-  };
-  for (const auto& po : cfg.provider_options) has_gpu |= is_gpu(po.name);
-  for (const auto& [ep, kv] : options.provider_options) has_gpu |= is_gpu(ep);
+  // The providers the session was created with: a gpu:N shrink key is refused at load when
+  // none is a GPU (execution_provider=cpu included), not left to fail every Run().
+  const ProviderPlan providers = ResolveProviders(cfg.provider_options, options);
   mi.shrink = std::make_unique<ShrinkController>(
-      mi.has_cpu_arena, has_gpu, [raw, step = std::move(shrink_step)] { step(*raw); },
+      mi.has_cpu_arena, providers.has_gpu(), providers.Describe(),
+      [raw, step = std::move(shrink_step)] { step(*raw); },
       [&mi] {
         if (mi.kv_pool) mi.kv_pool->Trim();
         TrimHeap();

@@ -25,8 +25,8 @@
 #include "ebb/version.h"
 #include "model/prepacked_align.h"
 #include "model/probe_run.h"
-#include "ort/execution_providers.h"
 #include "ort/ort_env.h"
+#include "ort/provider_plan.h"
 
 namespace ebb::internal {
 namespace {
@@ -137,22 +137,10 @@ std::string GraphInputs(const KeyValues& config_session,
     if (ConflictingKey(k) && conflict->empty()) *conflict = k;
     if (!RuntimeOnlyKey(k)) out << "session." << k << "=" << v << "\n";
   }
-  // The providers as BuildSessionOptions resolves them: execution_provider replaces the list.
-  std::map<std::string, std::map<std::string, std::string>> providers;
-  for (const auto& po : config_providers) {
-    for (const auto& [k, v] : po.options) providers[CanonicalProviderName(po.name)][k] = v;
-    providers[CanonicalProviderName(po.name)];
-  }
-  for (const auto& [name, opts] : options.provider_options) {
-    for (const auto& [k, v] : opts) providers[CanonicalProviderName(name)][k] = v;
-    providers[CanonicalProviderName(name)];
-  }
-  if (!options.execution_provider.empty()) {
-    const std::string ep = CanonicalProviderName(options.execution_provider);
-    auto keep = providers[ep];
-    providers.clear();
-    providers[ep] = keep;
-  }
+  // The providers as the session gets them (ResolveProviders); sorted by name, as before, so
+  // that existing entries keep their keys.
+  const ProviderPlan plan = ResolveProviders(config_providers, options);
+  const std::map<std::string, std::map<std::string, std::string>>& providers = plan.options;
   for (const auto& [ep, opts] : providers) {
     if (ep != "cpu" && non_cpu->empty()) *non_cpu = ep;
     out << "provider=" << ep;

@@ -16,6 +16,7 @@
 #include "ebb/version.h"
 #include "ort/execution_providers.h"
 #include "ort/ort_env.h"
+#include "ort/provider_plan.h"
 
 namespace ebb::internal {
 namespace {
@@ -366,37 +367,15 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
     *use_env_allocators = true;
     if (env_arena != nullptr) *env_arena = arena_cfg;
   }
-  // Provider options: the config's list, then the user's (a user entry replaces the config's),
-  // under canonical names so that "cuda" and "CUDAExecutionProvider" are one provider.
-  std::map<std::string, std::map<std::string, std::string>> providers;
-  std::map<std::string, std::string> named_by;
-  std::vector<std::string> order;
-  const std::string config_file = "genai_config.json";
-  for (const auto& po : config_providers) {
-    const std::string ep = CanonicalProviderName(po.name);
-    if (!providers.count(ep)) order.push_back(ep);
-    named_by.emplace(ep, config_file);
-    for (const auto& [k, v] : po.options) providers[ep][k] = v;
+  // Providers as ResolveProviders orders them (the plan the model cache and the shrink
+  // controller read too).
+  const ProviderPlan plan = ResolveProviders(config_providers, options);
+  for (const auto& other : plan.dropped) {
+    EBB_LOG_INFO("execution_provider={}: not using {} (named by {})", plan.order.front(), other,
+                 plan.named_by.at(other));
   }
-  for (const auto& [name, opts] : options.provider_options) {
-    const std::string ep = CanonicalProviderName(name);
-    if (!providers.count(ep)) order.push_back(ep);
-    named_by.emplace(ep, "provider_options." + name);
-    for (const auto& [k, v] : opts) providers[ep][k] = v;
-  }
-  // execution_provider replaces the list: "cpu" runs on CPU whatever the config names.
-  if (!options.execution_provider.empty()) {
-    const std::string ep = CanonicalProviderName(options.execution_provider);
-    for (const auto& other : order) {
-      if (other != ep) {
-        EBB_LOG_INFO("execution_provider={}: not using {} (named by {})", ep, other,
-                     named_by[other]);
-      }
-    }
-    order.assign(1, ep);
-    named_by[ep] = "execution_provider=" + options.execution_provider;
-  }
-  for (const auto& ep : order) AppendProvider(so, ep, named_by[ep], providers[ep]);
+  for (const auto& ep : plan.order)
+    AppendProvider(so, ep, plan.named_by.at(ep), plan.options.at(ep));
   return so;
 }
 

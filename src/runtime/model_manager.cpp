@@ -82,6 +82,9 @@ struct ModelManager::State {
     // runtime's registry with a second Load of the id (a 409 "already loaded").
     bool unloading = false;
     Tier2Settings tier2;  // RememberTier2: applied to every load
+    // Weights a load in progress made room for and has not charged to memory.limit yet: two
+    // loads that each found room for themselves alone must not both go ahead.
+    uint64_t reserved_bytes = 0;
   };
 
   // Marks the end of an unload of `id` (lock held) and wakes the requests waiting for it.
@@ -195,9 +198,12 @@ struct ModelManager::State {
   }
 
   // Bytes charged to memory.limit now (weights + KV in use), and the limit.
+  // Loads in progress count with the weights they made room for. Caller holds mu.
   std::pair<uint64_t, uint64_t> Usage() const {
     const MemoryStats s = runtime->Stats();
-    return {s.weights_bytes + s.kv.in_use_bytes, runtime->memory_limit()};
+    uint64_t reserved = 0;
+    for (const auto& [id, e] : entries) reserved += e.reserved_bytes;
+    return {s.weights_bytes + s.kv.in_use_bytes + reserved, runtime->memory_limit()};
   }
 
   // Makes `need` more bytes fit under memory.limit: first releases the file-backed weights of
@@ -266,6 +272,43 @@ struct ModelManager::State {
     }
   }
 
+  // Whether a model other than `for_id` has requests or generators running, or is being
+  // loaded: when they end, a model can be evicted, KV is freed, or a reservation settles.
+  bool OthersRunning(const std::string& for_id) const {
+    for (const auto& [id, e] : entries) {
+      if (id == for_id) continue;
+      if (e.loading || e.unloading) return true;
+      if (e.model && (e.leases > 0 || e.model->num_live_generators() > 0)) return true;
+    }
+    return false;
+  }
+
+  // MakeRoom, and while it cannot but models busy now may be idle in a moment, waits for that
+  // (bounded by evict_wait) rather than fail a request that a short wait would serve. Throws
+  // ResourceExhausted naming what holds the memory. `what` is "load" or "use".
+  void WaitForRoom(std::unique_lock<std::mutex>& lock, const std::string& id, uint64_t need,
+                   const char* what) {
+    const auto deadline = Clock::now() + options.evict_wait;
+    bool fits = MakeRoom(lock, id, need);
+    while (!fits && !stop && OthersRunning(id) && Clock::now() < deadline) {
+      cv.wait_until(lock, deadline);
+      fits = MakeRoom(lock, id, need);
+    }
+    if (stop) throw Error(ErrorCode::Unavailable, "the model manager is shutting down");
+    if (fits) return;
+    const auto [used, limit] = Usage();
+    throw Error(ErrorCode::ResourceExhausted,
+                std::string("cannot ") + what + " model '" + id + "': it needs " +
+                    internal::FormatBytes(need) + " of weights, and memory.limit=" +
+                    internal::FormatBytes(limit) + " has " + internal::FormatBytes(used) +
+                    " in use by models that cannot be evicted now: " + BusyText() +
+                    (options.evict_wait.count() > 0
+                         ? " (waited " + FormatKeepAlive(options.evict_wait) + " for them)"
+                         : std::string()) +
+                    "; retry when requests finish, unload or unpin a model, or raise the "
+                    "memory limit");
+  }
+
   std::string BusyText() const {
     std::string s;
     for (const auto& [id, e] : entries) {
@@ -319,8 +362,18 @@ struct ModelManager::State {
                           OptionListText(opts));
         }
         if (e.model->weights_state() == "released") {
-          // Its next request charges the weights again: make room for them now, as for a load.
-          MakeRoom(lock, id, e.model->weights_bytes());
+          // Its next request charges the weights again: make room for them now, as for a load,
+          // holding a lease so that no unload or expiry takes it while this waits.
+          ++e.leases;
+          try {
+            WaitForRoom(lock, id, e.model->weights_bytes(), "use");
+          } catch (...) {
+            --e.leases;
+            cv.notify_all();
+            throw;
+          }
+          --e.leases;
+          if (!e.model) continue;  // cannot happen while leased; kept for safety
         }
         ++e.leases;
         e.expiry_set = false;
@@ -341,16 +394,8 @@ struct ModelManager::State {
       // anything for it.
       internal::CheckModelFolderConfined(spec.path);
       const uint64_t need = internal::EstimateWeightsBytes(spec.path);
-      if (!MakeRoom(lock, id, need)) {
-        const auto [used, limit] = Usage();
-        throw Error(ErrorCode::ResourceExhausted,
-                    "cannot load model '" + id + "': it needs " + internal::FormatBytes(need) +
-                        " of weights, and memory.limit=" + internal::FormatBytes(limit) + " has " +
-                        internal::FormatBytes(used) +
-                        " in use by models that cannot be evicted now: " + BusyText() +
-                        "; retry when requests finish, unload or unpin a model, or raise the "
-                        "memory limit");
-      }
+      WaitForRoom(lock, id, need, "load");
+      e.reserved_bytes = need;
       const Tier2Settings tier2 = e.tier2;
       lock.unlock();
       ModelOptions mo;
@@ -370,6 +415,7 @@ struct ModelManager::State {
       if (!lock.owns_lock()) lock.lock();
       Entry& f = entries[id];
       f.loading = false;
+      f.reserved_bytes = 0;
       f.load_error = std::current_exception();
       ++f.load_generation;
       cv.notify_all();  // waiters hold references to the entry: it stays
@@ -378,6 +424,7 @@ struct ModelManager::State {
     Entry& f = entries[id];
     f.model = model;
     f.loading = false;
+    f.reserved_bytes = 0;  // charged to memory.limit by the load itself now
     f.load_error = nullptr;
     ++f.load_generation;
     f.options = opts;

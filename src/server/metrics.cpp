@@ -120,6 +120,11 @@ void Metrics::OnRefused(const std::string& route, int status) {
   ++refused_[{route, status}];
 }
 
+void Metrics::OnStreamError(const std::string& route, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stream_errors_[{route, status}];
+}
+
 void Metrics::OnManagerEvent(ManagerEvent event, const std::string& /*model*/) {
   std::lock_guard<std::mutex> lock(mu_);
   ++events_[std::string(ManagerEventName(event))];
@@ -357,6 +362,14 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
            "queue full, memory budget), by route and status code.");
   for (const auto& [key, n] : refused_) {
     w.Sample("ebb_requests_refused_total",
+             "route=\"" + Escape(key.first) + "\",code=\"" + std::to_string(key.second) + "\"",
+             static_cast<double>(n));
+  }
+  w.Family("ebb_stream_errors_total", "counter",
+           "Streamed responses (sent with status 200) that ended with an error event, by route "
+           "and the status code that error carries.");
+  for (const auto& [key, n] : stream_errors_) {
+    w.Sample("ebb_stream_errors_total",
              "route=\"" + Escape(key.first) + "\",code=\"" + std::to_string(key.second) + "\"",
              static_cast<double>(n));
   }

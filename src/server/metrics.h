@@ -41,6 +41,9 @@ class Metrics final : public RequestObserver {
   // A generation or embedding request answered with an error before it reached a model (the
   // library's observers never saw it): ebb_requests_refused_total{route, code}.
   void OnRefused(const std::string& route, int status);
+  // A streamed response (head 200) that ended with an error event carrying `status`:
+  // ebb_stream_errors_total{route, code}.
+  void OnStreamError(const std::string& route, int status);
   void OnManagerEvent(ManagerEvent event, const std::string& model);
 
   // The whole exposition (text/plain; version=0.0.4).
@@ -71,11 +74,12 @@ class Metrics final : public RequestObserver {
     Histogram duration{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
   };
   mutable std::mutex mu_;
-  std::map<std::string, PerModel> models_;                   // guarded by mu_
-  std::map<std::pair<std::string, int>, uint64_t> http_;     // guarded by mu_
-  std::map<std::pair<std::string, int>, uint64_t> refused_;  // guarded by mu_
-  std::map<std::string, uint64_t> events_;                   // guarded by mu_: by event name
-  int64_t in_flight_ = 0;                                    // guarded by mu_
+  std::map<std::string, PerModel> models_;                         // guarded by mu_
+  std::map<std::pair<std::string, int>, uint64_t> http_;           // guarded by mu_
+  std::map<std::pair<std::string, int>, uint64_t> refused_;        // guarded by mu_
+  std::map<std::pair<std::string, int>, uint64_t> stream_errors_;  // guarded by mu_
+  std::map<std::string, uint64_t> events_;                         // guarded by mu_: by event name
+  int64_t in_flight_ = 0;                                          // guarded by mu_
 };
 
 }  // namespace ebb::server

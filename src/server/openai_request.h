@@ -56,7 +56,8 @@ struct EmbeddingsRequest {
 };
 
 // Parses the raw body. Throws ApiException (400) for invalid JSON, a field of the wrong type,
-// an unsupported value (n != 1, best_of != 1, tools, ...) or a missing model/messages/prompt/input.
+// an unsupported value (n != 1, best_of != 1, tools, ...) or a missing model/messages/prompt/input;
+// 403 (admin_only_option) for a per-request option only the service's admin may set.
 CompletionRequest ParseCompletionRequest(std::string_view body, bool chat);
 EmbeddingsRequest ParseEmbeddingsRequest(std::string_view body);
 

@@ -17,6 +17,8 @@ struct Record {
   std::optional<uint64_t> generated_tokens;
   std::optional<double> ttft_ms;
   std::string outcome;
+  int stream_error_status = 0;
+  std::string stream_error_code;
 };
 
 Record& This() {
@@ -43,6 +45,15 @@ void NoteGeneration(const std::string& model, const GenerateResult& result) {
 
 void NoteOutcome(std::string_view outcome) { This().outcome = std::string(outcome); }
 
+void NoteStreamError(int status, std::string_view code) {
+  Record& r = This();
+  r.outcome = "error";
+  r.stream_error_status = status;
+  r.stream_error_code = std::string(code);
+}
+
+int StreamErrorStatus() { return This().stream_error_status; }
+
 bool ReachedModel() { return !This().model.empty(); }
 
 void NoteEmbedding(const std::string& model, uint64_t prompt_tokens) {
@@ -59,6 +70,10 @@ std::string RequestLine(std::string_view id, std::string_view method, std::strin
   line.Add("id", id).Add("method", method).Add("route", route).Add("status", status);
   if (!r.model.empty()) line.Add("model", r.model);
   line.Add("outcome", !r.outcome.empty() ? r.outcome : (status < 400 ? "ok" : "error"));
+  if (r.stream_error_status != 0) {
+    line.Add("error_status", r.stream_error_status);
+    if (!r.stream_error_code.empty()) line.Add("error_code", r.stream_error_code);
+  }
   if (r.prompt_tokens) line.Add("prompt_tokens", *r.prompt_tokens);
   if (r.generated_tokens) line.Add("generated_tokens", *r.generated_tokens);
   if (r.ttft_ms) line.Add("ttft_ms", *r.ttft_ms);

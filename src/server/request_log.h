@@ -23,6 +23,11 @@ void BeginRequest();
 // "cancelled", "error").
 void NoteGeneration(const std::string& model, const GenerateResult& result);
 void NoteOutcome(std::string_view outcome);  // e.g. "cancelled" when the client went away
+// A streamed response that ended with an error event after its 200 head was sent: the status
+// and code that error would have had (logged as error_status/error_code; outcome "error").
+void NoteStreamError(int status, std::string_view code);
+// The status NoteStreamError recorded for this request, or 0.
+int StreamErrorStatus();
 // An embedding request: its model and prompt tokens.
 void NoteEmbedding(const std::string& model, uint64_t prompt_tokens);
 // Whether this request reached a model (NoteGeneration or NoteEmbedding was called): a failed

@@ -198,6 +198,9 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     const std::string route = RouteLabel(req.path);
     metrics_->OnHttpResponse(route, res.status);
+    // A stream that failed after its 200 head: counted under the status its error carries too,
+    // so that a dashboard of ebb_stream_errors_total sees what the access log's 200 hides.
+    if (const int s = StreamErrorStatus(); s != 0) metrics_->OnStreamError(route, s);
     if (res.status >= 400 && !ReachedModel() &&
         (route == "/v1/chat/completions" || route == "/v1/completions" ||
          route == "/v1/embeddings")) {

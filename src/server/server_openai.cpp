@@ -474,8 +474,8 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
                 on_token);
           } catch (...) {
             NoteGeneration(model_name, out);
-            NoteOutcome("error");
             const ApiError e = FromCurrentException();
+            NoteStreamError(e.status, e.code.value_or(""));
             send(Json::parse(e.ToJson()));
             static const std::string done = "data: [DONE]\n\n";
             sink.write(done.data(), done.size());
@@ -490,7 +490,9 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
             return false;
           }
           if (out.error) {
-            send(Json::parse(FromError(*out.error).ToJson()));
+            const ApiError e = FromError(*out.error);
+            NoteStreamError(e.status, e.code.value_or(""));
+            send(Json::parse(e.ToJson()));
           } else {
             send(chunk(Json::object(), FinishName(out.rows.at(0).finish_reason)));
             if (include_usage) {

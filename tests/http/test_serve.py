@@ -586,6 +586,9 @@ def test_a_request_that_fails_after_some_tokens_keeps_them():
                        for e in events if e != "[DONE]" and "choices" in json.loads(e))
         assert any("error" in json.loads(e) for e in events if e != "[DONE]"), events[-3:]
         assert text == part["text"]
+        # The stream's head said 200; the error it ended with is counted with its own status.
+        st, _, mtext = s.get("/metrics")
+        assert 'ebb_stream_errors_total{route="/v1/chat/completions",code="507"} 1' in mtext, mtext
         # Before the first token there is nothing to keep: no "partial".
         st_refused, _, j = s.post("/v1/chat/completions",
                                   chat_body(TINY, content="hello " * 40, max_tokens=4))

@@ -69,3 +69,25 @@ def test_log_format_json_lines_parse_and_carry_the_request_fields():
     miss = [r for r in reqs if r["route"] == "/v1/models/nope"]
     assert len(miss) == 1 and miss[0]["status"] == 404 and miss[0]["outcome"] == "error", miss
     assert any("loaded " in r.get("msg", "") for r in records), records
+
+
+def test_a_stream_that_fails_after_its_200_head_logs_the_errors_status():
+    """Issue 24 finding 9: a streamed request sends its 200 head before the generation; when the
+    generation then fails, the log line says so with the status its error event carries."""
+    with Server("--models-dir", str(MODELS), "--log-level", "info", "--option",
+                "kv_cache.mode=dynamic", "--option", "kv_cache.chunk_tokens=16", "--option",
+                "kv_cache.max_bytes=16KiB") as srv:
+        c = srv.conn()
+        c.request("POST", "/v1/chat/completions",
+                  body=json.dumps(chat_body(TINY, max_tokens=200, stream=True)),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 200
+        body = r.read().decode()
+        assert '"memory_budget_exceeded"' in body, body[-400:]
+        c.close()
+        _, _, err = srv.stop()
+    lines = [l for l in err.splitlines() if "] [info] request " in l and "completions" in l]
+    assert len(lines) == 1, lines
+    assert "status=200" in lines[0] and "outcome=error" in lines[0], lines[0]
+    assert "error_status=507" in lines[0] and "error_code=memory_budget_exceeded" in lines[0], lines[0]

@@ -24,6 +24,7 @@ namespace ebb {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 constexpr int64_t kMiB = 1 << 20;
 
@@ -664,4 +665,49 @@ TEST(EmbedFolders, RealAllMiniLmL6V2RanksRelatedSentencesCloser) {
 }
 
 }  // namespace
+// Issue 22 bugs 2 and 3: an embedding step refused by arena.max_mem names the cap and the fix,
+// as a decoder step does (one RunError for both); and the load-time refusal of a cap below what
+// the arena already holds names what holds it and the fixes that work: minilm's prepacked
+// copies stay in the arena with use_device_allocator_for_initializers=1, and leave it with
+// disable_prepacking=1 (or the model cache, which tests run without).
+TEST(Embed, ArenaCapErrorsNameTheCapAndAFixThatWorks) {
+  ModelOptions capped;
+  capped.Set("session_options.arena.max_mem", "2MiB");
+  auto m = Model::Load(Bert(), capped);
+  EmbedRequest big;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "memory arena ";
+  big.texts = {text};
+  try {
+    Embed(m, big);
+    FAIL() << "a 400-token step fit under a 2 MiB arena cap";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+    EXPECT_THAT(e.what(), HasSubstr("arena.max_mem=2097152"));
+    EXPECT_THAT(e.what(), HasSubstr("lower embed.batch_size or embed.max_batch_tokens, or raise "
+                                    "arena.max_mem"));
+  }
+  EmbedRequest small;
+  small.texts = {"hi"};
+  EXPECT_EQ(Embed(m, small).embeddings.size(), 1u) << "the model stays usable";
+  m.reset();  // the arena options are process-wide: the next cap needs this model gone
+
+  const fs::path minilm = testing::TestModelsDir() / "minilm-shape-fp32";
+  ModelOptions o;
+  o.Set("session_options.session.use_device_allocator_for_initializers", "1");
+  o.Set("session_options.arena.max_mem", "4MiB");
+  try {
+    Model::Load(minilm, o);
+    FAIL() << "minilm's prepacked weights fit under 4 MiB";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("prepacked copies"));
+    EXPECT_THAT(e.what(), HasSubstr("session.disable_prepacking=1"));
+    EXPECT_THAT(e.what(), Not(HasSubstr("use_device_allocator_for_initializers=1 for")))
+        << "the key is already set: not suggested again";
+  }
+  o.Set("session_options.session.disable_prepacking", "1");
+  auto ok = Model::Load(minilm, o);
+  EXPECT_EQ(Embed(ok, small).embeddings.size(), 1u);
+}
+
 }  // namespace ebb

@@ -66,7 +66,9 @@ TEST(ModelManager, EvictsTheLeastRecentlyUsedIdleModelAndNeverOneInUse) {
   const uint64_t w = TinyWeights();
   Runtime rt;
   rt.SetMemoryLimit(2 * w + w / 2);
-  ModelManager m(rt, ThreeModels());
+  ModelManagerOptions opts = ThreeModels();
+  opts.evict_wait = 0ms;  // fail at once when both loaded models are busy
+  ModelManager m(rt, opts);
   std::vector<std::string> events;
   m.SetEventListener([&](ManagerEvent e, const std::string& id) {
     events.push_back(std::string(ManagerEventName(e)) + ":" + id);
@@ -110,6 +112,50 @@ TEST(ModelManager, EvictsTheLeastRecentlyUsedIdleModelAndNeverOneInUse) {
                                              "evicted:a", "loaded:b"));
   const MemoryStats s = rt.Stats();
   EXPECT_LE(s.weights_bytes + s.kv.in_use_bytes, rt.memory_limit());
+}
+
+TEST(ModelManager, ALoadThatDoesNotFitWaitsForABusyModelToBecomeIdle) {
+  const uint64_t w = TinyWeights();
+  Runtime rt;
+  rt.SetMemoryLimit(2 * w + w / 2);
+  ModelManagerOptions opts = ThreeModels();
+  opts.evict_wait = 10s;
+  ModelManager m(rt, opts);
+  auto a = m.Acquire("a");
+  auto b = m.Acquire("b");  // both busy: c fits only once one of them is idle
+  std::atomic<bool> got_c{false};
+  std::string error;
+  std::thread t([&] {
+    try {
+      m.Acquire("c").Reset();
+      got_c = true;
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(got_c) << "c was loaded while a and b were both in use";
+  EXPECT_TRUE(Loaded(m, "a") && Loaded(m, "b"));
+  b.Reset();  // b is idle now: c's load evicts it
+  t.join();
+  EXPECT_TRUE(got_c) << error;
+  EXPECT_TRUE(Loaded(m, "a"));
+  EXPECT_FALSE(Loaded(m, "b"));
+  EXPECT_EQ(m.num_evictions(), 1u);
+
+  // Nothing running that could free memory: no wait, however long evict_wait is.
+  ModelManagerOptions pinned = ThreeModels();
+  pinned.evict_wait = 60s;
+  pinned.models["a"].pin = true;
+  pinned.models["b"].pin = true;
+  Runtime rt2;
+  rt2.SetMemoryLimit(2 * w + w / 2);
+  ModelManager m2(rt2, pinned);
+  m2.Acquire("a").Reset();
+  m2.Acquire("b").Reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(m2.Acquire("c"), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s) << "waited with nothing to wait for";
 }
 
 TEST(ModelManager, APinnedModelIsNeverEvicted) {

@@ -382,6 +382,38 @@ TEST(RunOptions, OrtShrinkageKeyNamingADeviceWithoutAnArenaIsAClearError) {
   EXPECT_THROW(Model::Load(Tiny(), bad), Error);
 }
 
+// Issue 22 bug 1: the GPU check reads the providers the session really runs on. A config that
+// lists cuda, loaded with execution_provider=cpu, runs on CPU: a gpu:0 shrink key is refused at
+// load naming that, not accepted and left to fail every Run().
+TEST(RunOptions, AGpuShrinkKeyIsRefusedWhenExecutionProviderCpuReplacesTheConfigsCuda) {
+  const auto dir = std::filesystem::temp_directory_path() / "ebb-config-cuda";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(Tiny(), dir, std::filesystem::copy_options::recursive);
+  auto cfg = nlohmann::json::parse(ReadFile(dir / "genai_config.json"));
+  cfg["model"]["decoder"]["session_options"]["provider_options"] =
+      nlohmann::json::parse(R"([{"cuda": {"enable_cuda_graph": "0"}}])");
+  std::ofstream(dir / "genai_config.json") << cfg.dump(2);
+  ModelOptions o;
+  o.Set("execution_provider", "cpu");
+  o.Set("run_options.memory.enable_memory_arena_shrinkage", "gpu:0");
+  try {
+    Model::Load(dir, o);
+    FAIL() << "a gpu:0 shrink key on a CPU session was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("runs on cpu (execution_provider=cpu)"));
+  }
+  // The same options with cpu:0 load and run.
+  ModelOptions ok;
+  ok.Set("execution_provider", "cpu");
+  ok.Set("run_options.memory.enable_memory_arena_shrinkage", "cpu:0");
+  auto m = Model::Load(dir, ok);
+  Generator g(m, GeneratorParams{});
+  g.AppendTokens(std::vector<int32_t>{1, 2, 3});
+  g.GenerateNextToken();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ShrinkController, ARunOptionOrtRefusesDoesNotBlockIdleShrinksForever) {
   // Regression: BeginRun raised in_flight_ before building the run options; one throw left the
   // controller believing a step was running, so every later idle shrink waited for it forever.

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "ort/provider_plan.h"
+
 namespace ebb::internal {
 namespace {
 
@@ -55,6 +57,32 @@ TEST(ExecutionProviderNames, ListedButNotLoadableSaysWhy) {
   EXPECT_THAT(cuda, HasSubstr("EBB_ORT_ROOT"));
   EXPECT_THAT(cuda, HasSubstr("--ep cpu"));
   EXPECT_THAT(cuda, Not(HasSubstr("does not have")));
+}
+
+// One resolution of the provider list (issue 22): config first, user options merged by
+// canonical name, execution_provider replacing the list, and has_gpu from what remains.
+TEST(ProviderPlan, ConfigThenUserMergedByCanonicalNameAndExecutionProviderReplaces) {
+  std::vector<ProviderOptions> config = {{"CUDAExecutionProvider", {{"device_id", "0"}}}};
+  ModelOptions o;
+  o.provider_options["cuda"]["device_id"] = "1";
+  o.provider_options["DirectML"]["x"] = "y";
+  ProviderPlan p = ResolveProviders(config, o);
+  EXPECT_EQ(p.order, (std::vector<std::string>{"cuda", "dml"}));
+  EXPECT_EQ(p.options.at("cuda").at("device_id"), "1") << "the user's key wins";
+  EXPECT_EQ(p.named_by.at("cuda"), "genai_config.json");
+  EXPECT_TRUE(p.has_gpu());
+  EXPECT_EQ(p.Describe(),
+            "cuda (genai_config.json), then dml (provider_options.DirectML), then cpu");
+
+  o.execution_provider = "cpu";
+  p = ResolveProviders(config, o);
+  EXPECT_EQ(p.order, (std::vector<std::string>{"cpu"}));
+  EXPECT_EQ(p.dropped, (std::vector<std::string>{"cuda", "dml"}));
+  EXPECT_FALSE(p.has_gpu()) << "execution_provider=cpu runs on no GPU whatever the config says";
+  EXPECT_EQ(p.Describe(), "cpu (execution_provider=cpu)");
+
+  EXPECT_FALSE(ResolveProviders({}, ModelOptions{}).has_gpu());
+  EXPECT_EQ(ResolveProviders({}, ModelOptions{}).Describe(), "cpu");
 }
 
 }  // namespace

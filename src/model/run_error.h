@@ -1,6 +1,7 @@
-// RunError: the one mapping of an ONNX Runtime failure inside a decoder Run() to an ebb::Error,
-// shared by the generator's own Runs and the batched decode steps, so that the same failure
-// says the same thing (and has the same code) on both paths.
+// RunError: the one mapping of an ONNX Runtime failure inside a Run() to an ebb::Error, shared
+// by the generator's own Runs, the batched decode steps and the embedder, so that the same
+// failure says the same thing (and has the same code) on every path: under arena.max_mem it
+// names the cap and the fix (before, `ebb embed` said only "lower embed.batch_size").
 // Thread-safety: a pure function.
 #pragma once
 
@@ -15,9 +16,11 @@ struct ModelImpl;
 // `ort_message`: ORT's exception text. `context`: what was running, e.g. "" or " (batched decode
 // step of 3 generators)". `prefill_chunk`: the request's prefill_chunk_size, for the hint when
 // the arena cap refused an extension (-1: not a prefill, no chunk hint).
+// `smaller`: for an encoder, how to make the Run smaller ("lower embed.batch_size or
+// embed.max_batch_tokens"), used instead of the prefill hint.
 // Allocation failures are ResourceExhausted (with the arena.max_mem fix when a cap is set);
 // anything else is Internal, naming the model file.
 Error RunError(const ModelImpl& m, const std::string& ort_message, const std::string& context,
-               int prefill_chunk);
+               int prefill_chunk, const std::string& smaller = "");
 
 }  // namespace ebb::internal

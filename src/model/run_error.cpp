@@ -1,4 +1,4 @@
-#include "generate/run_error.h"
+#include "model/run_error.h"
 
 #include "core/strings.h"
 #include "model/model_impl.h"
@@ -6,7 +6,7 @@
 namespace ebb::internal {
 
 Error RunError(const ModelImpl& m, const std::string& ort_message, const std::string& context,
-               int prefill_chunk) {
+               int prefill_chunk, const std::string& smaller) {
   const std::string msg = OneLine(ort_message);
   const bool oom = msg.find("Failed to allocate") != std::string::npos ||
                    msg.find("Available memory") != std::string::npos ||
@@ -15,7 +15,9 @@ Error RunError(const ModelImpl& m, const std::string& ort_message, const std::st
   if (oom && m.arena_max_mem > 0) {
     // The hard cap refused an extension: a clear error; the model stays usable.
     std::string hint = "raise arena.max_mem";
-    if (prefill_chunk > 0) {
+    if (!smaller.empty()) {
+      hint = smaller + ", or raise arena.max_mem";
+    } else if (prefill_chunk > 0) {
       hint = "shorten the prompt, lower prefill_chunk_size (now " + std::to_string(prefill_chunk) +
              "), or raise arena.max_mem";
     } else if (prefill_chunk == 0) {
@@ -29,7 +31,7 @@ Error RunError(const ModelImpl& m, const std::string& ort_message, const std::st
   }
   return Error(oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
                "ONNX Runtime Run failed on " + m.config.model_path.filename().string() + context +
-                   ": " + msg);
+                   ": " + msg + (oom && !smaller.empty() ? "; " + smaller : ""));
 }
 
 }  // namespace ebb::internal
