@@ -1,5 +1,6 @@
 // Microbenchmarks of ebb's per-token and per-request pieces:
-//   sampling (greedy, top-k, top-p) over vocabularies of 32k, 128k and 200k;
+//   sampling (greedy, top-k, top-p; penalties, logit_bias, logprobs) over vocabularies of 32k,
+//   128k and 200k;
 //   KV growth and copy (a dynamic-mode KvCache growing through max_length);
 //   statistics collection (Model::memory_stats, /proc reads).
 #include <benchmark/benchmark.h>
@@ -52,6 +53,24 @@ void BM_SampleTopKTopPPenalty(benchmark::State& state) {
                      .temperature = 0.7f,
                      .repetition_penalty = 1.1f});
 }
+// Issue 24: OpenAI's penalties (counts over the sampled tokens: a greedy run under a frequency
+// penalty cycles through the top tokens, so the distinct set grows as in a real request),
+// a logit_bias of 16 entries, and logprobs with the top 5 / 20, each on top of greedy.
+void BM_SampleGreedyPresenceFrequency(benchmark::State& state) {
+  RunSampler(state, {.presence_penalty = 0.5f, .frequency_penalty = 0.5f});
+}
+void BM_SampleGreedyLogitBias16(benchmark::State& state) {
+  SamplerConfig c;
+  for (int32_t i = 0; i < 16; ++i) c.logit_bias.emplace_back(i * 97, i % 2 ? -100.0f : 5.0f);
+  RunSampler(state, c);
+}
+void BM_SampleGreedyLogprobsTop5(benchmark::State& state) {
+  RunSampler(state, {.top_logprobs = 5});
+}
+void BM_SampleGreedyLogprobsTop20(benchmark::State& state) {
+  RunSampler(state, {.top_logprobs = 20});
+}
+
 // The copy of the logits alone, to subtract from the above.
 void BM_CopyLogitsOnly(benchmark::State& state) {
   const auto base = RandomLogits(static_cast<int>(state.range(0)));
@@ -111,6 +130,10 @@ BENCHMARK(BM_SampleGreedy) VOCABS;
 BENCHMARK(BM_SampleTopK50) VOCABS;
 BENCHMARK(BM_SampleTopP09) VOCABS;
 BENCHMARK(BM_SampleTopKTopPPenalty) VOCABS;
+BENCHMARK(BM_SampleGreedyPresenceFrequency) VOCABS;
+BENCHMARK(BM_SampleGreedyLogitBias16) VOCABS;
+BENCHMARK(BM_SampleGreedyLogprobsTop5) VOCABS;
+BENCHMARK(BM_SampleGreedyLogprobsTop20) VOCABS;
 BENCHMARK(BM_CopyLogitsOnly) VOCABS;
 BENCHMARK(BM_KvDynamicGrowth)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_KvStaticReserve)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);

@@ -182,8 +182,10 @@ EBB_API ebb_error* ebb_request_add_message(ebb_request* request, const char* rol
                                            const char* content);
 EBB_API ebb_error* ebb_request_set_input_ids(ebb_request* request, const int32_t* ids,
                                              size_t count);
-/* A request key (GeneratorParams::Set), or one of the loop's own: "max_new_tokens",
- * "stop" (adds one stop string per call), "add_generation_prompt" (true|false). */
+/* A request key (GeneratorParams::Set: "temperature", "presence_penalty", "frequency_penalty",
+ * "logit_bias" ("ID=BIAS,..." or a JSON object), "logprobs", "top_logprobs", ...), or one of the
+ * loop's own: "max_new_tokens", "stop" (adds one stop string per call), "add_generation_prompt"
+ * (true|false). */
 EBB_API ebb_error* ebb_request_set_option(ebb_request* request, const char* key, const char* value);
 /* Cancels the request: ebb_generate ends before its next decode step with finish reason
  * "cancelled", freeing its KV. Any thread; async-signal-safe; cannot be undone. */
@@ -211,6 +213,10 @@ EBB_API uint64_t ebb_result_get_prompt_tokens(const ebb_result* result);
 EBB_API uint64_t ebb_result_get_completion_tokens(const ebb_result* result);
 /* The error that ended a "error" result; NULL otherwise. Borrowed, valid while `result` lives. */
 EBB_API const ebb_error* ebb_result_get_error(const ebb_result* result);
+/* Row 0's log-probabilities when the request set "logprobs" (or "top_logprobs" > 0): a JSON
+ * array with one object per generated id, {"id", "logprob", "top_logprobs": [{"id", "logprob"},
+ * ...]} (natural logs; best first); "[]" otherwise. The caller frees it with ebb_string_free. */
+EBB_API ebb_error* ebb_result_get_logprobs_json(const ebb_result* result, char** out_json);
 
 #ifdef __cplusplus
 } /* extern "C" */

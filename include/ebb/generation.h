@@ -76,6 +76,8 @@ struct GenerateRow {
   std::string text;                    // generated text (not the prompt), stop string excluded
   std::vector<int32_t> prompt_ids;     // what the model was fed
   std::vector<int32_t> generated_ids;  // every token sampled for this row, EOS included
+  // With params.logprobs (or top_logprobs > 0): one entry per generated_ids entry, in order.
+  std::vector<TokenLogprobs> logprobs;
   FinishReason finish_reason = FinishReason::kLength;
   // Generated tokens the tokenizer could not decode (a model vocabulary larger than the
   // tokenizer's); each shows as U+FFFD in `text`.
@@ -103,6 +105,13 @@ struct GenerateResult {
 // exception it throws propagates out of Generate (the generator is destroyed first).
 using TextCallback = std::function<void(size_t row, std::string_view piece)>;
 
+// Called with each token a row samples (EOS included), in order, before any text it completes
+// reaches the TextCallback: `logprobs` is the token's entry of GenerateRow::logprobs, or null
+// when the request did not ask for logprobs. Lets a streaming caller attach per-token data to
+// the text pieces (the service's streamed logprobs). Called on Generate's thread; an exception
+// it throws propagates out of Generate (the generator is destroyed first).
+using TokenCallback = std::function<void(size_t row, int32_t id, const TokenLogprobs* logprobs)>;
+
 // The token rows Generate would feed for `request`: the prompt encoded with special tokens, the
 // messages rendered with the chat template and encoded, or input_ids as given. Lets a caller
 // check a prompt against the context before generating (a service answers "too long" with its
@@ -122,6 +131,7 @@ EBB_API std::vector<std::vector<int32_t>> EncodeInput(const Model& model,
 // FinishReason::kError, `error` set and the text so far kept. Without a tokenizer (input_ids
 // on a folder with no tokenizer.json) rows have ids but no text and on_text is not called.
 EBB_API GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& request,
-                                const TextCallback& on_text = {});
+                                const TextCallback& on_text = {},
+                                const TokenCallback& on_token = {});
 
 }  // namespace ebb

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -31,19 +32,48 @@ struct EBB_API GeneratorParams {
   // context_length. Values above the model's context_length are clamped to it (logged).
   int32_t max_length = 0;
   int32_t batch_size = 1;
-  std::optional<bool> do_sample;              // default false: greedy
-  std::optional<int32_t> top_k;               // default 0: off
-  std::optional<float> top_p;                 // default 1: off
-  std::optional<float> temperature;           // default 1
-  std::optional<float> repetition_penalty;    // default 1: off
+  std::optional<bool> do_sample;            // default false: greedy
+  std::optional<int32_t> top_k;             // default 0: off
+  std::optional<float> top_p;               // default 1: off
+  std::optional<float> temperature;         // default 1
+  std::optional<float> repetition_penalty;  // default 1: off
+  // OpenAI's penalties, -2 to 2 (0: off), over the tokens this generator sampled (still in the
+  // sequence): logit[t] -= frequency_penalty * count[t] + presence_penalty * (count[t] > 0).
+  // Applied after repetition_penalty, in greedy decoding too.
+  float presence_penalty = 0;
+  float frequency_penalty = 0;
+  // Token id -> bias added to its logit before sampling (greedy too), -100 to 100 (OpenAI):
+  // -100 in effect bans the token, 100 in effect forces it. Applied after the penalties. Ids
+  // must be below the model's vocab_size (checked when the generator is created).
+  std::map<int32_t, float> logit_bias;
+  // Log-probabilities of the sampled tokens (GetNextLogprobs): log-softmax of the logits after
+  // the penalties and logit_bias, before temperature, top_k and top_p. top_logprobs (0 to 20)
+  // also gives that many most likely tokens at each step; > 0 turns logprobs on.
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
   uint64_t seed = 0;                          // same seed, same tokens
   std::optional<KvMode> kv_mode;              // unset: the model's kv_cache.mode
   std::optional<int32_t> prefill_chunk_size;  // unset: the model's prefill_chunk_size
 
   // Sets one request key of the option table ("temperature", "max_length", "kv_cache.mode",
-  // ...). Throws ebb::Error(InvalidArgument) for a bad value, an unknown key (with a
-  // suggestion) or a key of another scope (naming where it belongs).
+  // ...). logit_bias takes "ID=BIAS,ID=BIAS" or a JSON object {"ID": BIAS} and replaces the
+  // whole map ("" clears it). Throws ebb::Error(InvalidArgument) for a bad value, an unknown key
+  // (with a suggestion) or a key of another scope (naming where it belongs).
   void Set(std::string_view key, std::string_view value);
+};
+
+// One token's log-probability (natural log).
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+
+// A sampled token, its log-probability and the most likely tokens at that step (best first;
+// ties: lower id first). See GeneratorParams::logprobs for the distribution.
+struct TokenLogprobs {
+  int32_t id = 0;
+  float logprob = 0;
+  std::vector<TokenLogprob> top;  // GeneratorParams::top_logprobs entries
 };
 
 struct GeneratorStats {
@@ -79,6 +109,9 @@ class EBB_API Generator {
   std::span<const int32_t> GetSequence(size_t row) const;
   // The tokens sampled by the last GenerateNextToken, one per row.
   std::vector<int32_t> GetNextTokens() const;
+  // Their log-probabilities, one per row (a row that was already done: {pad id, 0, {}}). Empty
+  // unless params.logprobs or params.top_logprobs > 0.
+  std::vector<TokenLogprobs> GetNextLogprobs() const;
   // Logits of the last position, [batch_size * vocab_size], as float32. Empty before any step.
   std::span<const float> GetLogits() const;
 

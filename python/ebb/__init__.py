@@ -60,6 +60,10 @@ class GenerateResult:
     usage: Dict[str, int] = field(default_factory=dict)
     max_length: int = 0
     error: Optional[Error] = None  # what ended an "error" result
+    # With logprobs=True (or top_logprobs=N): one entry per generated token, {"id", "token",
+    # "logprob", "top_logprobs": [{"id", "token", "logprob"}, ...]} (ebb.connect: no ids, and
+    # the service leaves out EOS tokens). None when not asked for.
+    logprobs: Optional[List[Dict[str, Any]]] = None
 
     @classmethod
     def _from(cls, d: dict) -> "GenerateResult":
@@ -176,7 +180,9 @@ class Model:
 
     def generate(self, prompt: Union[str, Sequence[int]], **request_options) -> GenerateResult:
         """Generates from a prompt (str) or token ids. Options: max_new_tokens, stop,
-        max_length, temperature, top_k, top_p, do_sample, seed, ..., options={key: value}."""
+        max_length, temperature, top_k, top_p, do_sample, seed, presence_penalty,
+        frequency_penalty, logit_bias={token id: bias}, logprobs, top_logprobs, ...,
+        options={key: value}."""
         return GenerateResult._from(self._impl._generate(_input(prompt), None, **request_options))
 
     def stream(self, prompt: Union[str, Sequence[int]], **request_options) -> Iterator[str]:

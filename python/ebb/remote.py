@@ -121,7 +121,18 @@ def _error_from(status: int, payload: Any) -> Error:
 
 
 def _option_text(key: str, v: Any) -> str:
-    """A Python option value as the in-process runtime writes it (True -> "true", 40 -> "40")."""
+    """A Python option value as the in-process runtime writes it (True -> "true", 40 -> "40";
+    logit_bias {50256: -100} -> "50256=-100")."""
+    if key == "logit_bias" and isinstance(v, dict):
+        items = []
+        for tid, bias in v.items():
+            if isinstance(tid, bool) or not isinstance(tid, (int, str)):
+                raise InvalidArgument(f"logit_bias: key {tid!r} is not a token id (an int)")
+            if isinstance(bias, bool) or not isinstance(bias, (int, float)):
+                raise InvalidArgument(f"logit_bias: the bias of token {tid} is {bias!r}; it "
+                                      "must be a number from -100 to 100")
+            items.append(f"{tid}={bias}")
+        return ",".join(items)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
@@ -241,12 +252,32 @@ def _quote(model_id: str) -> str:
 # ---- Results ------------------------------------------------------------------------------------
 
 def _result(text: str, finish: str, usage: Dict[str, Any],
-            error: Optional[Error] = None) -> "GenerateResult":
+            error: Optional[Error] = None,
+            logprobs: Optional[List[Dict[str, Any]]] = None) -> "GenerateResult":
     from . import GenerateResult  # the package's own class (ebb/__init__.py)
     return GenerateResult(text=text, ids=[], prompt_ids=[], finish_reason=finish,
                           usage={"prompt_tokens": int(usage.get("prompt_tokens", 0)),
                                  "completion_tokens": int(usage.get("completion_tokens", 0))},
-                          max_length=0, error=error)
+                          max_length=0, error=error, logprobs=logprobs)
+
+
+def _chunk_logprobs(choice: Dict[str, Any], chat: bool) -> List[Dict[str, Any]]:
+    """A streamed choice's logprobs as the in-process result's entries (token, logprob,
+    top_logprobs of {token, logprob}; the service's chunks carry no ids)."""
+    lp = choice.get("logprobs")
+    if not lp:
+        return []
+    if chat:
+        return [{"token": c["token"], "logprob": c["logprob"],
+                 "top_logprobs": [{"token": t["token"], "logprob": t["logprob"]}
+                                  for t in c.get("top_logprobs") or []]}
+                for c in lp.get("content") or []]
+    out = []
+    for i, tok in enumerate(lp.get("tokens") or []):
+        top = (lp.get("top_logprobs") or [{}] * (i + 1))[i] or {}
+        out.append({"token": tok, "logprob": lp["token_logprobs"][i],
+                    "top_logprobs": [{"token": t, "logprob": v} for t, v in top.items()]})
+    return out
 
 
 class _RemotePieceIterator:
@@ -262,6 +293,9 @@ class _RemotePieceIterator:
         self._pieces: List[str] = []
         self._finish = "stop"
         self._usage: Dict[str, Any] = {}
+        self._logprobs: Optional[List[Dict[str, Any]]] = \
+            [] if (body.get("options") or {}).get("logprobs") == "true" or \
+            int((body.get("options") or {}).get("top_logprobs") or 0) > 0 else None
         self._done = False
         self.result: Optional["GenerateResult"] = None
 
@@ -299,6 +333,8 @@ class _RemotePieceIterator:
                         else choice.get("text")
                     if choice.get("finish_reason"):
                         self._finish = choice["finish_reason"]
+                    if self._logprobs is not None:
+                        self._logprobs.extend(_chunk_logprobs(choice, self._chat))
                     if piece:
                         self._pieces.append(piece)
                         return piece
@@ -309,7 +345,8 @@ class _RemotePieceIterator:
             raise
 
     def _finish_ok(self, error: Optional[Error] = None) -> None:
-        self.result = _result("".join(self._pieces), self._finish, self._usage, error)
+        self.result = _result("".join(self._pieces), self._finish, self._usage, error,
+                              self._logprobs)
         self.close()
 
     def close(self) -> None:

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,6 +94,31 @@ std::string OptionValue(const py::handle& v) {
       "option value " + py::repr(v).cast<std::string>() + " must be a str, int, float or bool");
 }
 
+// A request option's value: OptionValue, plus logit_bias as a dict {token id: bias}.
+std::string RequestOptionValue(const std::string& key, const py::handle& v) {
+  if (key != "logit_bias" || !py::isinstance<py::dict>(v)) return OptionValue(v);
+  std::string out;
+  for (const auto& [id, bias] : v.cast<py::dict>()) {
+    const bool int_id = py::isinstance<py::int_>(id) && !py::isinstance<py::bool_>(id);
+    if (!int_id && !py::isinstance<py::str>(id)) {
+      throw ebb::Error(
+          ebb::ErrorCode::InvalidArgument,
+          "logit_bias: key " + py::repr(id).cast<std::string>() + " is not a token id (an int)");
+    }
+    const bool number = (py::isinstance<py::int_>(bias) || py::isinstance<py::float_>(bias)) &&
+                        !py::isinstance<py::bool_>(bias);
+    if (!number) {
+      throw ebb::Error(ebb::ErrorCode::InvalidArgument,
+                       "logit_bias: the bias of token " + py::str(id).cast<std::string>() + " is " +
+                           py::repr(bias).cast<std::string>() +
+                           "; it must be a number from -100 to 100");
+    }
+    if (!out.empty()) out += ',';
+    out += py::str(id).cast<std::string>() + "=" + py::str(bias).cast<std::string>();
+  }
+  return out;
+}
+
 py::object JsonLoads(const std::string& json) {
   return py::module_::import("json").attr("loads")(json);
 }
@@ -121,13 +147,42 @@ ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
       req.add_generation_prompt = v.cast<bool>();
     } else if (key == "options") {
       for (const auto& [ok, ov] : v.cast<py::dict>()) {
-        req.params.Set(ok.cast<std::string>(), OptionValue(ov));
+        const std::string okey = ok.cast<std::string>();
+        req.params.Set(okey, RequestOptionValue(okey, ov));
       }
     } else {
-      req.params.Set(key, OptionValue(v));
+      req.params.Set(key, RequestOptionValue(key, v));
     }
   }
   return req;
+}
+
+// One token's text for logprobs: Decode([id]) with special tokens shown; U+FFFD when the
+// tokenizer lacks the id; "" without a tokenizer.
+std::string TokenText(const ebb::Tokenizer* tok, int32_t id) {
+  if (tok == nullptr) return "";
+  try {
+    return tok->Decode(std::span<const int32_t>(&id, 1));
+  } catch (const ebb::Error&) {
+    return "\xEF\xBF\xBD";
+  }
+}
+
+py::dict LogprobsDict(const ebb::Tokenizer* tok, const ebb::TokenLogprobs& lp) {
+  py::list top;
+  for (const ebb::TokenLogprob& t : lp.top) {
+    py::dict e;
+    e["id"] = t.id;
+    e["token"] = py::str(TokenText(tok, t.id));
+    e["logprob"] = t.logprob;
+    top.append(e);
+  }
+  py::dict d;
+  d["id"] = lp.id;
+  d["token"] = py::str(TokenText(tok, lp.id));
+  d["logprob"] = lp.logprob;
+  d["top_logprobs"] = top;
+  return d;
 }
 
 void SetInput(ebb::GenerateRequest& req, const py::object& input) {
@@ -152,11 +207,18 @@ std::vector<ebb::ChatMessage> Messages(const py::list& messages) {
   return out;
 }
 
-py::dict ResultDict(const ebb::GenerateResult& r) {
+py::dict ResultDict(const ebb::GenerateResult& r, const ebb::Tokenizer* tok, bool logprobs) {
   py::dict d;
   const ebb::GenerateRow empty;
   const ebb::GenerateRow& row = r.rows.empty() ? empty : r.rows[0];
   d["text"] = row.text;
+  if (logprobs) {
+    py::list l;
+    for (const ebb::TokenLogprobs& lp : row.logprobs) l.append(LogprobsDict(tok, lp));
+    d["logprobs"] = l;
+  } else {
+    d["logprobs"] = py::none();
+  }
   d["ids"] = row.generated_ids;
   d["prompt_ids"] = row.prompt_ids;
   d["finish_reason"] = std::string(ebb::FinishReasonName(row.finish_reason));
@@ -204,7 +266,7 @@ py::dict RunGenerate(const std::shared_ptr<ebb::Model>& model, ebb::GenerateRequ
   }
   if (pending) throw *pending;
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  return ResultDict(result);
+  return ResultDict(result, model->tokenizer(), req.params.logprobs || req.params.top_logprobs > 0);
 }
 
 // ---- Streaming ------------------------------------------------------------------------------
@@ -213,7 +275,9 @@ py::dict RunGenerate(const std::shared_ptr<ebb::Model>& model, ebb::GenerateRequ
 class Stream {
  public:
   Stream(std::shared_ptr<ebb::Model> model, ebb::GenerateRequest req)
-      : model_(std::move(model)), cancel_(req.cancel) {
+      : model_(std::move(model)),
+        cancel_(req.cancel),
+        logprobs_(req.params.logprobs || req.params.top_logprobs > 0) {
     thread_ = std::thread([this, req = std::move(req)] {
       ebb::GenerateResult result;
       std::exception_ptr error;
@@ -281,7 +345,7 @@ class Stream {
   py::object Result() {
     std::lock_guard<std::mutex> lock(mu_);
     if (!done_ || error_) return py::none();
-    return ResultDict(result_);
+    return ResultDict(result_, model_->tokenizer(), logprobs_);
   }
 
  private:
@@ -292,6 +356,7 @@ class Stream {
 
   std::shared_ptr<ebb::Model> model_;
   ebb::CancelToken cancel_;
+  bool logprobs_;  // the request asked for logprobs
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> pieces_;  // guarded by mu_
@@ -573,6 +638,14 @@ PYBIND11_MODULE(_ebb, m) {
              return std::vector<int32_t>(s.begin(), s.end());
            })
       .def("get_next_tokens", [](PyGenerator& g) { return g.g().GetNextTokens(); })
+      .def("get_next_logprobs",
+           [](PyGenerator& g) {
+             py::list rows;
+             for (const ebb::TokenLogprobs& lp : g.g().GetNextLogprobs()) {
+               rows.append(LogprobsDict(g.model->tokenizer(), lp));
+             }
+             return rows;
+           })
       .def(
           "get_logits",
           [](PyGenerator& g) {
@@ -695,10 +768,11 @@ PYBIND11_MODULE(_ebb, m) {
           const std::string key = k.cast<std::string>();
           if (key == "options") {
             for (const auto& [ok, ov] : v.cast<py::dict>()) {
-              params.Set(ok.cast<std::string>(), OptionValue(ov));
+              const std::string okey = ok.cast<std::string>();
+              params.Set(okey, RequestOptionValue(okey, ov));
             }
           } else if (!v.is_none()) {
-            params.Set(key, OptionValue(v));
+            params.Set(key, RequestOptionValue(key, v));
           }
         }
         auto g = std::make_unique<PyGenerator>();

@@ -108,6 +108,18 @@ def script(rt, tiny_path):
         out["max_length"] = m.generate("once upon", max_new_tokens=20, max_length=p + 3).usage
         if len(r.text) > 4:
             out["stop"] = m.generate("hello world", max_new_tokens=12, stop=[r.text[2:4]]).text
+        # Issue 24: OpenAI's sampling fields, the same in process and through the service.
+        out["banned"] = m.generate("hello world", max_new_tokens=12, temperature=0,
+                                   logit_bias={t: -100 for t in range(0, 400)}).text
+        out["forced"] = m.generate("hello world", max_new_tokens=4, temperature=0,
+                                   logit_bias={"500": 100}).text
+        out["penalized"] = m.generate("hello world", max_new_tokens=24, temperature=0,
+                                      frequency_penalty=2, presence_penalty=0.5).text
+        lp = m.generate("hello world", max_new_tokens=6, temperature=0, logprobs=True,
+                        top_logprobs=2, logit_bias={"500": 100}).logprobs
+        out["logprobs"] = [(e["token"], round(e["logprob"], 4),
+                            [(t["token"], round(t["logprob"], 4)) for t in e["top_logprobs"]])
+                           for e in lp]
         msgs = [{"role": "user", "content": "hi there"}]
         out["chat"] = m.chat(msgs, max_new_tokens=8).text
         out["chat_stream"] = "".join(m.chat(msgs, stream=True, max_new_tokens=8))
@@ -143,6 +155,9 @@ def script(rt, tiny_path):
         errs["bad_options_key"] = error_type(lambda: m.generate("hi", options={"top_kk": 3}))
         errs["bad_value"] = error_type(lambda: m.generate("hi", top_k="many"))
         errs["negative_max_new_tokens"] = error_type(lambda: m.generate("hi", max_new_tokens=-1))
+        errs["bad_logit_bias"] = error_type(lambda: m.generate("hi", logit_bias={"x": 1}))
+        errs["out_of_vocab_bias"] = error_type(lambda: m.generate("hi", logit_bias={10**7: 1}))
+        errs["bad_penalty"] = error_type(lambda: m.generate("hi", frequency_penalty=2.5))
         ctx = m.info["context_length"]
         errs["over_long_prompt"] = error_type(
             lambda: m.generate("hello world " * ctx, max_new_tokens=4))
@@ -168,6 +183,10 @@ def test_same_script_in_process_and_against_the_service(service, tiny_path):
     assert local["errors"]["over_long_prompt"] is ebb.InvalidArgument
     assert local["kv_budget_error"] is ebb.ResourceExhausted
     assert local["errors"]["load_again_other_options"] is ebb.FailedPrecondition
+    assert local["banned"] != local["text"] and local["penalized"] != local["text"]
+    assert len(local["logprobs"]) == 6
+    for k in ("bad_logit_bias", "out_of_vocab_bias", "bad_penalty"):
+        assert local["errors"][k] is ebb.InvalidArgument, k
     for key in local:
         if key == "models_keys":  # the service adds its own fields (loaded, pinned, ...)
             assert local[key] <= remote[key], local[key] - remote[key]

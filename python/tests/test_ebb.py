@@ -363,3 +363,45 @@ def test_closing_a_stream_early_cancels(model):
     next(it)
     it.close()
     assert kv_in_use(model) == 0
+
+
+def test_logit_bias_penalties_and_logprobs(model):
+    # Issue 24 item 16: these were accepted and changed nothing.
+    plain = model.generate(PROMPT_IDS, max_new_tokens=30)
+    assert plain.logprobs is None
+    first = plain.ids[0]
+    banned = model.generate(PROMPT_IDS, max_new_tokens=30, logit_bias={first: -100})
+    assert banned.ids[0] != first and first not in banned.ids
+    forced = next(t for t in range(3, 1000) if t not in plain.ids)
+    assert model.generate(PROMPT_IDS, max_new_tokens=5, logit_bias={forced: 100}).ids == \
+        [forced] * 5
+    # The same through options={} and as the option table's string.
+    assert model.generate(PROMPT_IDS, max_new_tokens=5,
+                          options={"logit_bias": f"{forced}=100"}).ids == [forced] * 5
+    pen = model.generate(PROMPT_IDS, max_new_tokens=30, frequency_penalty=2.0,
+                         presence_penalty=0.5)
+    assert len(set(pen.ids)) > len(set(plain.ids))
+    for bad in ({"x": 1}, {first: 101}, {first: "high"}, {True: 1}):
+        with pytest.raises(ebb.InvalidArgument, match="logit_bias"):
+            model.generate(PROMPT_IDS, max_new_tokens=2, logit_bias=bad)
+    with pytest.raises(ebb.InvalidArgument, match="logit_bias.*vocab"):
+        model.generate(PROMPT_IDS, max_new_tokens=2, logit_bias={10 ** 7: 1})
+    with pytest.raises(ebb.InvalidArgument, match="presence_penalty"):
+        model.generate(PROMPT_IDS, max_new_tokens=2, presence_penalty=3)
+    # logprobs: one entry per generated id, greedy = the most likely.
+    r = model.generate(PROMPT_IDS, max_new_tokens=6, logprobs=True, top_logprobs=2)
+    assert [e["id"] for e in r.logprobs] == r.ids
+    for e in r.logprobs:
+        assert set(e) == {"id", "token", "logprob", "top_logprobs"}
+        assert e["logprob"] <= 0 and len(e["top_logprobs"]) == 2
+        assert e["top_logprobs"][0]["id"] == e["id"]
+    it = model.stream(PROMPT_IDS, max_new_tokens=6, top_logprobs=2)
+    "".join(it)
+    assert it.result.logprobs == r.logprobs
+    # The token-level generator.
+    g = model.generator(max_length=len(PROMPT_IDS) + 3, logit_bias={forced: 100}, logprobs=True)
+    g.append_tokens(PROMPT_IDS)
+    g.generate_next_token()
+    assert g.get_next_tokens() == [forced]
+    (lp,) = g.get_next_logprobs()
+    assert lp["id"] == forced and lp["logprob"] > -0.01 and lp["top_logprobs"] == []

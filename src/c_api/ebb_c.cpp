@@ -512,5 +512,21 @@ EBB_API const ebb_error* ebb_result_get_error(const ebb_result* result) {
   if (result == nullptr || result->error.code == EBB_OK) return nullptr;
   return &result->error;
 }
+EBB_API ebb_error* ebb_result_get_logprobs_json(const ebb_result* result, char** out_json) {
+  EBB_CHECK_ARG(result);
+  EBB_CHECK_ARG(out_json);
+  return Guard([&] {
+    nlohmann::json a = nlohmann::json::array();
+    if (!result->result.rows.empty()) {
+      for (const ebb::TokenLogprobs& lp : result->result.rows[0].logprobs) {
+        nlohmann::json top = nlohmann::json::array();
+        for (const ebb::TokenLogprob& t : lp.top)
+          top.push_back({{"id", t.id}, {"logprob", t.logprob}});
+        a.push_back({{"id", lp.id}, {"logprob", lp.logprob}, {"top_logprobs", std::move(top)}});
+      }
+    }
+    *out_json = CopyString(a.dump());
+  });
+}
 
 }  // extern "C"

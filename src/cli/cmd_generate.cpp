@@ -235,6 +235,28 @@ void RunGenerate(const GenerateArgs& a) {
         j["completion"].push_back(row.text);
       }
     }
+    if (req.params.logprobs || req.params.top_logprobs > 0) {
+      // Per row, one entry per generated id: {id, token, logprob, top_logprobs: [...]}.
+      auto token_text = [&](int32_t id) {
+        return tok != nullptr ? DecodeLenient(*tok, std::span<const int32_t>(&id, 1), nullptr)
+                              : std::string();
+      };
+      j["logprobs"] = nlohmann::json::array();
+      for (const GenerateRow& row : res.rows) {
+        nlohmann::json entries = nlohmann::json::array();
+        for (const TokenLogprobs& lp : row.logprobs) {
+          nlohmann::json top = nlohmann::json::array();
+          for (const TokenLogprob& t : lp.top) {
+            top.push_back({{"id", t.id}, {"token", token_text(t.id)}, {"logprob", t.logprob}});
+          }
+          entries.push_back({{"id", lp.id},
+                             {"token", token_text(lp.id)},
+                             {"logprob", lp.logprob},
+                             {"top_logprobs", std::move(top)}});
+        }
+        j["logprobs"].push_back(std::move(entries));
+      }
+    }
     j["usage"] = {{"prompt_tokens", res.usage.prompt_tokens},
                   {"completion_tokens", res.usage.completion_tokens}};
     j["memory"] = nlohmann::json::parse(ToJson(model->memory_stats()));
@@ -341,6 +363,24 @@ void RegisterGenerateCommand(CLI::App& app) {
   request_flag("--top-p", "top_p", "Nucleus sampling, 0 to 1 (1: off)");
   request_flag("--temperature", "temperature", "Sampling temperature, 0 to 100");
   request_flag("--repetition-penalty", "repetition_penalty", "1: off");
+  request_flag("--presence-penalty", "presence_penalty",
+               "OpenAI presence penalty, -2 to 2, on tokens already generated (0: off)");
+  request_flag("--frequency-penalty", "frequency_penalty",
+               "OpenAI frequency penalty, -2 to 2, per time a token was generated (0: off)");
+  cmd->add_option_function<std::vector<std::string>>(
+      "--logit-bias",
+      [a](const std::vector<std::string>& v) {
+        std::string joined;
+        for (const auto& s : v) joined += (joined.empty() ? "" : ",") + s;
+        a->request["logit_bias"] = joined;
+      },
+      "ID=BIAS added to a token's logit, bias -100 (ban) to 100 (force); repeatable or "
+      "comma-separated");
+  cmd->add_flag_function(
+      "--logprobs", [a](int64_t) { a->request["logprobs"] = "true"; },
+      "With --json: each generated token's log-probability (\"logprobs\" per row)");
+  request_flag("--top-logprobs", "top_logprobs",
+               "With --json: also the N (0 to 20) most likely tokens at each step");
   request_flag("--seed", "seed", "RNG seed for sampling");
   request_flag("--kv-cache", "kv_cache.mode", "KV mode: static|dynamic");
   request_flag("--prefill-chunk-size", "prefill_chunk_size",

@@ -196,9 +196,25 @@ struct ChatFlags {
   std::string prompt;
   int max_tokens = 0;
   std::string temperature;
+  std::string presence_penalty;
+  std::string frequency_penalty;
+  std::vector<std::string> logit_bias;  // ID=BIAS, each may hold several, comma-separated
   std::string system;
   bool local = false;
 };
+
+// The request keys of --presence-penalty, --frequency-penalty and --logit-bias, checked as
+// GeneratorParams::Set checks them (the same messages in process and through the service).
+GeneratorParams ChatSamplingParams(const ChatFlags& f) {
+  GeneratorParams p;
+  if (!f.temperature.empty()) p.Set("temperature", f.temperature);
+  if (!f.presence_penalty.empty()) p.Set("presence_penalty", f.presence_penalty);
+  if (!f.frequency_penalty.empty()) p.Set("frequency_penalty", f.frequency_penalty);
+  std::string bias;
+  for (const auto& b : f.logit_bias) bias += (bias.empty() ? "" : ",") + b;
+  if (!bias.empty()) p.Set("logit_bias", bias);
+  return p;
+}
 
 std::string Reply(ServiceClient* svc, const std::shared_ptr<Model>& local, const ChatFlags& f,
                   const std::vector<ChatMessage>& messages) {
@@ -210,6 +226,13 @@ std::string Reply(ServiceClient* svc, const std::shared_ptr<Model>& local, const
     if (f.max_tokens > 0) body["max_tokens"] = f.max_tokens;
     if (!f.temperature.empty()) {
       body["temperature"] = internal::ParseFloat("--temperature", f.temperature, 0, 2);
+    }
+    const GeneratorParams p = ChatSamplingParams(f);
+    if (!f.presence_penalty.empty()) body["presence_penalty"] = p.presence_penalty;
+    if (!f.frequency_penalty.empty()) body["frequency_penalty"] = p.frequency_penalty;
+    if (!p.logit_bias.empty()) {
+      body["logit_bias"] = Json::object();
+      for (const auto& [id, b] : p.logit_bias) body["logit_bias"][std::to_string(id)] = b;
     }
     svc->Stream("/v1/chat/completions", body, [&](const Json& chunk) {
       if (chunk["choices"].empty()) return;
@@ -224,7 +247,7 @@ std::string Reply(ServiceClient* svc, const std::shared_ptr<Model>& local, const
     GenerateRequest req;
     req.messages = messages;
     if (f.max_tokens > 0) req.max_new_tokens = f.max_tokens;
-    if (!f.temperature.empty()) req.params.Set("temperature", f.temperature);
+    req.params = ChatSamplingParams(f);
     const GenerateResult r = Generate(
         local, req, [&](size_t, std::string_view piece) { std::cout << piece << std::flush; });
     if (r.error) throw *r.error;
@@ -458,6 +481,12 @@ void RegisterServiceClientCommands(CLI::App& app) {
     if (!interactive) cmd->add_option("PROMPT", f->prompt, "The message")->required();
     cmd->add_option("--max-tokens", f->max_tokens, "Tokens per reply (default: the model's)");
     cmd->add_option("--temperature", f->temperature, "Sampling temperature (0: greedy)");
+    cmd->add_option("--presence-penalty", f->presence_penalty,
+                    "OpenAI presence penalty, -2 to 2 (0: off)");
+    cmd->add_option("--frequency-penalty", f->frequency_penalty,
+                    "OpenAI frequency penalty, -2 to 2 (0: off)");
+    cmd->add_option("--logit-bias", f->logit_bias,
+                    "ID=BIAS added to a token's logit, -100 (ban) to 100 (force); repeatable");
     cmd->add_option("--system", f->system, "A system message first");
     cmd->add_flag("--local", f->local, "Run in process even when a service runs");
     cmd->add_option("--url", f->conn.url, "The service (default: $EBB_URL, else the running one)");

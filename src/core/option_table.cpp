@@ -132,6 +132,22 @@ constexpr std::array kTable = {
                "sampling temperature; 0 = greedy"},
     OptionSpec{"repetition_penalty", T::kFloat, kRq, "", "config search.repetition_penalty, else 1",
                "0.01 to 100", "HF repetition penalty; 1 = off"},
+    OptionSpec{"presence_penalty", T::kFloat, kRq, "", "0", "-2 to 2",
+               "OpenAI presence penalty: subtracted from the logit of every token the request "
+               "already generated (greedy too); 0 = off"},
+    OptionSpec{"frequency_penalty", T::kFloat, kRq, "", "0", "-2 to 2",
+               "OpenAI frequency penalty: subtracted from a token's logit once per time the "
+               "request already generated it (greedy too); 0 = off"},
+    OptionSpec{"logit_bias", T::kString, kRq, "", "(none)",
+               "ID=BIAS,... or a JSON object {\"ID\": BIAS}; bias -100 to 100",
+               "added to those tokens' logits before sampling (greedy too): -100 bans a token, "
+               "100 forces it; ids below the model's vocab_size"},
+    OptionSpec{"logprobs", T::kBool, kRq, "", "false", "",
+               "report each generated token's log-probability (log-softmax after the penalties "
+               "and logit_bias, before temperature, top_k and top_p)"},
+    OptionSpec{"top_logprobs", T::kInt, kRq, "tokens", "0", "0 to 20",
+               "with logprobs: also the N most likely tokens at each step; > 0 turns logprobs "
+               "on"},
     OptionSpec{"seed", T::kInt, kRq, "", "0", "0 to 9223372036854775807",
                "RNG seed for sampling: same seed, same tokens"},
     // ---- per embedding request (EmbedRequest, ebb/embedding.h) ----

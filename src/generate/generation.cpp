@@ -170,7 +170,7 @@ std::string_view FinishReasonName(FinishReason reason) {
 }
 
 GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& req,
-                        const TextCallback& on_text) {
+                        const TextCallback& on_text, const TokenCallback& on_token) {
   if (!model) throw Error(ErrorCode::InvalidArgument, "Generate needs a loaded model");
   if (req.max_new_tokens < 0) {
     throw Error(ErrorCode::InvalidArgument, "max_new_tokens=" + std::to_string(req.max_new_tokens) +
@@ -218,6 +218,7 @@ GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateReque
     for (size_t r = 0; r < n; ++r) finish(r, why);
   };
 
+  const bool want_logprobs = gp.logprobs || gp.top_logprobs > 0;
   const auto& eos = model->info().eos_token_ids;
   const size_t max_len = static_cast<size_t>(res.max_length);
   while (n_unfinished > 0) {
@@ -243,12 +244,16 @@ GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateReque
       break;
     }
     const std::vector<int32_t> next = gen->GetNextTokens();
+    std::vector<TokenLogprobs> next_logprobs;
+    if (want_logprobs) next_logprobs = gen->GetNextLogprobs();
     for (size_t r = 0; r < n; ++r) {
       if (finished[r]) continue;
       const int32_t t = next[r];
       GenerateRow& row = res.rows[r];
       row.generated_ids.push_back(t);
       ++res.usage.completion_tokens;
+      if (want_logprobs) row.logprobs.push_back(std::move(next_logprobs.at(r)));
+      if (on_token) on_token(r, t, want_logprobs ? &row.logprobs.back() : nullptr);
       if (std::find(eos.begin(), eos.end(), t) != eos.end()) {
         finish(r, FinishReason::kStop);
       } else if (texts[r].Put(t)) {

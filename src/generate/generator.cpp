@@ -59,6 +59,8 @@ struct BatchRow {
 // FailNthRunForTesting's countdown (generator_testing.h); 0 = off.
 thread_local int g_fail_run_countdown = 0;
 
+constexpr int32_t kMaxTopLogprobs = 20;  // OpenAI's cap for chat
+
 }  // namespace
 
 struct Generator::Impl {
@@ -80,7 +82,10 @@ struct Generator::Impl {
   std::vector<std::vector<int32_t>> pending;    // appended, not yet run, per row
   std::vector<bool> done;
   std::vector<int32_t> next_tokens;
-  std::vector<float> logits;  // [batch, vocab], last position, float32
+  bool want_logprobs = false;
+  std::vector<TokenLogprobs> next_logprobs;  // per row, when want_logprobs
+  std::vector<float> row_logits;             // one row's logits for the sampler, reused
+  std::vector<float> logits;                 // [batch, vocab], last position, float32
   bool logits_valid = false;
   std::vector<char> logits_out;  // ORT output buffer [batch, S, vocab], reused
 
@@ -178,6 +183,35 @@ struct Generator::Impl {
                   "repetition_penalty=" + internal::FormatNumber(repetition_penalty) +
                       " is out of range: need a finite value > 0 (1 = off)");
     }
+    for (const auto& [name, value] :
+         {std::pair<const char*, float>{"presence_penalty", p.presence_penalty},
+          {"frequency_penalty", p.frequency_penalty}}) {
+      if (!(value >= -2 && value <= 2)) {
+        throw Error(ErrorCode::InvalidArgument, std::string(name) + "=" +
+                                                    internal::FormatNumber(value) +
+                                                    " is out of range: need -2 to 2 (0 = off)");
+      }
+    }
+    for (const auto& [id, bias] : p.logit_bias) {
+      if (id < 0 || id >= info.vocab_size) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "logit_bias: token id " + std::to_string(id) +
+                        " is outside the vocabulary of model '" + m.id + "' (vocab_size " +
+                        std::to_string(info.vocab_size) + ": ids 0 to " +
+                        std::to_string(info.vocab_size - 1) + ")");
+      }
+      if (!(bias >= -100 && bias <= 100)) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "logit_bias: the bias of token " + std::to_string(id) + " is " +
+                        internal::FormatNumber(bias) + ", out of range: need -100 to 100");
+      }
+    }
+    if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs) {
+      throw Error(ErrorCode::InvalidArgument, "top_logprobs=" + std::to_string(p.top_logprobs) +
+                                                  " is out of range: need 0 to " +
+                                                  std::to_string(kMaxTopLogprobs));
+    }
+    want_logprobs = p.logprobs || p.top_logprobs > 0;
     batch = p.batch_size;
     int32_t want = p.max_length > 0 ? p.max_length
                                     : (m.config.search.max_length > 0 ? m.config.search.max_length
@@ -230,7 +264,16 @@ struct Generator::Impl {
                                      max_length, m.options.kv_chunk_tokens);
     }
 
-    internal::SamplerConfig sc{do_sample, top_k, top_p, temperature, repetition_penalty, p.seed};
+    internal::SamplerConfig sc;
+    sc.do_sample = do_sample;
+    sc.top_k = top_k;
+    sc.top_p = top_p;
+    sc.temperature = temperature;
+    sc.repetition_penalty = repetition_penalty;
+    sc.presence_penalty = p.presence_penalty;
+    sc.frequency_penalty = p.frequency_penalty;
+    sc.logit_bias.assign(p.logit_bias.begin(), p.logit_bias.end());
+    sc.top_logprobs = want_logprobs ? p.top_logprobs : -1;
     for (int b = 0; b < batch; ++b) {
       sc.seed = p.seed + static_cast<uint64_t>(b) * 0x9E3779B97F4A7C15ull;
       samplers.emplace_back(sc);
@@ -555,12 +598,14 @@ struct Generator::Impl {
     for (auto& p : pending) p.clear();
     const int64_t V = m.info.vocab_size;
     next_tokens.assign(batch, m.info.pad_token_id);
+    if (want_logprobs) next_logprobs.assign(batch, TokenLogprobs{m.info.pad_token_id, 0, {}});
     for (int b = 0; b < batch; ++b) {
       if (done[b]) {
         pending[b].push_back(m.info.pad_token_id);
         continue;
       }
-      std::vector<float> row(logits.begin() + b * V, logits.begin() + (b + 1) * V);
+      std::vector<float>& row = row_logits;  // the sampler adjusts its copy in place
+      row.assign(logits.begin() + b * V, logits.begin() + (b + 1) * V);
       // A NaN (or +inf) logit would make greedy pick token 0 and sampling the last id, silently.
       const auto bad = std::find_if(row.begin(), row.end(),
                                     [](float x) { return std::isnan(x) || x == INFINITY; });
@@ -572,6 +617,7 @@ struct Generator::Impl {
                         "): its weights or inputs are broken; no token was generated");
       }
       const int32_t t = samplers[b].Sample(row, sequences[b]);
+      if (want_logprobs) next_logprobs[b] = samplers[b].last_logprobs();
       next_tokens[b] = t;
       sequences[b].push_back(t);
       pending[b].push_back(t);
@@ -627,11 +673,13 @@ struct Generator::Impl {
     lens[0] = in_kv;
     if (!mask[0].empty()) mask[0].resize(in_kv);
     sequences[0].resize(length);
+    samplers[0].Truncate(length);
     pending[0].assign(sequences[0].begin() + in_kv, sequences[0].end());
     done[0] = false;
     logits_valid = false;
     logits.clear();
     next_tokens.clear();
+    next_logprobs.clear();
     if (length == 0) started = false;
   }
 };
@@ -708,6 +756,8 @@ std::span<const int32_t> Generator::GetSequence(size_t row) const {
 }
 
 std::vector<int32_t> Generator::GetNextTokens() const { return impl_->next_tokens; }
+
+std::vector<TokenLogprobs> Generator::GetNextLogprobs() const { return impl_->next_logprobs; }
 
 std::span<const float> Generator::GetLogits() const {
   if (!impl_->logits_valid && impl_->logits.empty()) return {};

@@ -11,9 +11,20 @@ int32_t ArgMax(std::span<const float> values) {
   return static_cast<int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
 }
 
-Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {}
+Sampler::Sampler(const SamplerConfig& config)
+    : config_(config),
+      penalized_(config.presence_penalty != 0.0f || config.frequency_penalty != 0.0f),
+      rng_(config.seed) {}
 
 int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> history) {
+  Adjust(logits, history);
+  const int32_t t = Choose(logits);
+  if (penalized_) Record(t, history.size(), logits.size());
+  if (config_.top_logprobs >= 0) ComputeLogprobs(logits, t);
+  return t;
+}
+
+void Sampler::Adjust(std::span<float> logits, std::span<const int32_t> history) {
   const size_t vocab = logits.size();
   if (config_.repetition_penalty != 1.0f && !history.empty()) {
     // HF semantics: divide positive logits, multiply negative ones, once per distinct token.
@@ -28,6 +39,74 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
       if (t >= 0 && static_cast<size_t>(t) < vocab) seen_[t] = 0;
     }
   }
+  // OpenAI's presence and frequency penalties, over the tokens this sampler chose.
+  for (int32_t t : distinct_) {
+    if (static_cast<size_t>(t) >= vocab) continue;
+    logits[t] -=
+        config_.frequency_penalty * static_cast<float>(counts_[t]) + config_.presence_penalty;
+  }
+  for (const auto& [t, bias] : config_.logit_bias) {
+    if (static_cast<size_t>(t) < vocab) logits[t] += bias;
+  }
+}
+
+void Sampler::Record(int32_t token, size_t position, size_t vocab) {
+  if (token < 0) return;
+  // Sized once, to the vocabulary, at the first token: later tokens never grow it.
+  if (counts_.size() <= static_cast<size_t>(token)) {
+    counts_.resize(std::max(vocab, static_cast<size_t>(token) + 1));
+  }
+  if (counts_[token]++ == 0) distinct_.push_back(token);
+  sampled_.emplace_back(position, token);
+}
+
+void Sampler::Truncate(size_t length) {
+  while (!sampled_.empty() && sampled_.back().first >= length) {
+    const int32_t t = sampled_.back().second;
+    sampled_.pop_back();
+    if (--counts_[t] == 0) distinct_.erase(std::find(distinct_.begin(), distinct_.end(), t));
+  }
+}
+
+void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t chosen) {
+  const size_t vocab = logits.size();
+  last_.id = chosen;
+  last_.top.clear();
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  if (!std::isfinite(max_logit)) {  // every logit -inf: nothing has any probability
+    last_.logprob = -std::numeric_limits<float>::infinity();
+    return;
+  }
+  double total = 0;
+  for (const float l : logits) total += std::exp(l - max_logit);  // float exp: 2x a double's
+  const double log_z = max_logit + std::log(total);
+  last_.logprob = static_cast<float>(logits[chosen] - log_z);
+  const size_t n = std::min<size_t>(static_cast<size_t>(config_.top_logprobs), vocab);
+  if (n == 0) return;
+  // The n best (value, id) with a min-heap; equal values keep the lower id.
+  auto worse = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  heap_.clear();
+  for (size_t i = 0; i < vocab; ++i) {
+    const float v = logits[i];
+    if (heap_.size() < n) {
+      heap_.emplace_back(v, static_cast<int32_t>(i));
+      std::push_heap(heap_.begin(), heap_.end(), worse);
+    } else if (v > heap_.front().first) {
+      std::pop_heap(heap_.begin(), heap_.end(), worse);
+      heap_.back() = {v, static_cast<int32_t>(i)};
+      std::push_heap(heap_.begin(), heap_.end(), worse);
+    }
+  }
+  std::sort_heap(heap_.begin(), heap_.end(), worse);  // best first
+  for (const auto& [v, id] : heap_) {
+    last_.top.push_back({id, static_cast<float>(v - log_z)});
+  }
+}
+
+int32_t Sampler::Choose(std::span<float> logits) {
+  const size_t vocab = logits.size();
   // top_p 0 keeps only the most likely token: greedy, as temperature 0 and top_k 1 are.
   if (!config_.do_sample || config_.temperature <= 0.0f || config_.top_k == 1 ||
       config_.top_p <= 0.0f) {

@@ -1,8 +1,10 @@
 #include "server/openai_request.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "core/json_util.h"
+#include "core/strings.h"
 #include "server/admin_only.h"
 #include "server/api_error.h"
 
@@ -122,6 +124,35 @@ std::vector<std::pair<std::string, std::string>> GetOptions(const Json& j) {
   return out;
 }
 
+// OpenAI's logit_bias: an object whose keys are token ids (as strings) and whose values are
+// biases from -100 to 100.
+std::map<int32_t, float> GetLogitBias(const Json& v) {
+  if (!v.is_object()) {
+    ThrowBadField("logit_bias",
+                  "'logit_bias' must be an object of token id -> bias, e.g. {\"50256\": -100}");
+  }
+  std::map<int32_t, float> out;
+  for (const auto& [k, b] : v.items()) {
+    int64_t id = -1;
+    const auto [p, ec] = std::from_chars(k.data(), k.data() + k.size(), id);
+    if (k.empty() || ec != std::errc() || p != k.data() + k.size() || id < 0 || id > INT32_MAX) {
+      ThrowBadField("logit_bias", "'logit_bias' key '" + internal::EscapeForMessage(k) +
+                                      "' is not a token id (a non-negative integer)");
+    }
+    if (!b.is_number()) {
+      ThrowBadField("logit_bias",
+                    "'logit_bias' value of token " + k + " must be a number from -100 to 100");
+    }
+    const double d = b.get<double>();
+    if (!(d >= -100 && d <= 100)) {
+      ThrowBadField("logit_bias", "'logit_bias' value of token " + k + " is " +
+                                      nlohmann::json(d).dump() + ": it must be from -100 to 100");
+    }
+    out[static_cast<int32_t>(id)] = static_cast<float>(d);
+  }
+  return out;
+}
+
 // Text of a message's content: a string, or OpenAI's list of parts of which only "text" parts
 // are supported.
 std::string ContentText(const Json& content, const std::string& param) {
@@ -160,8 +191,11 @@ void RefuseUnsupported(const Json& j) {
                     "unsupported_parameter");
     }
   }
-  if (GetBool(j, "logprobs", false)) {
-    ThrowBadField("logprobs", "'logprobs' is not supported by ebb yet", "unsupported_parameter");
+  if (auto b = GetInt(j, "best_of", 1, 1 << 30); b && *b != 1) {
+    ThrowBadField("best_of",
+                  "'best_of' must be 1: ebb generates one candidate per request (send several "
+                  "requests, or sample with a seed, for several candidates)",
+                  "unsupported_value");
   }
   if (const Json* rf = Field(j, "response_format")) {
     if (!rf->is_object() || rf->value("type", "") != "text") {
@@ -247,6 +281,32 @@ CompletionRequest ParseCompletionRequest(std::string_view body, bool chat) {
   if (auto t = GetNumber(j, "temperature", 0, 2)) r.temperature = static_cast<float>(*t);
   if (auto t = GetNumber(j, "top_p", 0, 1)) r.top_p = static_cast<float>(*t);
   if (auto s = GetInt(j, "seed", INT64_MIN, INT64_MAX)) r.seed = static_cast<uint64_t>(*s);
+  if (auto v = GetNumber(j, "presence_penalty", -2, 2)) r.presence_penalty = static_cast<float>(*v);
+  if (auto v = GetNumber(j, "frequency_penalty", -2, 2)) {
+    r.frequency_penalty = static_cast<float>(*v);
+  }
+  if (const Json* lb = Field(j, "logit_bias")) r.logit_bias = GetLogitBias(*lb);
+  if (chat) {
+    r.logprobs = GetBool(j, "logprobs", false);
+    if (auto n = GetInt(j, "top_logprobs", 0, 20)) {
+      if (*n > 0 && !r.logprobs) {
+        ThrowBadField("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
+      }
+      r.top_logprobs = static_cast<int32_t>(*n);
+    }
+  } else {
+    // /v1/completions: logprobs is the number of most likely tokens to return with each one.
+    if (auto n = GetInt(j, "logprobs", 0, 20)) {
+      r.logprobs = true;
+      r.top_logprobs = static_cast<int32_t>(*n);
+    }
+    if (Field(j, "top_logprobs") != nullptr) {
+      ThrowBadField("top_logprobs",
+                    "'top_logprobs' is a chat field; /v1/completions takes \"logprobs\": N (the "
+                    "number of most likely tokens, 0 to 20)",
+                    "unsupported_parameter");
+    }
+  }
   r.keep_alive = GetKeepAlive(j);
   r.options = GetOptions(j);
   return r;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,14 @@ struct CompletionRequest {
   std::optional<float> temperature;   // 0 to 2
   std::optional<float> top_p;         // 0 to 1
   std::optional<uint64_t> seed;
+  std::optional<float> presence_penalty;   // -2 to 2
+  std::optional<float> frequency_penalty;  // -2 to 2
+  // Token id -> bias (-100 to 100); ids are checked against the model's vocabulary later.
+  std::optional<std::map<int32_t, float>> logit_bias;
+  // chat: logprobs (bool) and top_logprobs (0 to 20, needs logprobs); completions: logprobs N
+  // (0 to 20) sets both.
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
   std::optional<KeepAlive> keep_alive;  // ebb/Ollama extension
   // ebb's request keys given under "options" (the option table's request scope), e.g.
   // {"options": {"top_k": 40}}: the same names as the CLI and the SDKs.
@@ -47,7 +56,7 @@ struct EmbeddingsRequest {
 };
 
 // Parses the raw body. Throws ApiException (400) for invalid JSON, a field of the wrong type,
-// an unsupported value (n != 1, logprobs, tools, ...) or a missing model/messages/prompt/input;
+// an unsupported value (n != 1, best_of != 1, tools, ...) or a missing model/messages/prompt/input;
 // 403 (admin_only_option) for a per-request option only the service's admin may set.
 CompletionRequest ParseCompletionRequest(std::string_view body, bool chat);
 EmbeddingsRequest ParseEmbeddingsRequest(std::string_view body);

@@ -2,8 +2,10 @@
 // /v1/embeddings, /v1/models.
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "core/log.h"
 #include "ebb/embedding.h"
@@ -12,6 +14,7 @@
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/runtime.h"
+#include "ebb/tokenizer.h"
 #include "server/admission.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
@@ -129,9 +132,125 @@ GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& mo
     if (*r.top_p < 1 && !r.temperature) g.params.do_sample = true;
   }
   if (r.seed) g.params.seed = *r.seed;
+  if (r.presence_penalty) g.params.presence_penalty = *r.presence_penalty;
+  if (r.frequency_penalty) g.params.frequency_penalty = *r.frequency_penalty;
+  if (r.logit_bias) g.params.logit_bias = *r.logit_bias;
+  if (r.logprobs) {
+    g.params.logprobs = true;
+    g.params.top_logprobs = r.top_logprobs;
+  }
+  // Token ids beyond the model's logits would otherwise fail when the generator is created,
+  // without the field's name.
+  const int32_t vocab = model.info().vocab_size;
+  for (const auto& [id, bias] : g.params.logit_bias) {
+    if (id >= vocab) {
+      const std::string param = r.logit_bias ? "logit_bias" : "options.logit_bias";
+      ThrowBadField(param, "'" + param + "' token id " + std::to_string(id) +
+                               " is not in the vocabulary of model '" + r.model +
+                               "': its vocab_size is " + std::to_string(vocab) + " (ids 0 to " +
+                               std::to_string(vocab - 1) + ")");
+    }
+  }
   g.stop = r.stop;
   return g;
 }
+
+// The text a token adds after `prev` (the token before it): Decode([prev, id]) minus
+// Decode([prev]), so that a SentencePiece token keeps its leading space; Decode([id]) when that
+// is not a prefix. Special tokens show as their text. Ids the tokenizer lacks give U+FFFD.
+std::string TokenPiece(const Tokenizer* tok, int32_t prev, int32_t id) {
+  if (tok == nullptr) return "";
+  try {
+    if (prev >= 0 && !tok->IdToToken(prev).empty()) {
+      const int32_t pair[2] = {prev, id};
+      const std::string both = tok->Decode(pair);
+      const std::string before = tok->Decode(std::span<const int32_t>(pair, 1));
+      if (both.compare(0, before.size(), before) == 0) return both.substr(before.size());
+    }
+    return tok->Decode(std::span<const int32_t>(&id, 1));
+  } catch (const Error&) {
+    return "\xEF\xBF\xBD";
+  }
+}
+
+Json Bytes(const std::string& s) {
+  Json b = Json::array();
+  for (const unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+size_t CodePoints(const std::string& s) {
+  size_t n = 0;
+  for (const unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// Formats the logprobs of generated tokens in OpenAI's shapes: chat's logprobs.content[] and
+// the completions' {tokens, token_logprobs, top_logprobs, text_offset}. EOS tokens are left out
+// (they are not text). Used whole for a response and token by token for a stream.
+class LogprobsFormatter {
+ public:
+  LogprobsFormatter(const Model& model, bool chat, int32_t last_prompt_id)
+      : tok_(model.tokenizer()),
+        eos_(model.info().eos_token_ids),
+        chat_(chat),
+        prev_(last_prompt_id) {}
+
+  // Adds one generated token.
+  void Add(int32_t id, const TokenLogprobs& lp) {
+    if (std::find(eos_.begin(), eos_.end(), id) != eos_.end()) return;
+    const std::string text = TokenPiece(tok_, prev_, id);
+    if (chat_) {
+      Json top = Json::array();
+      for (const TokenLogprob& t : lp.top) {
+        const std::string alt = TokenPiece(tok_, prev_, t.id);
+        top.push_back({{"token", alt}, {"logprob", t.logprob}, {"bytes", Bytes(alt)}});
+      }
+      content_.push_back({{"token", text},
+                          {"logprob", lp.logprob},
+                          {"bytes", Bytes(text)},
+                          {"top_logprobs", std::move(top)}});
+    } else {
+      Json top = Json::object();
+      for (const TokenLogprob& t : lp.top) top[TokenPiece(tok_, prev_, t.id)] = t.logprob;
+      if (!top.contains(text)) top[text] = lp.logprob;  // OpenAI: the sampled token is always in
+      tokens_.push_back(text);
+      token_logprobs_.push_back(lp.logprob);
+      top_.push_back(std::move(top));
+      text_offset_.push_back(offset_);
+      offset_ += CodePoints(text);
+    }
+    prev_ = id;
+  }
+
+  bool empty() const { return chat_ ? content_.empty() : tokens_.empty(); }
+
+  // The logprobs object of what was added since the last Take (then cleared).
+  Json Take() {
+    Json out;
+    if (chat_) {
+      out = {{"content", std::move(content_)}, {"refusal", nullptr}};
+      content_ = Json::array();
+    } else {
+      out = {{"tokens", std::move(tokens_)},
+             {"token_logprobs", std::move(token_logprobs_)},
+             {"top_logprobs", std::move(top_)},
+             {"text_offset", std::move(text_offset_)}};
+      tokens_ = token_logprobs_ = top_ = text_offset_ = Json::array();
+    }
+    return out;
+  }
+
+ private:
+  const Tokenizer* tok_;  // null: no tokenizer (tokens show as "")
+  std::vector<int32_t> eos_;
+  bool chat_;
+  int32_t prev_;
+  size_t offset_ = 0;  // code points of the completion's tokens so far
+  Json content_ = Json::array();
+  Json tokens_ = Json::array(), token_logprobs_ = Json::array(), top_ = Json::array(),
+       text_offset_ = Json::array();
+};
 
 // A streamed response commits to status 200 with its first byte, so a request whose KV cannot
 // fit is refused before that, with the 507 a non-streamed request gets. Exact for the static KV
@@ -257,16 +376,24 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
         return;
       }
       const GenerateRow& row = out.rows.at(0);
+      Json logprobs = nullptr;
+      if (g->params.logprobs || g->params.top_logprobs > 0) {
+        LogprobsFormatter f(*model, chat, row.prompt_ids.empty() ? -1 : row.prompt_ids.back());
+        for (size_t i = 0; i < row.logprobs.size() && i < row.generated_ids.size(); ++i) {
+          f.Add(row.generated_ids[i], row.logprobs[i]);
+        }
+        logprobs = f.Take();
+      }
       Json choice;
       if (chat) {
         choice = {{"index", 0},
                   {"message", {{"role", "assistant"}, {"content", row.text}, {"refusal", nullptr}}},
-                  {"logprobs", nullptr},
+                  {"logprobs", std::move(logprobs)},
                   {"finish_reason", FinishName(row.finish_reason)}};
       } else {
         choice = {{"index", 0},
                   {"text", row.text},
-                  {"logprobs", nullptr},
+                  {"logprobs", std::move(logprobs)},
                   {"finish_reason", FinishName(row.finish_reason)}};
       }
       Json body = {{"id", id},
@@ -289,21 +416,30 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
     res.set_header("X-Accel-Buffering", "no");
     const bool include_usage = r.include_usage;
     const std::string model_name = r.model;
+    auto formatter = g->params.logprobs || g->params.top_logprobs > 0
+                         ? std::make_shared<LogprobsFormatter>(*model, chat, g->input_ids[0].back())
+                         : nullptr;
     res.set_chunked_content_provider(
-        "text/event-stream", [ticket, lease, g, id, created, chat, include_usage, model_name](
-                                 size_t /*offset*/, httplib::DataSink& sink) {
+        "text/event-stream", [ticket, lease, g, id, created, chat, include_usage, model_name,
+                              formatter](size_t /*offset*/, httplib::DataSink& sink) {
           const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+          // A chunk carries the logprobs of the tokens whose text it releases (held text, e.g. a
+          // possible stop string, carries them to a later chunk; the last chunk takes the rest).
           auto chunk = [&](Json choice_delta, const Json& finish) {
+            Json logprobs = nullptr;
+            if (formatter && (!formatter->empty() || !finish.is_null())) {
+              logprobs = formatter->Take();
+            }
             Json choice;
             if (chat) {
               choice = {{"index", 0},
                         {"delta", std::move(choice_delta)},
-                        {"logprobs", nullptr},
+                        {"logprobs", std::move(logprobs)},
                         {"finish_reason", finish}};
             } else {
               choice = {{"index", 0},
                         {"text", choice_delta.value("content", "")},
-                        {"logprobs", nullptr},
+                        {"logprobs", std::move(logprobs)},
                         {"finish_reason", finish}};
             }
             Json c = {{"id", id},
@@ -321,12 +457,21 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
           };
           if (chat) send(chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr));
           GenerateResult out;
+          TokenCallback on_token;
+          if (formatter) {
+            on_token = [&](size_t, int32_t token, const TokenLogprobs* lp) {
+              if (lp != nullptr) formatter->Add(token, *lp);
+            };
+          }
           try {
-            out = Generate(lease->model(), *g, [&](size_t, std::string_view piece) {
-              ticket->Progress();  // before the write, which may block on a slow client
-              if (g->cancel.cancelled()) return;
-              send(chunk(Json{{"content", std::string(piece)}}, nullptr));
-            });
+            out = Generate(
+                lease->model(), *g,
+                [&](size_t, std::string_view piece) {
+                  ticket->Progress();  // before the write, which may block on a slow client
+                  if (g->cancel.cancelled()) return;
+                  send(chunk(Json{{"content", std::string(piece)}}, nullptr));
+                },
+                on_token);
           } catch (...) {
             NoteGeneration(model_name, out);
             const ApiError e = FromCurrentException();

@@ -185,6 +185,43 @@ int main(int argc, char** argv) {
     ebb_request_free(r2);
   }
 
+  /* Issue 24: logit_bias forces a token (+100) or bans one (-100), penalties and logprobs are
+   * request keys; an id beyond the vocabulary is refused naming it. */
+  {
+    ebb_request* r3 = NULL;
+    char* json = NULL;
+    const int32_t* ids = NULL;
+    size_t n = 0, i;
+    ok(ebb_request_create(&r3), "request_create");
+    ok(ebb_request_set_prompt(r3, "hello world"), "prompt");
+    ok(ebb_request_set_option(r3, "max_new_tokens", "4"), "max_new_tokens");
+    ok(ebb_request_set_option(r3, "logit_bias", "{\"500\": 100}"), "logit_bias");
+    ok(ebb_request_set_option(r3, "frequency_penalty", "0.5"), "frequency_penalty");
+    ok(ebb_request_set_option(r3, "presence_penalty", "-0.5"), "presence_penalty");
+    ok(ebb_request_set_option(r3, "top_logprobs", "2"), "top_logprobs");
+    expect_error(ebb_request_set_option(r3, "logit_bias", "500=101"), EBB_INVALID_ARGUMENT,
+                 "logit_bias", "bias out of range");
+    expect_error(ebb_request_set_option(r3, "presence_penalty", "3"), EBB_INVALID_ARGUMENT,
+                 "presence_penalty", "penalty out of range");
+    if (!ok(ebb_generate(model, r3, NULL, NULL, &res), "generate/logit_bias")) {
+      ebb_result_get_ids(res, &ids, &n);
+      CHECK(n == 4);
+      for (i = 0; i < n; ++i) CHECK(ids[i] == 500);
+      if (!ok(ebb_result_get_logprobs_json(res, &json), "logprobs_json")) {
+        CHECK(strncmp(json, "[{\"id\":500,\"logprob\":", 21) == 0);
+        CHECK(strstr(json, "\"top_logprobs\":[{\"id\":500,") != NULL);
+        ebb_string_free(json);
+      }
+      ebb_result_free(res);
+      res = NULL;
+    }
+    ok(ebb_request_set_option(r3, "logit_bias", "10000000=-100"), "logit_bias (big id)");
+    expect_error(ebb_generate(model, r3, NULL, NULL, &res), EBB_INVALID_ARGUMENT, "vocab_size",
+                 "logit_bias beyond the vocabulary");
+    CHECK(res == NULL);
+    ebb_request_free(r3);
+  }
+
   /* Token level: append, step, logits, rewind. */
   {
     ebb_generator_params* gp = NULL;

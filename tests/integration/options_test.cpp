@@ -48,7 +48,7 @@ std::string Example(const OptionSpec& s) {
     case OptionType::kEnum:
       return std::string(s.values.substr(0, s.values.find('|')));
     case OptionType::kString:
-      return "cpu:0";
+      return s.key == "logit_bias" ? "5=-100" : "cpu:0";
   }
   return "";
 }
