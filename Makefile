@@ -13,7 +13,7 @@ PYTHON3    ?= /usr/bin/python3
 CMAKE_GEN  := -G Ninja
 CTEST_ARGS ?=
 
-.PHONY: run test bootstrap build build-debug demo-model demo-models install sanitize-test tsan bench fuzz soak format clean \
+.PHONY: run test bootstrap build build-debug demo-model demo-models install sanitize-test tsan bench fuzz soak deploy-test format clean \
         bench-deps bench-llamacpp bench-llamacpp-check
 
 # Reruns when the script or the pinned test clients change (a stamp, so that an existing .deps/
@@ -82,6 +82,12 @@ tsan: bootstrap
 # Long soak tests (label soak): the 200-iteration create/destroy loop with 64 MiB of KV each.
 soak: build-debug
 	cd $(BUILD_DBG) && ctest -L soak --output-on-failure
+
+# Three ebb serve instances behind HAProxy, run with deploy/'s unit command line and HAProxy
+# configuration (label deploy, about a minute; docs/deploy.md#the-test): rolling restart, SIGKILL,
+# SIGSTOP, gauges and promtool. Prints the figures (-V). Skips without haproxy (bootstrap installs it).
+deploy-test: build-debug
+	cd $(BUILD_DBG) && ctest -L deploy -V $(CTEST_ARGS)
 
 # libFuzzer targets, each run for FUZZ_SECONDS on a working copy of its committed seed corpus
 # (new inputs land in fuzz-out/, ignored; crashes fail the target).

@@ -141,6 +141,11 @@ void Run(ServeFlags& f) {
       throw Error(ErrorCode::InvalidArgument, "--admin-key-file " + f.admin_key_file + " is empty");
     }
   }
+  // As for the API key: $EBB_ADMIN_KEY last, so that a unit's EnvironmentFile (deploy/) can
+  // carry both keys without putting either on the command line.
+  if (o.admin_key.empty()) {
+    if (const char* k = std::getenv("EBB_ADMIN_KEY"); k != nullptr) o.admin_key = k;
+  }
   if (!o.admin_key.empty() && o.admin_key == o.api_key) {
     throw Error(ErrorCode::InvalidArgument,
                 "--admin-key must differ from --api-key: every client holds the API key");
@@ -249,7 +254,8 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--api-key-file", f->api_key_file, "Read the API key from this file");
   cmd->add_option("--admin-key", f->opts.admin_key,
                   "A second key that also lets a request set the admin-only options (also "
-                  "--admin-key-file; default: none, only the command line sets them)");
+                  "--admin-key-file, $EBB_ADMIN_KEY; default: none, only the command line sets "
+                  "them)");
   cmd->add_option("--admin-key-file", f->admin_key_file, "Read the admin key from this file");
   cmd->add_option("--max-body", f->max_body, "Largest request body (default 8MiB); more: 413");
   cmd->add_option("--allowed-host", f->opts.allowed_hosts,

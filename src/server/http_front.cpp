@@ -258,6 +258,7 @@ class HttpFront::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& c : incoming_) Close(std::move(c));
     incoming_.clear();
+    in_progress_ = 0;  // what the queues held is closed unanswered
     if (wake_fd_ >= 0) ::close(wake_fd_);
     wake_fd_ = -1;
   }
@@ -289,6 +290,7 @@ class HttpFront::Impl {
   }
 
   size_t open() const { return open_.load(); }
+  size_t in_progress() const { return in_progress_.load(); }
   std::function<void(int, const std::string&)> refusal_listener;
   std::atomic<bool> close_after_response{false};
 
@@ -522,6 +524,7 @@ class HttpFront::Impl {
       return;
     }
     WorkQueue& q = c->probe ? probes_ : main_;
+    ++in_progress_;  // until its worker has answered it (Work)
     {
       std::lock_guard<std::mutex> lock(q.mu);
       q.items.push_back(std::move(c));
@@ -657,6 +660,7 @@ class HttpFront::Impl {
         busy_fds_.insert(c->fd);
       }
       bool keep = Serve(*c);
+      --in_progress_;  // answered, the last byte of the response written (or failed)
       {
         std::lock_guard<std::mutex> lock(mu_);
         busy_fds_.erase(c->fd);
@@ -703,7 +707,8 @@ class HttpFront::Impl {
   HttpFront& front_;
   const FrontLimits limits_;
   std::atomic<size_t> open_{0};
-  std::atomic<size_t> buffered_{0};  // every connection's buffer capacity together
+  std::atomic<size_t> buffered_{0};     // every connection's buffer capacity together
+  std::atomic<size_t> in_progress_{0};  // complete requests queued for or held by a worker
 
   std::mutex mu_;
   bool started_ = false;
@@ -743,6 +748,8 @@ void HttpFront::RaiseListenBacklog() {
 }
 
 size_t HttpFront::open_connections() const { return impl_->open(); }
+
+size_t HttpFront::requests_in_progress() const { return impl_->in_progress(); }
 
 void HttpFront::CloseAfterEachResponse() { impl_->close_after_response = true; }
 

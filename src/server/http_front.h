@@ -66,6 +66,11 @@ class HttpFront : public httplib::Server {
   void RaiseListenBacklog();
   // Connections open now (waiting, being served or draining).
   size_t open_connections() const;
+  // Requests received in full and not yet answered: waiting for a worker or being served,
+  // including a response still being written after its handler returned (a non-streamed
+  // completion's body goes out after the request has left its admission slot). A drain waits for
+  // this to reach 0 before stop(), which would cut them.
+  size_t requests_in_progress() const;
   // From now on every response closes its connection (httplib then sends Connection: close),
   // so kept-alive clients reconnect, behind a balancer to another instance. Connections idle
   // in the loop stay open: their next request is answered (503 while draining), not reset.

@@ -273,17 +273,26 @@ void Server::Run() {
 }
 
 void Server::Shutdown() {
+  auto& front = static_cast<HttpFront&>(*http_);
   admission_->Drain();
-  static_cast<HttpFront&>(*http_).CloseAfterEachResponse();
+  front.CloseAfterEachResponse();
   EBB_LOG_INFO("draining: {} running, {} queued; up to {} s (--drain-timeout)",
                admission_->running(), admission_->queued(), options_.drain_timeout.count());
   const auto deadline = std::chrono::steady_clock::now() + options_.drain_timeout;
-  while ((admission_->running() > 0 || admission_->queued() > 0) &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The admission's counts alone are not enough: a non-streamed completion leaves its slot when
+  // its handler returns, before httplib writes its body, and stop() would cut that write (the
+  // client, or the balancer in front, gets a truncated response it cannot retry). So the drain
+  // also waits for every request the front holds to be answered (regression test: ctest
+  // serve_drain_pytest, test_sigterm_waits_for_a_response_still_being_written).
+  while (
+      (admission_->running() > 0 || admission_->queued() > 0 || front.requests_in_progress() > 0) &&
+      std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (admission_->running() > 0) {
     EBB_LOG_WARN("drain timeout: {} request(s) still running are cut", admission_->running());
+  } else if (const size_t n = front.requests_in_progress(); n > 0) {
+    EBB_LOG_WARN("drain timeout: {} response(s) still being written are cut", n);
   }
   http_->stop();
 }

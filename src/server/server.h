@@ -79,8 +79,10 @@ class Server {
   void Run();
   // Drains: /ready answers 503 at once; every new request but the probes and /metrics (on new
   // and on kept-alive connections) gets 503 "draining" with Retry-After and Connection: close;
-  // running and queued requests finish for up to drain_timeout; then the HTTP server stops
-  // (what still runs is cut) and Run() returns. Idempotent.
+  // running and queued requests finish, and every response already begun is written to its
+  // last byte (a non-streamed body goes out after its request left the admission slot), for up
+  // to drain_timeout; then the HTTP server stops (what still runs is cut) and Run() returns.
+  // Idempotent.
   void Shutdown();
 
   Runtime& runtime();

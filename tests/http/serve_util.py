@@ -1,10 +1,12 @@
-"""Helpers for the tests of `ebb serve`: start a real server on a free loopback port, talk to it
-over HTTP with Python's standard library only, and read its JSON and /metrics."""
+"""Helpers for the tests of `ebb serve` and `ebb service`: start a real server on a free
+loopback port (or a background service with its own state directory), talk to it over HTTP with
+Python's standard library only, and read its JSON and /metrics. Also used by tests/deploy."""
 import http.client
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -127,3 +129,84 @@ def wait_until(pred, timeout, step=0.05):
             return True
         time.sleep(step)
     return pred()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def alive(pid):
+    """Whether pid is a live process (a zombie is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def http_get(port, path, timeout=5):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read().decode()
+    finally:
+        c.close()
+
+
+class Service:
+    """`ebb service` with its own state directory (EBB_HOME) and port (a free one unless given);
+    env: more environment variables for the commands and so for the server they start."""
+
+    def __init__(self, home, port=None, env=None):
+        self.home = home
+        self.port = port or free_port()
+        self.env = {**os.environ, **(env or {}), "EBB_HOME": str(home)}
+        self.pids = []  # every service pid seen, killed at teardown whatever happened
+
+    def run(self, *args, timeout=120, cwd=None):
+        r = subprocess.run([EBB, "service", *map(str, args)], capture_output=True, text=True,
+                           env=self.env, timeout=timeout, cwd=cwd)
+        st = self.state()
+        if st:
+            self.pids.append(st["pid"])
+        return r
+
+    def serve_flags(self, *extra, drain=1):
+        return ["--models-dir", MODELS, "--port", self.port, "--drain-timeout", drain, *extra]
+
+    def start(self, *extra, drain=1, flags=None):
+        """Starts it with serve_flags(), or with exactly `flags` when given."""
+        r = self.run("start", *(flags if flags is not None else self.serve_flags(*extra,
+                                                                                 drain=drain)))
+        assert r.returncode == 0, r.stdout + r.stderr
+        st = self.state()
+        assert st and alive(st["pid"])
+        return st
+
+    def state(self):
+        p = self.home / "service.json"
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def ready(self):
+        return http_get(self.port, "/ready")[0] == 200
+
+    def cleanup(self):
+        for pid in self.pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def chunked_body_ended(data):
+    """Whether `data`, an HTTP/1.1 response read so far (head included), holds the whole of a
+    chunked body: its last chunk (`0` CRLF CRLF) after the head. Not a test of "ends with
+    0\\r\\n\\r\\n" alone: a head whose last header is `X-Request-Id: req-60` ends so too."""
+    head_end = data.find(b"\r\n\r\n")
+    if head_end < 0:
+        return False
+    body = data[head_end + 4:]
+    return body.startswith(b"0\r\n\r\n") or body.endswith(b"\r\n0\r\n\r\n")

@@ -193,6 +193,27 @@ def test_admin_key_unlocks_admin_options():
     assert r.returncode != 0 and "--admin-key must differ" in r.stderr
 
 
+def test_both_keys_from_the_environment():
+    # What deploy/ebb@.service does: $EBB_API_KEY and $EBB_ADMIN_KEY from its EnvironmentFile,
+    # neither on the command line.
+    limit = 512 << 20
+    with Server("--models-dir", str(MODELS), "--memory-limit", str(limit),
+                env={"EBB_API_KEY": KEY, "EBB_ADMIN_KEY": "adm1n-env"}) as s:
+        assert KEY not in " ".join(s.proc.args) and "adm1n-env" not in " ".join(s.proc.args)
+        assert s.get("/v1/runtime")[0] == 401
+        body = {"options": {"memory.limit": str(limit * 2)}}
+        st, _, j = s.post(f"/v1/models/{TINY}/load", body,
+                          headers={"Authorization": f"Bearer {KEY}"})
+        assert st == 403 and j["error"]["code"] == "admin_only_option", j
+        st, _, j = s.post(f"/v1/models/{TINY}/load", body,
+                          headers={"Authorization": "Bearer adm1n-env"})
+        assert st == 200, j
+    r = subprocess.run([EBB, "serve", "--models-dir", str(MODELS), "--port", "0"],
+                       env={**os.environ, "EBB_API_KEY": "same", "EBB_ADMIN_KEY": "same"},
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "--admin-key must differ" in r.stderr
+
+
 # ---- 3. Metric labels and memory under unauthenticated floods ------------------------------
 
 def pipelined_flood(srv, n, batch=500):

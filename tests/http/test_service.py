@@ -15,76 +15,9 @@ import time
 
 import pytest
 
-from serve_util import EBB, MODELS, chat_body, wait_until
+from serve_util import EBB, MODELS, Service, alive, chat_body, http_get, wait_until
 
 TINY = "llama-tiny-fp32"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def alive(pid):
-    """Whether pid is a live process (a zombie is not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
-def http_get(port, path, timeout=5):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read().decode()
-    finally:
-        c.close()
-
-
-class Service:
-    """`ebb service` with its own state directory and port."""
-
-    def __init__(self, home):
-        self.home = home
-        self.port = free_port()
-        self.env = {**os.environ, "EBB_HOME": str(home)}
-        self.pids = []  # every service pid seen, killed at teardown whatever happened
-
-    def run(self, *args, timeout=120, cwd=None):
-        r = subprocess.run([EBB, "service", *map(str, args)], capture_output=True, text=True,
-                           env=self.env, timeout=timeout, cwd=cwd)
-        st = self.state()
-        if st:
-            self.pids.append(st["pid"])
-        return r
-
-    def serve_flags(self, *extra, drain=1):
-        return ["--models-dir", MODELS, "--port", self.port, "--drain-timeout", drain, *extra]
-
-    def start(self, *extra, drain=1):
-        r = self.run("start", *self.serve_flags(*extra, drain=drain))
-        assert r.returncode == 0, r.stdout + r.stderr
-        st = self.state()
-        assert st and alive(st["pid"])
-        return st
-
-    def state(self):
-        p = self.home / "service.json"
-        return json.loads(p.read_text()) if p.exists() else None
-
-    def ready(self):
-        return http_get(self.port, "/ready")[0] == 200
-
-    def cleanup(self):
-        for pid in self.pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
