@@ -144,6 +144,50 @@ void AppendProvider(Ort::SessionOptions& so, const std::string& ep, const std::s
   }
 }
 
+// The execution providers a session gets, in order: the config's list, then the user's (a user
+// entry replaces the config's), under canonical names so that "cuda" and
+// "CUDAExecutionProvider" are one provider; execution_provider, when set, replaces the list.
+struct ResolvedProvider {
+  std::string ep;        // canonical name
+  std::string named_by;  // who asked for it, for messages
+  std::map<std::string, std::string> options;
+};
+
+std::vector<ResolvedProvider> ResolveProviders(const std::vector<ProviderOptions>& config_providers,
+                                               const ModelOptions& options) {
+  std::map<std::string, std::map<std::string, std::string>> providers;
+  std::map<std::string, std::string> named_by;
+  std::vector<std::string> order;
+  const std::string config_file = "genai_config.json";
+  for (const auto& po : config_providers) {
+    const std::string ep = CanonicalProviderName(po.name);
+    if (!providers.count(ep)) order.push_back(ep);
+    named_by.emplace(ep, config_file);
+    for (const auto& [k, v] : po.options) providers[ep][k] = v;
+  }
+  for (const auto& [name, opts] : options.provider_options) {
+    const std::string ep = CanonicalProviderName(name);
+    if (!providers.count(ep)) order.push_back(ep);
+    named_by.emplace(ep, "provider_options." + name);
+    for (const auto& [k, v] : opts) providers[ep][k] = v;
+  }
+  // execution_provider replaces the list: "cpu" runs on CPU whatever the config names.
+  if (!options.execution_provider.empty()) {
+    const std::string ep = CanonicalProviderName(options.execution_provider);
+    for (const auto& other : order) {
+      if (other != ep) {
+        EBB_LOG_INFO("execution_provider={}: not using {} (named by {})", ep, other,
+                     named_by[other]);
+      }
+    }
+    order.assign(1, ep);
+    named_by[ep] = "execution_provider=" + options.execution_provider;
+  }
+  std::vector<ResolvedProvider> out;
+  for (const auto& ep : order) out.push_back({ep, named_by[ep], providers[ep]});
+  return out;
+}
+
 // A minimal valid ONNX model (opset 17, y = Identity(x)), to probe session options cheaply.
 constexpr unsigned char kIdentityModel[] = {
     8,  8,  18,  3,   101, 98,  98,  58,  55,  10, 16, 10,  1,  120, 18, 1,   121, 34,
@@ -366,38 +410,18 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
     *use_env_allocators = true;
     if (env_arena != nullptr) *env_arena = arena_cfg;
   }
-  // Provider options: the config's list, then the user's (a user entry replaces the config's),
-  // under canonical names so that "cuda" and "CUDAExecutionProvider" are one provider.
-  std::map<std::string, std::map<std::string, std::string>> providers;
-  std::map<std::string, std::string> named_by;
-  std::vector<std::string> order;
-  const std::string config_file = "genai_config.json";
-  for (const auto& po : config_providers) {
-    const std::string ep = CanonicalProviderName(po.name);
-    if (!providers.count(ep)) order.push_back(ep);
-    named_by.emplace(ep, config_file);
-    for (const auto& [k, v] : po.options) providers[ep][k] = v;
+  for (const auto& p : ResolveProviders(config_providers, options)) {
+    AppendProvider(so, p.ep, p.named_by, p.options);
   }
-  for (const auto& [name, opts] : options.provider_options) {
-    const std::string ep = CanonicalProviderName(name);
-    if (!providers.count(ep)) order.push_back(ep);
-    named_by.emplace(ep, "provider_options." + name);
-    for (const auto& [k, v] : opts) providers[ep][k] = v;
-  }
-  // execution_provider replaces the list: "cpu" runs on CPU whatever the config names.
-  if (!options.execution_provider.empty()) {
-    const std::string ep = CanonicalProviderName(options.execution_provider);
-    for (const auto& other : order) {
-      if (other != ep) {
-        EBB_LOG_INFO("execution_provider={}: not using {} (named by {})", ep, other,
-                     named_by[other]);
-      }
-    }
-    order.assign(1, ep);
-    named_by[ep] = "execution_provider=" + options.execution_provider;
-  }
-  for (const auto& ep : order) AppendProvider(so, ep, named_by[ep], providers[ep]);
   return so;
+}
+
+void CheckExecutionProviders(const std::vector<ProviderOptions>& config_providers,
+                             const ModelOptions& options) {
+  for (const auto& p : ResolveProviders(config_providers, options)) {
+    Ort::SessionOptions scratch;  // appended to and dropped: nothing is loaded or run
+    AppendProvider(scratch, p.ep, p.named_by, p.options);
+  }
 }
 
 }  // namespace ebb::internal
