@@ -60,7 +60,8 @@ class EBB_API ChatTemplate {
                                              ChatTemplateOptions options = {});
 
   // Loads the template of a model folder, from the first that exists of:
-  //   1. `override_file` when not empty (a .jinja file; NotFound if missing);
+  //   1. `override_file` when not empty (a .jinja file; NotFound if missing; its path as given
+  //      prefixes error positions);
   //   2. <dir>/chat_template.jinja (how recent transformers versions save it);
   //   3. "chat_template" in <dir>/tokenizer_config.json: a string, or a list of
   //      {"name", "template"} objects of which "default" is used (else the first);
@@ -70,6 +71,15 @@ class EBB_API ChatTemplate {
   static std::unique_ptr<ChatTemplate> FromModelDir(const std::filesystem::path& dir,
                                                     const std::filesystem::path& override_file = {},
                                                     ChatTemplateOptions options = {});
+
+  // Parses `source` (Jinja text) with the special tokens bos/eos/unk/pad of
+  // <dir>/tokenizer_config.json (unless set in `options`), as FromModelDir does for the folder's
+  // own template: how a template given at load (the chat_template option) renders like one the
+  // folder ships. `source_name` prefixes error positions (the file's path, or "chat_template").
+  static std::unique_ptr<ChatTemplate> ParseForModelDir(std::string_view source,
+                                                        std::string_view source_name,
+                                                        const std::filesystem::path& dir,
+                                                        ChatTemplateOptions options = {});
 
   ~ChatTemplate();
   ChatTemplate(const ChatTemplate&) = delete;

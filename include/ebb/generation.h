@@ -125,7 +125,8 @@ EBB_API std::vector<std::vector<int32_t>> EncodeInput(const Model& model,
 // Throws ebb::Error, before anything is generated and with nothing held afterwards, for a bad
 // request: InvalidArgument for none or several inputs, an empty prompt or row, a prompt longer
 // than max_length, bad params, a negative max_new_tokens or an empty stop string; NotFound when
-// a prompt or messages need a tokenizer or chat template the model folder lacks; and whatever
+// a prompt or messages need a tokenizer the model folder lacks; InvalidArgument when messages
+// need a chat template the model has none of (Model::chat_template); and whatever
 // creating the generator or running the prompt (prefill) throws (e.g. ResourceExhausted from
 // the KV budget). After the first token, errors do not throw: the request ends with
 // FinishReason::kError, `error` set and the text so far kept. Without a tokenizer (input_ids

@@ -103,10 +103,15 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   // The folder's tokenizer.json, loaded with the model (a tokenizer.json that does not load
   // fails Load). nullptr when the folder has none. Owned by the model; immutable.
   const Tokenizer* tokenizer() const;
-  // The folder's chat template (ChatTemplate::FromModelDir), loaded on first use and then kept.
-  // Throws ebb::Error: NotFound when the folder has none, InvalidArgument when it does not
-  // parse (a later call tries again). Owned by the model; immutable; thread-safe.
+  // The chat template that renders messages: the one given at load (the chat_template option,
+  // parsed by Load), else the folder's (ChatTemplate::FromModelDir), loaded on first use and
+  // then kept. Throws ebb::Error(InvalidArgument) when there is none (the message names the
+  // fixes: the chat_template option, or a plain prompt) or when the folder's does not parse (a
+  // later call tries again). Owned by the model; immutable; thread-safe.
   const ChatTemplate& chat_template() const;
+  // Whether chat_template() has a template to return (one that does not parse counts: it
+  // exists). Lets a surface answer "no chat template" with its own status before a request.
+  bool has_chat_template() const;
 
  protected:
   Model() = default;  // only the library's concrete model derives from Model

@@ -164,6 +164,16 @@ class EBB_API ModelManager {
                      const std::vector<std::pair<std::string, std::optional<std::string>>>& run,
                      std::optional<uint32_t> shrink_every, std::optional<uint64_t> shrink_above);
 
+  // Checks now, loading nothing, what would make a model fail every load, so that a service
+  // refuses to start rather than failing every request: for each explicit id (`models`), its
+  // genai_config.json, its chat_template option, and the execution providers it would run on
+  // (the config's list, or the defaults' and its own execution_provider / provider_options:
+  // each must be in this ONNX Runtime build and take its options); for ids under models_dir
+  // (resolved on use), the providers the default options name. Throws the load's error with the
+  // id (or "the default options") in front: Unavailable for a provider this build cannot serve,
+  // InvalidArgument / NotFound for a template or config that does not load.
+  void CheckModels() const;
+
   // Every model it knows (explicit ids, folders under models_dir) and every loaded one, by id.
   std::vector<ManagedModel> List() const;
   // One model (NotFound as in Acquire).

@@ -123,6 +123,12 @@ struct EBB_API ModelOptions {
   // name such as "CUDAExecutionProvider"), replacing genai_config.json's provider list; "cpu"
   // runs on CPU whatever the config names. Empty (default) = the config's list.
   std::string execution_provider;
+  // chat_template: the chat template that renders messages, instead of the folder's (or where
+  // the folder has none): a Jinja file (as tokenizer_config.json's "chat_template"; a relative
+  // path is relative to the working directory), or the template text itself (a value with
+  // "{{", "{%" or "{#" in it). Parsed at load: a bad template fails Model::Load with the
+  // renderer's line and column and the file's name. Empty (default) = the folder's template.
+  std::string chat_template;
 
   // Sets one option by its full key: "session_options.<k>", "run_options.<k>",
   // "provider_options.<ep>.<k>", or one of ebb's model keys ("kv_cache.mode", ...). Typed session

@@ -16,6 +16,8 @@ The same calls against a running `ebb serve`: rt = ebb.connect() (ebb/remote.py)
 """
 from __future__ import annotations
 
+import operator
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
@@ -192,8 +194,8 @@ class Model:
     def chat(self, messages: List[Dict[str, str]], stream: bool = False, **request_options):
         """Renders `messages` with the model's chat template and generates the reply."""
         if stream:
-            return _PieceIterator(self._impl._stream_chat(list(messages), **request_options))
-        return GenerateResult._from(self._impl._chat(list(messages), None, **request_options))
+            return _PieceIterator(self._impl._stream_chat(_messages(messages), **request_options))
+        return GenerateResult._from(self._impl._chat(_messages(messages), None, **request_options))
 
     def embed(self, input: Union[str, Sequence[str], Sequence[Sequence[int]]],
               dimensions: Optional[int] = None, options: Optional[Dict[str, Any]] = None,
@@ -208,7 +210,7 @@ class Model:
 
     def render_chat(self, messages: List[Dict[str, str]], add_generation_prompt: bool = True) -> str:
         """The prompt that chat() would feed the model."""
-        return self._impl.render_chat(list(messages), add_generation_prompt)
+        return self._impl.render_chat(_messages(messages), add_generation_prompt)
 
     def generator(self, **params) -> Generator:
         """A token-level generator (its own KV cache; freed by close() or when collected)."""
@@ -218,16 +220,38 @@ class Model:
         return f"<ebb.Model id={self.id!r} loaded={self.loaded}>"
 
 
+def _messages(messages):
+    """Chat messages as a list (the extension checks each one); a str or a dict is a TypeError,
+    not a list of its characters or keys."""
+    if isinstance(messages, (str, bytes, dict)) or not hasattr(messages, "__iter__"):
+        raise TypeError("messages must be a list of {'role': str, 'content': str} dicts, not "
+                        f"{type(messages).__name__}")
+    return list(messages)
+
+
 def _input(prompt):
+    """A prompt as the extension takes it: a str, or a list of int token ids. Anything else is
+    a TypeError naming the argument (a float id would silently run another token)."""
     if isinstance(prompt, str):
         return prompt
-    return [int(i) for i in prompt]
+    if prompt is None or isinstance(prompt, (bytes, dict)) or not hasattr(prompt, "__iter__"):
+        raise TypeError("prompt must be a str or a list of int token ids, not "
+                        f"{type(prompt).__name__}")
+    ids = list(prompt)
+    for i, t in enumerate(ids):
+        if isinstance(t, bool) or not hasattr(type(t), "__index__"):
+            raise TypeError(f"prompt[{i}] must be an int token id, not {type(t).__name__} "
+                            f"({t!r})")
+    return [operator.index(t) for t in ids]
 
 
 class Runtime:
     """The owner of named models and their shared memory budget.
 
-    memory_limit: KV bytes of all models together ("8GiB" or an int; None: no limit).
+    memory_limit: memory.limit, the weights (their files' bytes, from load to unload) plus the
+    KV cache of all the runtime's models together ("8GiB" or an int; None: no limit). A load or
+    a generation that would go over it raises ResourceExhausted; ORT's arena is not counted
+    (cap it with arena={"max_mem": ...}).
     arena: the process-wide CPU arena, e.g. {"max_mem": "2GiB",
     "arena_extend_strategy": "kSameAsRequested"} (keys with or without "arena.").
     """
@@ -241,10 +265,14 @@ class Runtime:
              session_options: Optional[Dict[str, Any]] = None,
              provider_options: Optional[Dict[str, Dict[str, Any]]] = None,
              options: Optional[Dict[str, Any]] = None,
-             run_options: Optional[Dict[str, Any]] = None) -> Model:
-        """Loads a model folder. id defaults to the folder's name."""
-        return Model(self._impl.load(str(path), id, session_options, provider_options,
-                                     run_options, options))
+             run_options: Optional[Dict[str, Any]] = None,
+             chat_template: Union[str, "os.PathLike[str]", None] = None) -> Model:
+        """Loads a model folder (a str or os.PathLike). id defaults to the folder's name.
+        chat_template: the option of that name, a Jinja chat template file (or its text) that
+        chat() renders messages with, for a folder without one or to replace it; parsed now (a
+        bad template raises InvalidArgument naming the file, line and column)."""
+        return Model(self._impl.load(path, id, session_options, provider_options,
+                                     run_options, options, chat_template))
 
     def get(self, id: str) -> Model:
         return Model(self._impl.get(id))

@@ -1,4 +1,5 @@
 """Type stubs of the extension module ebb._ebb (python/src/module.cpp)."""
+import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -88,11 +89,12 @@ class _Runtime:
     def __init__(self, memory_limit: Optional[_Value] = None,
                  arena: Optional[Dict[str, _Value]] = None,
                  options: Optional[Dict[str, _Value]] = None) -> None: ...
-    def load(self, path: str, id: Optional[str] = None,
+    def load(self, path: Union[str, "os.PathLike[str]"], id: Optional[str] = None,
              session_options: Optional[Dict[str, _Value]] = None,
              provider_options: Optional[Dict[str, Dict[str, _Value]]] = None,
              run_options: Optional[Dict[str, _Value]] = None,
-             options: Optional[Dict[str, _Value]] = None) -> _Model: ...
+             options: Optional[Dict[str, _Value]] = None,
+             chat_template: Union[str, "os.PathLike[str]", None] = None) -> _Model: ...
     def get(self, id: str) -> _Model: ...
     def unload(self, id: str, force: bool = False) -> None: ...
     def stats(self) -> Dict[str, Any]: ...

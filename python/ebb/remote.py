@@ -72,6 +72,7 @@ _CODE_CLASSES: Dict[str, Type[Error]] = {
     "unsupported_parameter": InvalidArgument,
     "invalid_argument": InvalidArgument,
     "context_length_exceeded": InvalidArgument,
+    "no_chat_template": InvalidArgument,  # as the in-process chat() without a template
     "wrong_model_kind": FailedPrecondition,  # as ebb::Embed / ebb::Generate refuse the model
     "invalid_api_key": FailedPrecondition,
     "request_too_large": InvalidArgument,
@@ -520,6 +521,8 @@ class RemoteModel:
     def stream(self, prompt: str, **request_options) -> Iterator[str]:
         """Like generate(), but yields the text piece by piece (POST /v1/completions with
         stream: true)."""
+        if prompt is None or not isinstance(prompt, (str, list, tuple)):
+            raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
         if not isinstance(prompt, str):
             raise InvalidArgument("a token-id prompt is not supported through ebb.connect (the "
                                   "HTTP API takes text): pass the prompt as a str, or use "
@@ -578,6 +581,25 @@ def _not_remote(what: str) -> Unavailable:
                        "no route for it; use ebb.Runtime() in process for it")
 
 
+def _chat_template_text(chat_template: Any) -> str:
+    """The load's "chat_template" text: the text itself ({{, {% or {# in it, as the option
+    reads it), else the Jinja file read here."""
+    if not isinstance(chat_template, (str, os.PathLike)):
+        raise TypeError("chat_template must be a str or os.PathLike (a Jinja file, or the "
+                        f"template text), not {type(chat_template).__name__}")
+    value = os.fspath(chat_template)
+    if any(tag in value for tag in ("{{", "{%", "{#")):
+        return value
+    try:
+        with open(value, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise NotFound(f"chat_template={value}: no such file (give a Jinja chat template file, "
+                       "or the template text itself)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidArgument(f"chat_template={value}: cannot read it: {e}") from None
+
+
 def _model_id_from_path(path: str) -> str:
     """The id the in-process Runtime.load gives a folder by default: its name, with characters
     other than letters, digits, '.', '_', '-', ':' as '_'."""
@@ -604,6 +626,7 @@ class RemoteRuntime:
              provider_options: Optional[Dict[str, Dict[str, Any]]] = None,
              options: Optional[Dict[str, Any]] = None,
              run_options: Optional[Dict[str, Any]] = None,
+             chat_template: Union[str, "os.PathLike[str]", None] = None,
              *, keep_alive: Union[str, int, None] = None,
              pin: Optional[bool] = None) -> RemoteModel:
         """Loads a model the service knows, with these options after the service's defaults
@@ -612,8 +635,15 @@ class RemoteRuntime:
         where the service serves that id is InvalidArgument. keep_alive ("10m", seconds, -1)
         and pin are the service's: how long it stays loaded when idle, and whether it may be
         evicted. Loading a loaded model with other options is FailedPrecondition (unload
-        first); with the same ones it only updates keep_alive and pin."""
-        path = str(path)
+        first); with the same ones it only updates keep_alive and pin. chat_template: a Jinja
+        file here (read and sent as the load's "chat_template" text; the service reads no
+        client's files) or the template text itself."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError("path must be a str or os.PathLike (a model folder or the service's "
+                            f"model id), not {type(path).__name__}")
+        if id is not None and not isinstance(id, str):
+            raise TypeError(f"id must be a str or None, not {type(id).__name__}")
+        path = os.fspath(path)
         model_id = id if id is not None else _model_id_from_path(path)
         if path != model_id and os.path.exists(path):
             known = {m["id"]: m for m in self._c.call("GET", "/v1/runtime")["models"]}
@@ -637,7 +667,26 @@ class RemoteRuntime:
             body["keep_alive"] = keep_alive
         if pin is not None:
             body["pin"] = bool(pin)
-        self._c.call("POST", f"/v1/models/{_quote(model_id)}/load", body)
+        if chat_template is not None:
+            body["chat_template"] = _chat_template_text(chat_template)
+        try:
+            self._c.call("POST", f"/v1/models/{_quote(model_id)}/load", body)
+        except NotFound as e:
+            if getattr(e, "api_code", None) != "model_not_found":
+                raise
+            # The service loads only the ids it serves: say so, rather than a bare "does not
+            # exist" that reads as if the folder were missing.
+            how = (f"id='{model_id}' must be one of the service's model ids" if id is not None
+                   else f"the folder's name '{model_id}' must be one of the service's model ids")
+            err = NotFound(
+                f"{e}. With ebb.connect(), load() loads a model the service at {self.url} "
+                f"already serves: {how} (its --models-dir folders, --model ID=DIR and "
+                "--models-file entries; rt.known_models() lists them); the path only names the "
+                "id. To serve a folder under another id, start the service with --model "
+                f"{model_id}={os.path.abspath(path)}")
+            err.http_status, err.api_code, err.param = (  # type: ignore[attr-defined]
+                e.http_status, e.api_code, e.param)  # type: ignore[attr-defined]
+            raise err from None
         return RemoteModel(self._c, model_id)
 
     def get(self, id: str) -> RemoteModel:

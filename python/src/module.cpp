@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "ebb/chat_template.h"
@@ -80,23 +81,75 @@ void RegisterExceptions(py::module_& m) {
   });
 }
 
+// ---- Argument types -------------------------------------------------------------------------
+// A wrong type is a TypeError naming the argument and the type it takes, never pybind11's
+// "Unable to cast Python instance of type ... to C++ type 'std::__cxx11::basic_string...'".
+
+[[noreturn]] void ThrowArgType(const std::string& what, const char* expected, const py::handle& v) {
+  std::string got = Py_TYPE(v.ptr())->tp_name;
+  if (v.is_none()) got = "None";
+  throw py::type_error(what + " must be " + expected + ", not " + got);
+}
+
+// `v` as T, or TypeError naming `what` and `expected`.
+template <typename T>
+T Arg(const py::handle& v, const std::string& what, const char* expected) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!py::isinstance<py::str>(v)) ThrowArgType(what, expected, v);  // not bytes either
+  }
+  try {
+    return v.cast<T>();
+  } catch (const py::cast_error&) {
+    ThrowArgType(what, expected, v);
+  }
+}
+
+py::dict DictArg(const py::handle& v, const std::string& what) {
+  if (!py::isinstance<py::dict>(v)) ThrowArgType(what, "a dict", v);
+  return py::reinterpret_borrow<py::dict>(v);
+}
+
+// A str, or an os.PathLike as os.fspath gives it; TypeError for anything else (None included).
+std::string PathArg(const py::handle& v, const std::string& what, const char* expected) {
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (!v.is_none() && PyObject_HasAttrString(v.ptr(), "__fspath__") == 1) {
+    return Arg<std::string>(py::module_::import("os").attr("fspath")(v), what, expected);
+  }
+  ThrowArgType(what, expected, v);
+}
+
+// A key of the dict argument `what` (option names are str).
+std::string KeyArg(const py::handle& k, const std::string& what) {
+  return Arg<std::string>(k, "the keys of " + what, "str");
+}
+
 // ---- Options --------------------------------------------------------------------------------
 
 // Python value -> option string: True/False -> "true"/"false", numbers and str as written.
-std::string OptionValue(const py::handle& v) {
+// `what` names the argument in the TypeError of any other type.
+std::string OptionValue(const py::handle& v, const std::string& what = "an option value") {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
   if (py::isinstance<py::str>(v)) return v.cast<std::string>();
   if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) {
     return py::str(v).cast<std::string>();
   }
-  throw ebb::Error(
-      ebb::ErrorCode::InvalidArgument,
-      "option value " + py::repr(v).cast<std::string>() + " must be a str, int, float or bool");
+  ThrowArgType(what, "a str, int, float or bool", v);
+}
+
+// Each key/value of the dict argument `what` ("options", "session_options", ...).
+template <typename F>
+void ForEachOption(const py::handle& d, const std::string& what, F&& f) {
+  for (const auto& [k, v] : DictArg(d, what)) {
+    const std::string key = KeyArg(k, what);
+    f(key, OptionValue(v, what + "['" + key + "']"));
+  }
 }
 
 // A request option's value: OptionValue, plus logit_bias as a dict {token id: bias}.
-std::string RequestOptionValue(const std::string& key, const py::handle& v) {
-  if (key != "logit_bias" || !py::isinstance<py::dict>(v)) return OptionValue(v);
+// `what` names the argument in a TypeError.
+std::string RequestOptionValue(const std::string& key, const py::handle& v,
+                               const std::string& what) {
+  if (key != "logit_bias" || !py::isinstance<py::dict>(v)) return OptionValue(v, what);
   std::string out;
   for (const auto& [id, bias] : v.cast<py::dict>()) {
     const bool int_id = py::isinstance<py::int_>(id) && !py::isinstance<py::bool_>(id);
@@ -127,10 +180,10 @@ py::object JsonLoads(const std::string& json) {
 ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
   ebb::GenerateRequest req;
   for (const auto& [k, v] : kwargs) {
-    const std::string key = k.cast<std::string>();
+    const std::string key = KeyArg(k, "the request options");
     if (v.is_none()) continue;
     if (key == "max_new_tokens") {
-      const int64_t n = v.cast<int64_t>();
+      const int64_t n = Arg<int64_t>(v, "max_new_tokens", "an int");
       if (n < 0 || n > INT32_MAX) {
         throw ebb::Error(
             ebb::ErrorCode::InvalidArgument,
@@ -141,17 +194,18 @@ ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
       if (py::isinstance<py::str>(v)) {
         req.stop.push_back(v.cast<std::string>());
       } else {
-        req.stop = v.cast<std::vector<std::string>>();
+        req.stop = Arg<std::vector<std::string>>(v, "stop", "a str or a list of str");
       }
     } else if (key == "add_generation_prompt") {
+      if (!py::isinstance<py::bool_>(v)) ThrowArgType(key, "a bool", v);
       req.add_generation_prompt = v.cast<bool>();
     } else if (key == "options") {
-      for (const auto& [ok, ov] : v.cast<py::dict>()) {
-        const std::string okey = ok.cast<std::string>();
-        req.params.Set(okey, RequestOptionValue(okey, ov));
+      for (const auto& [ok, ov] : DictArg(v, "options")) {
+        const std::string okey = KeyArg(ok, "options");
+        req.params.Set(okey, RequestOptionValue(okey, ov, "options['" + okey + "']"));
       }
     } else {
-      req.params.Set(key, RequestOptionValue(key, v));
+      req.params.Set(key, RequestOptionValue(key, v, key));
     }
   }
   return req;
@@ -185,24 +239,54 @@ py::dict LogprobsDict(const ebb::Tokenizer* tok, const ebb::TokenLogprobs& lp) {
   return d;
 }
 
+// A token-id list: ints (or objects with __index__, such as NumPy integers), not floats or
+// bools, which would silently run another token. `what` names the argument.
+std::vector<int32_t> TokenIds(const py::handle& input, const std::string& what) {
+  if (py::isinstance<py::str>(input) || !py::isinstance<py::sequence>(input)) {
+    ThrowArgType(what, "a list of int token ids", input);
+  }
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  for (const auto& item : py::reinterpret_borrow<py::sequence>(input)) {
+    const std::string at = what + "[" + std::to_string(i++) + "]";
+    if (py::isinstance<py::bool_>(item) || PyIndex_Check(item.ptr()) == 0) {
+      ThrowArgType(at, "an int token id", item);
+    }
+    const int64_t id = py::reinterpret_steal<py::int_>(PyNumber_Index(item.ptr())).cast<int64_t>();
+    if (id < INT32_MIN || id > INT32_MAX) {
+      throw ebb::Error(ebb::ErrorCode::InvalidArgument,
+                       at + ": " + std::to_string(id) + " is not a token id (int32)");
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
+}
+
 void SetInput(ebb::GenerateRequest& req, const py::object& input) {
   if (py::isinstance<py::str>(input)) {
     req.prompt = input.cast<std::string>();
   } else {
-    req.input_ids = {input.cast<std::vector<int32_t>>()};
+    if (input.is_none()) ThrowArgType("prompt", "a str or a list of int token ids", input);
+    req.input_ids = {TokenIds(input, "prompt")};
   }
 }
 
-std::vector<ebb::ChatMessage> Messages(const py::list& messages) {
+std::vector<ebb::ChatMessage> Messages(const py::handle& messages) {
+  if (py::isinstance<py::str>(messages) || !py::isinstance<py::sequence>(messages)) {
+    ThrowArgType("messages", "a list of {'role': str, 'content': str} dicts", messages);
+  }
   std::vector<ebb::ChatMessage> out;
-  for (const auto& item : messages) {
-    const py::dict d = item.cast<py::dict>();
+  size_t i = 0;
+  for (const auto& item : py::reinterpret_borrow<py::sequence>(messages)) {
+    const std::string at = "messages[" + std::to_string(i++) + "]";
+    if (!py::isinstance<py::dict>(item)) ThrowArgType(at, "a dict with 'role' and 'content'", item);
+    const py::dict d = py::reinterpret_borrow<py::dict>(item);
     if (!d.contains("role") || !d.contains("content")) {
-      throw ebb::Error(
-          ebb::ErrorCode::InvalidArgument,
-          "each message needs 'role' and 'content', got " + py::repr(item).cast<std::string>());
+      throw ebb::Error(ebb::ErrorCode::InvalidArgument, at + " needs 'role' and 'content', got " +
+                                                            py::repr(item).cast<std::string>());
     }
-    out.push_back({d["role"].cast<std::string>(), d["content"].cast<std::string>()});
+    out.push_back({Arg<std::string>(d["role"], at + "['role']", "a str"),
+                   Arg<std::string>(d["content"], at + "['content']", "a str")});
   }
   return out;
 }
@@ -459,20 +543,20 @@ PYBIND11_MODULE(_ebb, m) {
       .def(py::init([](const py::object& memory_limit, const py::object& arena,
                        const py::object& options) {
              ebb::RuntimeOptions o;
-             if (!memory_limit.is_none()) o.Set("memory.limit", OptionValue(memory_limit));
+             if (!memory_limit.is_none()) {
+               o.Set("memory.limit", OptionValue(memory_limit, "memory_limit"));
+             }
              if (!arena.is_none()) {
-               for (const auto& [k, v] : arena.cast<py::dict>()) {
-                 std::string key = k.cast<std::string>();
+               ForEachOption(arena, "arena", [&](std::string key, const std::string& v) {
                  if (key != "arena_extend_strategy" && !key.starts_with("arena.")) {
                    key = "arena." + key;
                  }
-                 o.Set(key, OptionValue(v));
-               }
+                 o.Set(key, v);
+               });
              }
              if (!options.is_none()) {
-               for (const auto& [k, v] : options.cast<py::dict>()) {
-                 o.Set(k.cast<std::string>(), OptionValue(v));
-               }
+               ForEachOption(options, "options",
+                             [&](const std::string& k, const std::string& v) { o.Set(k, v); });
              }
              auto r = std::make_unique<PyRuntime>();
              r->rt = std::make_shared<ebb::Runtime>(o);
@@ -482,34 +566,47 @@ PYBIND11_MODULE(_ebb, m) {
            py::arg("options") = py::none())
       .def(
           "load",
-          [](PyRuntime& r, const std::string& path, const py::object& id,
+          [](PyRuntime& r, const py::object& path_arg, const py::object& id,
              const py::object& session_options, const py::object& provider_options,
-             const py::object& run_options, const py::object& options) {
+             const py::object& run_options, const py::object& options,
+             const py::object& chat_template) {
+            // A folder is a str or an os.PathLike; None (or anything else) is not a path to
+            // look for genai_config.json under.
+            const std::string path =
+                PathArg(path_arg, "path", "a str or os.PathLike (a model folder)");
             ebb::ModelOptions o;
             if (!session_options.is_none()) {
-              for (const auto& [k, v] : session_options.cast<py::dict>()) {
-                o.Set("session_options." + k.cast<std::string>(), OptionValue(v));
-              }
+              ForEachOption(session_options, "session_options",
+                            [&](const std::string& k, const std::string& v) {
+                              o.Set("session_options." + k, v);
+                            });
             }
             if (!provider_options.is_none()) {
-              for (const auto& [ep, kv] : provider_options.cast<py::dict>()) {
-                for (const auto& [k, v] : kv.cast<py::dict>()) {
-                  o.Set("provider_options." + ep.cast<std::string>() + "." + k.cast<std::string>(),
-                        OptionValue(v));
-                }
+              for (const auto& [ep, kv] : DictArg(provider_options, "provider_options")) {
+                const std::string name = KeyArg(ep, "provider_options");
+                ForEachOption(kv, "provider_options['" + name + "']",
+                              [&](const std::string& k, const std::string& v) {
+                                o.Set("provider_options." + name + "." + k, v);
+                              });
               }
             }
             if (!run_options.is_none()) {
-              for (const auto& [k, v] : run_options.cast<py::dict>()) {
-                o.Set("run_options." + k.cast<std::string>(), OptionValue(v));
-              }
+              ForEachOption(run_options, "run_options",
+                            [&](const std::string& k, const std::string& v) {
+                              o.Set("run_options." + k, v);
+                            });
             }
             if (!options.is_none()) {
-              for (const auto& [k, v] : options.cast<py::dict>()) {
-                o.Set(k.cast<std::string>(), OptionValue(v));
-              }
+              ForEachOption(options, "options",
+                            [&](const std::string& k, const std::string& v) { o.Set(k, v); });
             }
-            const std::string model_id = id.is_none() ? AutoId(r, path) : id.cast<std::string>();
+            if (!chat_template.is_none()) {
+              o.Set("chat_template",
+                    PathArg(chat_template, "chat_template",
+                            "a str or os.PathLike (a Jinja file, or the template text)"));
+            }
+            const std::string model_id =
+                id.is_none() ? AutoId(r, path) : Arg<std::string>(id, "id", "a str or None");
             auto pm = std::make_unique<PyModel>();
             pm->rt = r.rt;
             {
@@ -520,7 +617,7 @@ PYBIND11_MODULE(_ebb, m) {
           },
           py::arg("path"), py::arg("id") = py::none(), py::arg("session_options") = py::none(),
           py::arg("provider_options") = py::none(), py::arg("run_options") = py::none(),
-          py::arg("options") = py::none())
+          py::arg("options") = py::none(), py::arg("chat_template") = py::none())
       .def("get",
            [](PyRuntime& r, const std::string& id) {
              auto pm = std::make_unique<PyModel>();
@@ -541,7 +638,7 @@ PYBIND11_MODULE(_ebb, m) {
           "memory_limit", [](PyRuntime& r) { return r.rt->memory_limit(); },
           [](PyRuntime& r, const py::object& v) {
             ebb::RuntimeOptions o;
-            o.Set("memory.limit", OptionValue(v));
+            o.Set("memory.limit", OptionValue(v, "memory_limit"));
             r.rt->SetMemoryLimit(o.memory_limit_bytes);
           });
 
@@ -574,15 +671,16 @@ PYBIND11_MODULE(_ebb, m) {
       .def(
           "shrink_above",
           [](PyHandle& h, const py::object& bytes) {
-            h.h().ShrinkAbove(py::isinstance<py::str>(bytes)
-                                  ? ebb::ParseByteSize(bytes.cast<std::string>(), "shrink_above")
-                                  : bytes.cast<uint64_t>());
+            h.h().ShrinkAbove(
+                py::isinstance<py::str>(bytes)
+                    ? ebb::ParseByteSize(bytes.cast<std::string>(), "shrink_above")
+                    : Arg<uint64_t>(bytes, "rss_bytes", "an int of bytes or a size str ('2GiB')"));
           },
           py::arg("rss_bytes"), "Shrink after a request that ends with RSS above this; 0: off.")
       .def(
           "set_option",
           [](PyHandle& h, const std::string& k, const py::object& v) {
-            h.h().SetRunOption(k, OptionValue(v));
+            h.h().SetRunOption(k, OptionValue(v, "value"));
           },
           py::arg("key"), py::arg("value"), "Set an ORT run option for every later Run().")
       .def(
@@ -703,7 +801,7 @@ PYBIND11_MODULE(_ebb, m) {
              return RunGenerate(pm.model, std::move(req), on_text);
            })
       .def("_chat",
-           [](PyModel& pm, const py::list& messages, const py::object& on_text,
+           [](PyModel& pm, const py::object& messages, const py::object& on_text,
               const py::kwargs& kwargs) {
              ebb::GenerateRequest req = MakeRequest(kwargs);
              req.messages = Messages(messages);
@@ -716,7 +814,7 @@ PYBIND11_MODULE(_ebb, m) {
              return std::make_unique<Stream>(pm.model, std::move(req));
            })
       .def("_stream_chat",
-           [](PyModel& pm, const py::list& messages, const py::kwargs& kwargs) {
+           [](PyModel& pm, const py::object& messages, const py::kwargs& kwargs) {
              ebb::GenerateRequest req = MakeRequest(kwargs);
              req.messages = Messages(messages);
              return std::make_unique<Stream>(pm.model, std::move(req));
@@ -729,18 +827,22 @@ PYBIND11_MODULE(_ebb, m) {
             if (py::isinstance<py::str>(input)) {
               req.texts.push_back(input.cast<std::string>());
             } else {
-              for (const auto& item : input.cast<py::list>()) {
+              if (!py::isinstance<py::sequence>(input)) {
+                ThrowArgType("input", "a str, a list of str or a list of token-id lists", input);
+              }
+              size_t i = 0;
+              for (const auto& item : py::reinterpret_borrow<py::sequence>(input)) {
                 if (py::isinstance<py::str>(item)) {
                   req.texts.push_back(item.cast<std::string>());
                 } else {
-                  req.input_ids.push_back(item.cast<std::vector<int32_t>>());
+                  req.input_ids.push_back(TokenIds(item, "input[" + std::to_string(i) + "]"));
                 }
+                ++i;
               }
             }
             if (!options.is_none()) {
-              for (const auto& [k, v] : options.cast<py::dict>()) {
-                req.Set(k.cast<std::string>(), OptionValue(v));
-              }
+              ForEachOption(options, "options",
+                            [&](const std::string& k, const std::string& v) { req.Set(k, v); });
             }
             ebb::EmbedResult r;
             {
@@ -758,7 +860,7 @@ PYBIND11_MODULE(_ebb, m) {
           py::arg("input"), py::arg("options") = py::none())
       .def(
           "render_chat",
-          [](PyModel& pm, const py::list& messages, bool add_generation_prompt) {
+          [](PyModel& pm, const py::object& messages, bool add_generation_prompt) {
             return pm.model->chat_template().Render(Messages(messages), add_generation_prompt);
           },
           py::arg("messages"), py::arg("add_generation_prompt") = true)
@@ -767,12 +869,12 @@ PYBIND11_MODULE(_ebb, m) {
         for (const auto& [k, v] : kwargs) {
           const std::string key = k.cast<std::string>();
           if (key == "options") {
-            for (const auto& [ok, ov] : v.cast<py::dict>()) {
-              const std::string okey = ok.cast<std::string>();
-              params.Set(okey, RequestOptionValue(okey, ov));
+            for (const auto& [ok, ov] : DictArg(v, "options")) {
+              const std::string okey = KeyArg(ok, "options");
+              params.Set(okey, RequestOptionValue(okey, ov, "options['" + okey + "']"));
             }
           } else if (!v.is_none()) {
-            params.Set(key, RequestOptionValue(key, v));
+            params.Set(key, RequestOptionValue(key, v, key));
           }
         }
         auto g = std::make_unique<PyGenerator>();

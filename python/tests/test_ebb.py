@@ -84,14 +84,15 @@ def test_chat_renders_the_template(model, tmp_path):
     assert "".join(model.chat(messages, stream=True, max_new_tokens=8)) == r.text
 
 
-def test_chat_without_a_template_is_not_found(rt, tiny_path, tmp_path):
+def test_chat_without_a_template_is_invalid_argument(rt, tiny_path, tmp_path):
     copy = tmp_path / "m"
     shutil.copytree(tiny_path, copy)
     cfg = json.loads((copy / "tokenizer_config.json").read_text())
     del cfg["chat_template"]
     (copy / "tokenizer_config.json").write_text(json.dumps(cfg))
     m = rt.load(str(copy))
-    with pytest.raises(ebb.NotFound):
+    # Issue 24 item 6: InvalidArgument naming the fix (it was NotFound), as over HTTP (400).
+    with pytest.raises(ebb.InvalidArgument, match="chat_template"):
         m.chat([{"role": "user", "content": "hi"}], max_new_tokens=2)
     m.unload()
 

@@ -62,8 +62,9 @@ void RegisterChatTemplateCommand(CLI::App& app) {
       ->required();
   cmd->add_flag("--add-generation-prompt", args->add_generation_prompt,
                 "End with the assistant turn's header");
-  cmd->add_option("--template", args->template_file,
-                  "Use this .jinja file instead of the model's template");
+  cmd->add_option("--template,--chat-template", args->template_file,
+                  "Use this .jinja file instead of the model's template (as run, chat and "
+                  "generate take it)");
   cmd->callback([args] { RunChatTemplate(*args); });
 }
 

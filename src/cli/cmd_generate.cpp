@@ -53,6 +53,7 @@ struct GenerateArgs {
   std::map<std::string, std::string> request;
   std::vector<std::string> params;  // --param KEY=V
   bool json = false;
+  std::string chat_template;  // --chat-template FILE: the option chat_template
   OptionFlags options;
   CLI::Option* prompt_opt = nullptr;  // to tell `--prompt ""` from no --prompt
 };
@@ -182,6 +183,7 @@ void RunGenerate(const GenerateArgs& a) {
   }
 
   ModelOptions mo = a.options.ToModelOptions();
+  if (!a.chat_template.empty()) mo.Set("chat_template", a.chat_template);
   const auto t_load = std::chrono::steady_clock::now();
   std::shared_ptr<Model> model;
   {
@@ -340,7 +342,10 @@ void RegisterGenerateCommand(CLI::App& app) {
                   "Read token ids from a file ('-': stdin): rows separated by ';' or newlines");
   cmd->add_option("--messages", a->messages_file,
                   "Chat: a JSON file ('-': stdin) of [{\"role\", \"content\"}, …], rendered with "
-                  "the model's chat template");
+                  "the model's chat template (or --chat-template's)");
+  cmd->add_option("--chat-template", a->chat_template,
+                  "Render --messages with this Jinja chat template file (the option "
+                  "chat_template; for a model folder without one, or to replace it)");
   // Bounded by int32 (CLI11's NonNegativeNumber prints its range as a 309-digit number).
   cmd->add_option("--max-length", a->max_length, "Total tokens per row (0: model default)")
       ->check(CLI::Range(0, INT32_MAX));

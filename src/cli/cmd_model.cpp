@@ -12,6 +12,7 @@
 #include "cli/load_progress.h"
 #include "cli/options_flags.h"
 #include "cli/service_client.h"
+#include "core/files.h"
 #include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/chat_template.h"
@@ -158,8 +159,12 @@ void PrintModel(const Conn& c, const Json& j) {
   }
   if (j.contains("options") && !j["options"].empty()) {
     std::cout << "  options  ";
-    for (const auto& [k, v] : j["options"].items())
-      std::cout << " " << k << "=" << v.get<std::string>();
+    for (const auto& [k, v] : j["options"].items()) {
+      // One line per model: a long value (a chat template's text) is cut.
+      std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+      if (text.size() > 60) text = internal::OneLine(text.substr(0, 57)) + "...";
+      std::cout << " " << k << "=" << text;
+    }
     std::cout << "\n";
   }
   if (j.contains("runtime_options") && !j["runtime_options"].empty()) {
@@ -188,6 +193,15 @@ void AddRuntimeOption(Json& patch, const std::string& key, const std::optional<s
   patch["run_options"][run] = v ? Json(*v) : Json(nullptr);
 }
 
+// The text of --chat-template FILE for a service, which does not read a client's files: read
+// and parsed here, so that a template that does not parse is reported naming the file.
+std::string ChatTemplateText(const std::string& file) {
+  std::string text =
+      internal::ReadRegularFile(file, internal::kMaxConfigFileBytes, "--chat-template");
+  ChatTemplate::Parse(text, file);  // throws "<file>:<line>:<col>: ..." when it does not parse
+  return text;
+}
+
 // Interactive or one-shot chat: through the service when one is reachable (MODEL is its id),
 // else in process (MODEL is a model folder).
 struct ChatFlags {
@@ -200,6 +214,7 @@ struct ChatFlags {
   std::string frequency_penalty;
   std::vector<std::string> logit_bias;  // ID=BIAS, each may hold several, comma-separated
   std::string system;
+  std::string chat_template;  // --chat-template FILE
   bool local = false;
 };
 
@@ -262,6 +277,19 @@ void Chat(ChatFlags& f, bool interactive) {
   std::shared_ptr<Model> local;
   if (!f.local && (!f.conn.url.empty() || DiscoverServiceUrl())) {
     svc = std::make_unique<ServiceClient>(f.conn.url, f.conn.api_key);
+    if (!f.chat_template.empty()) {
+      // The service loads the model with the template's text (the load route's
+      // "chat_template"); a model already loaded with other options is refused (409).
+      try {
+        svc->Call("POST", "/v1/models/" + f.model + "/load",
+                  Json{{"chat_template", ChatTemplateText(f.chat_template)}});
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::FailedPrecondition) throw;
+        throw Error(e.code(), std::string(e.what()) + "; that is, the service has '" + f.model +
+                                  "' loaded without this chat template: `ebb model unload " +
+                                  f.model + "`, then run again");
+      }
+    }
   } else {
     std::error_code ec;
     if (!std::filesystem::is_directory(f.model, ec)) {
@@ -270,8 +298,10 @@ void Chat(ChatFlags& f, bool interactive) {
                       "' is not a model folder; start the service (`ebb service start`) or give "
                       "a folder to run in process");
     }
+    ModelOptions mo;
+    if (!f.chat_template.empty()) mo.Set("chat_template", f.chat_template);
     LoadProgress progress(f.model);
-    local = Model::Load(f.model);
+    local = Model::Load(f.model, mo);
   }
   std::vector<ChatMessage> messages;
   if (!f.system.empty()) messages.push_back({"system", f.system});
@@ -337,13 +367,17 @@ void RegisterServiceClientCommands(CLI::App& app) {
     auto flags = std::make_shared<OptionFlags>();
     auto keep_alive = std::make_shared<std::string>();
     auto pin = std::make_shared<bool>(false);
+    auto chat_template = std::make_shared<std::string>();
     CLI::App* cmd = model->add_subcommand("load", "Load a model now, with options");
     cmd->add_option("ID", *id, "Model id")->required();
     AddConnFlags(cmd, *c);
     cmd->add_option("--keep-alive", *keep_alive, "Keep-alive after its last request (e.g. 10m)");
     cmd->add_flag("--pin", *pin, "Never evict or expire it");
+    cmd->add_option("--chat-template", *chat_template,
+                    "A Jinja chat template file for its messages (sent as the load's "
+                    "\"chat_template\" text)");
     AddOptionFlags(*cmd, *flags);
-    cmd->callback([c, id, flags, keep_alive, pin] {
+    cmd->callback([c, id, flags, keep_alive, pin, chat_template] {
       Json body = {{"session_options", Json::object()},
                    {"provider_options", Json::object()},
                    {"run_options", Json::object()},
@@ -367,6 +401,7 @@ void RegisterServiceClientCommands(CLI::App& app) {
       }
       if (!keep_alive->empty()) body["keep_alive"] = *keep_alive;
       if (*pin) body["pin"] = true;
+      if (!chat_template->empty()) body["chat_template"] = ChatTemplateText(*chat_template);
       ServiceClient s(c->url, c->api_key);
       PrintModel(*c, s.Call("POST", "/v1/models/" + *id + "/load", body));
     });
@@ -488,6 +523,10 @@ void RegisterServiceClientCommands(CLI::App& app) {
     cmd->add_option("--logit-bias", f->logit_bias,
                     "ID=BIAS added to a token's logit, -100 (ban) to 100 (force); repeatable");
     cmd->add_option("--system", f->system, "A system message first");
+    cmd->add_option("--chat-template", f->chat_template,
+                    "Render the messages with this Jinja chat template file (the option "
+                    "chat_template; for a model folder without one, or to replace it). Through "
+                    "the service: the model is loaded with it");
     cmd->add_flag("--local", f->local, "Run in process even when a service runs");
     cmd->add_option("--url", f->conn.url, "The service (default: $EBB_URL, else the running one)");
     cmd->add_option("--api-key", f->conn.api_key, "API key (default: $EBB_API_KEY)");

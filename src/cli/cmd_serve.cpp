@@ -191,6 +191,10 @@ void Run(ServeFlags& f) {
     }
   }
   server::Server srv(o);
+  // A model that can never load (a provider this ONNX Runtime build lacks, a chat template that
+  // does not parse) refuses the start: every request to it would fail, and the log of a
+  // service that started says nothing until then.
+  srv.manager().CheckModels();
   srv.Bind();
   std::optional<StateFileGuard> state;
   if (!state_dir.empty()) state.emplace(state_dir, o, srv.port());
@@ -280,6 +284,10 @@ void RegisterServeCommand(CLI::App& app) {
                   "Write service.json (pid, address, log, flags) to this folder while listening, "
                   "as `ebb service` does (docs/service.md)");
   AddOptionFlags(*cmd, f->options);
+  cmd->add_option("--ep", f->options.ep,
+                  "Execution provider of every model: cpu, cuda, ... (the option "
+                  "execution_provider; default: each genai_config.json's list). One this ONNX "
+                  "Runtime lacks refuses the start");
   cmd->callback([f] { Run(*f); });
 }
 

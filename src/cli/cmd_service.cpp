@@ -82,6 +82,32 @@ Address AddressOf(const std::vector<std::string>& args) {
   return a;
 }
 
+// Whether a file in `dir` can be written: "" when it can, else why (the errno of a probe that
+// writes one block and syncs it: "No space left on device" on a full file system, a quota, a
+// read-only mount). What ebb serve met, when it died with nothing in its log.
+std::string WriteProbe(const fs::path& dir) {
+  const fs::path probe = dir / (".ebb-write-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return internal::DescribeErrno(errno);
+  std::string why;
+  const std::string block(4096, '\n');
+  size_t done = 0;
+  while (done < block.size() && why.empty()) {
+    const ssize_t n = ::write(fd, block.data() + done, block.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      why = internal::DescribeErrno(errno);
+    } else if (n == 0) {
+      why = internal::DescribeErrno(ENOSPC);  // a write that makes no progress
+    }
+  }
+  if (why.empty() && ::fsync(fd) != 0) why = internal::DescribeErrno(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return why;
+}
+
 // The last `max_lines` lines of `log` written at or after byte `from`, indented, for messages.
 std::string LogTail(const fs::path& log, uint64_t from, size_t max_lines = 15) {
   std::ifstream in(log, std::ios::binary);
@@ -92,7 +118,17 @@ std::string LogTail(const fs::path& log, uint64_t from, size_t max_lines = 15) {
     lines.push_back(line);
     if (lines.size() > max_lines) lines.pop_front();
   }
-  if (lines.empty()) return "  (the log is empty)";
+  if (lines.empty()) {
+    // ebb serve writes its reason to the log before it exits; an empty log is most often one it
+    // could not write (a full disk), which the same write here shows with its errno.
+    if (const std::string why = WriteProbe(log.parent_path()); !why.empty()) {
+      return "  (the log is empty: writing to " + log.parent_path().string() + " fails with '" +
+             why +
+             "': ebb serve could not write its log there, nor, most likely, its state file; "
+             "free space there (or set $EBB_HOME to another folder) and start again)";
+    }
+    return "  (the log is empty)";
+  }
   std::string out;
   for (const auto& l : lines) out += "  | " + EscapeForMessage(l, 400) + "\n";
   out.pop_back();

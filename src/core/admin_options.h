@@ -13,5 +13,8 @@ namespace ebb::internal {
 
 // True for a key of the table marked admin-only.
 bool IsAdminOnlyOption(std::string_view key);
+// True when a request may not set `key` to `value`: an admin-only key, or chat_template naming a
+// file (the template text itself is any client's to send).
+bool IsAdminOnlyValue(std::string_view key, std::string_view value);
 
 }  // namespace ebb::internal

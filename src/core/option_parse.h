@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "ebb/options.h"
@@ -16,6 +17,14 @@ bool ParseBool(std::string_view key, std::string_view value);
 int64_t ParseInt(std::string_view key, std::string_view value, int64_t min, int64_t max);
 // A finite decimal number in [min, max].
 double ParseFloat(std::string_view key, std::string_view value, double min, double max);
+
+// Whether a chat_template value is the template text itself ({{, {% or {# in it), not a file.
+bool IsChatTemplateText(std::string_view value);
+
+// Checks an ORT run option entry as ORT would take it: the key 1 to 1024 bytes, the value at most
+// 4096, both valid UTF-8. Throws InvalidArgument naming the key; used wherever a run option is
+// set (ModelOptions::Set, RuntimeHandle::SetRunOption), so a bad key fails there, not later.
+void CheckRunOptionEntry(const std::string& key, const std::string& value);
 
 // Checks `value` against the spec's type and range (without applying it).
 void ValidateOptionValue(const OptionSpec& spec, std::string_view value);

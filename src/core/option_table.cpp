@@ -65,6 +65,11 @@ constexpr std::array kTable = {
                "cpu, cuda, dml, ... or ORT's name",
                "run on this one execution provider instead of the config's list; cpu runs a "
                "GPU model's folder on CPU"},
+    OptionSpec{"chat_template", T::kString, kMo, "", "the folder's", "a .jinja file or the text",
+               "the chat template that renders messages, instead of the folder's (or where it has "
+               "none): a Jinja file as tokenizer_config.json's chat_template, or the template "
+               "text itself; parsed at load. Over HTTP a request sends the text (a path is the "
+               "admin's)"},
     OptionSpec{"memory.release_file_pages", T::kBool, kMo, "", "true", "",
                "after load, let the kernel reclaim the model files' resident pages"},
     OptionSpec{"prefill_logits", T::kEnum, kMo, "", "last", "last|all",
@@ -341,9 +346,10 @@ void ThrowUnknownKey(std::string_view key, OptionScope scope, std::string_view e
     if (HasScope(s, scope)) keys += (keys.empty() ? "" : ", ") + std::string(s.key);
   }
   throw Error(ErrorCode::InvalidArgument,
-              "unknown " + std::string(OptionScopeName(scope)) + " option '" + std::string(key) +
-                  "'" + hint + "; the " + std::string(OptionScopeName(scope)) + " keys are " +
-                  keys + (extra_hint.empty() ? "" : "; ") + std::string(extra_hint) +
+              "unknown " + std::string(OptionScopeName(scope)) + " option '" +
+                  EscapeForMessage(key, 200) + "'" + hint + "; the " +
+                  std::string(OptionScopeName(scope)) + " keys are " + keys +
+                  (extra_hint.empty() ? "" : "; ") + std::string(extra_hint) +
                   " (docs/options.md, `ebb options`)");
 }
 
@@ -381,6 +387,48 @@ bool IsAdminOnlyOption(std::string_view key) {
     if (k == key) return true;
   }
   return false;
+}
+
+bool IsAdminOnlyValue(std::string_view key, std::string_view value) {
+  // chat_template names a file the service would read, unless it is the template text itself.
+  if (key == "chat_template") return !IsChatTemplateText(value);
+  return IsAdminOnlyOption(key);
+}
+
+bool IsChatTemplateText(std::string_view value) {
+  // Every Jinja template that renders messages has a tag; no sane file name has one.
+  return value.find("{{") != std::string_view::npos || value.find("{%") != std::string_view::npos ||
+         value.find("{#") != std::string_view::npos;
+}
+
+void CheckRunOptionEntry(const std::string& key, const std::string& value) {
+  // ORT's config entries: key 1 to 1024 bytes, value up to 4096 (ConfigOptions::AddConfigEntry).
+  constexpr size_t kMaxKey = 1024, kMaxValue = 4096;
+  if (key.empty() || key.size() > kMaxKey) {
+    throw Error(
+        ErrorCode::InvalidArgument,
+        "run option key " +
+            (key.empty() ? std::string("''") : "of " + std::to_string(key.size()) + " bytes") +
+            ": a key is 1 to " + std::to_string(kMaxKey) +
+            " bytes (ONNX Runtime's limit); nothing was set");
+  }
+  if (!IsValidUtf8(key)) {
+    throw Error(ErrorCode::InvalidArgument, "run option key '" + EscapeForMessage(key, 200) +
+                                                "' is not valid UTF-8 (run option keys and values "
+                                                "must be); nothing was set");
+  }
+  if (value.size() > kMaxValue) {
+    throw Error(ErrorCode::InvalidArgument, "run option " + key + ": the value has " +
+                                                std::to_string(value.size()) +
+                                                " bytes; ONNX Runtime takes at most " +
+                                                std::to_string(kMaxValue) + "; nothing was set");
+  }
+  if (!IsValidUtf8(value)) {
+    throw Error(ErrorCode::InvalidArgument,
+                "run option " + key + "='" + EscapeForMessage(value, 200) +
+                    "': the value is not valid UTF-8 (run option keys and values must be); "
+                    "nothing was set");
+  }
 }
 
 }  // namespace ebb::internal

@@ -92,6 +92,9 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     return;
   }
   if (k.starts_with("run_options.") && k.size() > 12) {
+    // Checked now, as RuntimeHandle::SetRunOption checks it: a key ORT cannot take (or that no
+    // JSON can show, such as invalid UTF-8) fails this call, not the load or a later stats call.
+    internal::CheckRunOptionEntry(after("run_options."), v);
     run_options[after("run_options.")] = v;
     return;
   }
@@ -159,6 +162,12 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
                   "memory.pressure_cgroup='' names no cgroup; use auto (the default), machine, or "
                   "a cgroup folder such as /sys/fs/cgroup/system.slice/ebb.service");
     }
+  } else if (k == "chat_template") {
+    if (internal::Trim(v).empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "chat_template='' names no template; give a Jinja file (or the template text)");
+    }
+    chat_template = v;  // parsed when the model loads (it needs the folder's special tokens)
   } else if (k == "execution_provider") {
     execution_provider = internal::Trim(v);  // checked against ORT when the model loads
   } else {

@@ -140,4 +140,31 @@ std::string OneLine(std::string_view s) {
   return out;
 }
 
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    if (b0 < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = b0 >= 0xC2 && b0 <= 0xDF   ? 2
+                       : b0 >= 0xE0 && b0 <= 0xEF ? 3
+                       : b0 >= 0xF0 && b0 <= 0xF4 ? 4
+                                                  : 0;
+    if (len == 0 || i + len > n) return false;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    // Unicode table 3-7: the second byte's range depends on the first.
+    const unsigned char lo = b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = b0 == 0xED ? 0x9F : b0 == 0xF4 ? 0x8F : 0xBF;
+    if (b1 < lo || b1 > hi) return false;
+    for (size_t k = 2; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace ebb::internal

@@ -31,6 +31,10 @@ std::string FormatNumber(double value);
 // as \xNN escapes, cut to `max_bytes` (then "..."): safe to put raw file bytes into a message.
 std::string EscapeForMessage(std::string_view s, size_t max_bytes = 200);
 
+// Whether `s` is valid UTF-8 (no overlong forms, surrogates or values above U+10FFFF): what a
+// JSON document can carry as a string.
+bool IsValidUtf8(std::string_view s);
+
 // `s` on one line: runs of newlines/tabs (and surrounding spaces) become one space, trimmed.
 std::string OneLine(std::string_view s);
 

@@ -13,6 +13,7 @@
 
 #include "core/files.h"
 #include "core/log.h"
+#include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "memory/file_pages.h"
@@ -664,6 +665,33 @@ void StartCacheBuild(ModelImpl& mi, const Ort::SessionOptions& so, ModelCache ca
                                      [&gov, transient](bool) { gov.Release(transient); });
 }
 
+std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path& dir,
+                                                     const std::string& value) {
+  if (IsChatTemplateText(value)) {
+    try {
+      return ChatTemplate::ParseForModelDir(value, "chat_template", dir);
+    } catch (const Error& e) {
+      throw Error(e.code(),
+                  std::string("the chat_template option's template does not parse: ") + e.what());
+    }
+  }
+  const std::filesystem::path file(value);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    throw Error(ErrorCode::NotFound,
+                "chat_template=" + EscapeForMessage(value, 1024) +
+                    ": no such file (give a Jinja chat template file, as tokenizer_config.json's "
+                    "\"chat_template\", or the template text itself)");
+  }
+  try {
+    return ChatTemplate::ParseForModelDir(
+        ReadRegularFile(file, kMaxConfigFileBytes, "chat template file"), file.string(), dir);
+  } catch (const Error& e) {
+    throw Error(e.code(), "chat_template=" + EscapeForMessage(value, 1024) +
+                              " is not a chat template ebb can render: " + e.what());
+  }
+}
+
 std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
                                      const std::filesystem::path& dir, const ModelOptions& options,
                                      std::function<void(Model&)> shrink_step) {
@@ -675,6 +703,10 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   impl->config = LoadModelFolderConfig(dir);
   impl->options = options;
   const GenaiConfig& cfg = impl->config;
+  // Before anything heavy: a template given at load that does not parse fails the load now.
+  if (!options.chat_template.empty()) {
+    impl->chat_template_owned = LoadChatTemplateOption(cfg.dir, options.chat_template);
+  }
   // Checked before anything is loaded; used once the weights are known to be file-backed.
   PressureSource pressure;
   if (options.release_weights_on_pressure) {
@@ -937,12 +969,46 @@ std::string Model::weights_state() const { return internal::ImplOf(*this).Weight
 
 const Tokenizer* Model::tokenizer() const { return internal::ImplOf(*this).tokenizer_owned.get(); }
 
-const ChatTemplate& Model::chat_template() const {
+namespace {
+
+// The template of `m` (the load option's, else the folder's, loaded on first use and kept), or
+// null when there is none. Throws what a template that does not parse throws.
+const ChatTemplate* FindChatTemplate(const internal::ModelImpl& model) {
   // const_cast: the template is loaded lazily, once, under its mutex; it is immutable after.
-  auto& m = const_cast<internal::ModelImpl&>(internal::ImplOf(*this));
+  auto& m = const_cast<internal::ModelImpl&>(model);
   std::lock_guard<std::mutex> lock(m.chat_template_mu);
-  if (!m.chat_template_owned) m.chat_template_owned = ChatTemplate::FromModelDir(m.config.dir);
-  return *m.chat_template_owned;
+  if (!m.chat_template_owned) {
+    try {
+      m.chat_template_owned = ChatTemplate::FromModelDir(m.config.dir);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::NotFound) return nullptr;  // none (a later call looks again)
+      throw;
+    }
+  }
+  return m.chat_template_owned.get();
+}
+
+}  // namespace
+
+bool Model::has_chat_template() const {
+  try {
+    return FindChatTemplate(internal::ImplOf(*this)) != nullptr;
+  } catch (const Error&) {
+    return true;  // there is one; it does not parse (chat_template() says why)
+  }
+}
+
+const ChatTemplate& Model::chat_template() const {
+  const internal::ModelImpl& m = internal::ImplOf(*this);
+  if (const ChatTemplate* t = FindChatTemplate(m)) return *t;
+  throw Error(ErrorCode::InvalidArgument,
+              "model '" + internal::EscapeForMessage(m.id, 128) + "' has no chat template (" +
+                  internal::EscapeForMessage(m.config.dir.string(), 1024) +
+                  " has no chat_template.jinja, tokenizer_config.json \"chat_template\" or "
+                  "chat_template.json), so messages cannot be rendered: load it with the option "
+                  "chat_template=FILE (a Jinja file, as tokenizer_config.json's; `ebb "
+                  "run|chat|generate --chat-template FILE`, the models file's \"chat_template\"), "
+                  "or send a plain prompt instead of messages");
 }
 
 KvStats Model::kv_stats() const {

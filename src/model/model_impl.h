@@ -185,6 +185,13 @@ class ModelImpl final : public Model {
 inline ModelImpl& ImplOf(Model& m) { return static_cast<ModelImpl&>(m); }
 inline const ModelImpl& ImplOf(const Model& m) { return static_cast<const ModelImpl&>(m); }
 
+// The chat_template option (ebb/options.h) parsed for the model folder `dir`: the template text
+// itself, or a Jinja file. Throws NotFound (no such file) or InvalidArgument (the renderer's
+// error, with the file's name, line and column). LoadModel calls it before anything heavy; a
+// service calls it at start (ModelManager::CheckModels).
+std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path& dir,
+                                                     const std::string& value);
+
 // Loads a model folder for `host` under `id`. `shrink_step` runs one minimal Run() on the model
 // (an idle shrink; see ShrinkController); the runtime supplies it so that model/ never constructs
 // a Generator. Throws ebb::Error; on failure nothing stays loaded or allocated.

@@ -379,4 +379,13 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
   return so;
 }
 
+void CheckExecutionProviders(const std::vector<ProviderOptions>& config_providers,
+                             const ModelOptions& options) {
+  const ProviderPlan plan = ResolveProviders(config_providers, options);
+  for (const auto& ep : plan.order) {
+    Ort::SessionOptions scratch;  // appended to and dropped: nothing is loaded or run
+    AppendProvider(scratch, ep, plan.named_by.at(ep), plan.options.at(ep));
+  }
+}
+
 }  // namespace ebb::internal

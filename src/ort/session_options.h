@@ -33,6 +33,15 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
                                         ArenaConfig* env_arena = nullptr,
                                         bool* use_env_allocators = nullptr);
 
+// Checks, without creating a session, that every execution provider a session with these
+// options would get (the config's list, or options.execution_provider / provider_options, as
+// BuildSessionOptions resolves them) is in this ONNX Runtime build and takes its options: each
+// is appended to a scratch Ort::SessionOptions, which loads a provider's library as a load
+// would. Throws what BuildSessionOptions throws for them (Unavailable naming who asked for the
+// provider and how to run on CPU; InvalidArgument for options the provider refuses).
+void CheckExecutionProviders(const std::vector<ProviderOptions>& config_providers,
+                             const ModelOptions& options);
+
 // After a session failed to be created with `options`: finds the passthrough session config
 // entry (config or user) that ORT refuses, by creating a session for a 70-byte Identity model
 // with each entry alone. Returns "" when no single entry is to blame (e.g. a corrupt model).

@@ -15,7 +15,9 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/runtime_handle.h"
+#include "model/genai_config.h"
 #include "model/model_impl.h"
+#include "ort/session_options.h"
 #include "runtime/model_folder_check.h"
 
 namespace ebb {
@@ -38,7 +40,11 @@ bool ValidManagedId(const std::string& id) {
 
 std::string OptionListText(const OptionList& list) {
   std::string s;
-  for (const auto& [k, v] : list) s += (s.empty() ? "" : ", ") + k + "=" + v;
+  for (const auto& [k, v] : list) {
+    // A long value (a chat template's text) is cut: the message names the keys that differ.
+    const std::string shown = v.size() > 60 ? internal::OneLine(v.substr(0, 57)) + "..." : v;
+    s += (s.empty() ? "" : ", ") + k + "=" + internal::EscapeForMessage(shown, 200);
+  }
   return s.empty() ? "(none)" : s;
 }
 
@@ -571,9 +577,9 @@ ModelManager::ModelManager(Runtime& runtime, ModelManagerOptions options)
   state_->runtime = &runtime;
   for (const auto& [id, spec] : options.models) {
     if (!ValidManagedId(id)) {
-      throw Error(
-          ErrorCode::InvalidArgument,
-          "model id '" + id + "' is not valid: use 1 to 128 letters, digits, '.', '_', '-' or ':'");
+      throw Error(ErrorCode::InvalidArgument,
+                  "model id '" + internal::EscapeForMessage(id, 200) +
+                      "' is not valid: use 1 to 128 letters, digits, '.', '_', '-' or ':'");
     }
   }
   if (!options.models_dir.empty()) {
@@ -634,7 +640,8 @@ void ModelManager::Unload(const std::string& id, bool force) {
     }
     if (it == state_->entries.end() || !it->second.model) {
       if (!state_->runtime->Contains(id)) {
-        throw Error(ErrorCode::NotFound, "model '" + id + "' is not loaded; nothing to unload");
+        throw Error(ErrorCode::NotFound, "model '" + internal::EscapeForMessage(id, 200) +
+                                             "' is not loaded; nothing to unload");
       }
     } else {
       State::Entry& e = it->second;
@@ -741,7 +748,44 @@ ManagedModel ModelManager::Get(const std::string& id) const {
     std::lock_guard<std::mutex> lock(state_->mu);
     return state_->Describe(id, nullptr, spec);
   }
-  throw Error(ErrorCode::NotFound, "model '" + id + "' does not exist");
+  throw Error(ErrorCode::NotFound,
+              "model '" + internal::EscapeForMessage(id, 200) + "' does not exist");
+}
+
+void ModelManager::CheckModels() const {
+  const ModelManagerOptions& o = state_->options;
+  auto model_options = [](const OptionList& a, const OptionList& b) {
+    ModelOptions mo;
+    for (const auto& [k, v] : a) mo.Set(k, v);
+    for (const auto& [k, v] : b) mo.Set(k, v);
+    return mo;
+  };
+  auto with_prefix = [](const std::string& who, const Error& e) {
+    return Error(e.code(), who + " can never load: " + e.what());
+  };
+  // Folders under models_dir are found on use: only the defaults are known for them.
+  if (!o.models_dir.empty()) {
+    try {
+      const ModelOptions mo = model_options(o.defaults, {});
+      internal::CheckExecutionProviders({}, mo);
+      // A template for every model parses (the folders' special tokens come at their loads).
+      if (!mo.chat_template.empty()) {
+        internal::LoadChatTemplateOption(o.models_dir, mo.chat_template);
+      }
+    } catch (const Error& e) {
+      throw with_prefix("a model under " + o.models_dir.string() + " with the default options", e);
+    }
+  }
+  for (const auto& [id, spec] : o.models) {
+    try {
+      const ModelOptions mo = model_options(o.defaults, spec.options);
+      const internal::GenaiConfig cfg = internal::LoadModelFolderConfig(spec.path);
+      internal::CheckExecutionProviders(cfg.provider_options, mo);
+      if (!mo.chat_template.empty()) internal::LoadChatTemplateOption(cfg.dir, mo.chat_template);
+    } catch (const Error& e) {
+      throw with_prefix("model '" + id + "'", e);
+    }
+  }
 }
 
 uint64_t ModelManager::num_evictions() const {

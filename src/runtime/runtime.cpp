@@ -168,9 +168,10 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
 std::shared_ptr<Model> Runtime::Load(const std::string& id, const std::filesystem::path& dir,
                                      const ModelOptions& options) {
   if (!ValidId(id)) {
-    throw Error(
-        ErrorCode::InvalidArgument,
-        "model id '" + id + "' is not valid: use 1 to 128 letters, digits, '.', '_', '-' or ':'");
+    throw Error(ErrorCode::InvalidArgument,
+                // Escaped: a NUL or a control byte in the id would cut or garble the message.
+                "model id '" + internal::EscapeForMessage(id, 200) +
+                    "' is not valid: use 1 to 128 letters, digits, '.', '_', '-' or ':'");
   }
   {
     std::lock_guard<std::mutex> lock(state_->mu);
@@ -200,7 +201,8 @@ std::shared_ptr<Model> Runtime::Get(const std::string& id) const {
   }
   std::string ids;
   for (const auto& m : state_->LiveLocked()) ids += (ids.empty() ? "" : ", ") + m->id;
-  throw Error(ErrorCode::NotFound, "no model '" + id + "' is loaded" +
+  throw Error(ErrorCode::NotFound, "no model '" + internal::EscapeForMessage(id, 200) +
+                                       "' is loaded" +
                                        (ids.empty() ? " (none is)" : "; loaded: " + ids));
 }
 
@@ -215,7 +217,8 @@ void Runtime::Unload(const std::string& id, bool force) {
     std::lock_guard<std::mutex> lock(state_->mu);
     auto it = state_->named.find(id);
     if (it == state_->named.end()) {
-      throw Error(ErrorCode::NotFound, "no model '" + id + "' is loaded; nothing to unload");
+      throw Error(ErrorCode::NotFound, "no model '" + internal::EscapeForMessage(id, 200) +
+                                           "' is loaded; nothing to unload");
     }
     const int live = it->second->live_generators();
     if (live > 0 && !force) {

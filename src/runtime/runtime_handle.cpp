@@ -9,7 +9,6 @@
 #include "memory/shrink_controller.h"
 #include "model/model_impl.h"
 #include "ort/session_options.h"
-#include "tokenizer/utf8.h"
 
 namespace ebb {
 namespace {
@@ -28,28 +27,8 @@ void RuntimeHandle::ShrinkAbove(uint64_t rss_bytes) { C(model_).ShrinkAbove(rss_
 // belong, and anything else is an ORT run config entry, with a warning when the pinned ORT does
 // not document it (ORT ignores unknown run keys without a word).
 void RuntimeHandle::SetRunOption(const std::string& key, const std::string& value) {
-  // ORT's config entries: key 1 to 1024 bytes, value up to 4096 (ConfigOptions::AddConfigEntry);
-  // checked here so that a bad key fails this call, not every later request.
-  constexpr size_t kMaxKey = 1024, kMaxValue = 4096;
-  if (key.empty() || key.size() > kMaxKey) {
-    throw Error(
-        ErrorCode::InvalidArgument,
-        "run option key " +
-            (key.empty() ? std::string("''") : "of " + std::to_string(key.size()) + " bytes") +
-            ": a key is 1 to " + std::to_string(kMaxKey) +
-            " bytes (ONNX Runtime's limit); nothing was set");
-  }
-  if (value.size() > kMaxValue) {
-    throw Error(ErrorCode::InvalidArgument, "run option " + key + ": the value has " +
-                                                std::to_string(value.size()) +
-                                                " bytes; ONNX Runtime takes at most " +
-                                                std::to_string(kMaxValue) + "; nothing was set");
-  }
-  if (tok::FindInvalidUtf8(key) != std::string::npos ||
-      tok::FindInvalidUtf8(value) != std::string::npos) {
-    throw Error(ErrorCode::InvalidArgument,
-                "run option keys and values must be valid UTF-8; nothing was set");
-  }
+  // Checked here so that a bad key fails this call, not every later request.
+  internal::CheckRunOptionEntry(key, value);
   if (key == "memory.shrink_every") {
     ShrinkEvery(static_cast<uint32_t>(internal::ParseInt(key, value, 0, UINT32_MAX)));
     EBB_LOG_INFO("run option {}='{}' applied as the shrink policy (ShrinkEvery)", key, value);

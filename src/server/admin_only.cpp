@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "core/admin_options.h"
+#include "core/strings.h"
 #include "ebb/options.h"
 #include "server/api_error.h"
 
@@ -21,9 +22,19 @@ void RefuseAdminOnlyOptions(const std::vector<std::pair<std::string, std::string
       k.remove_prefix(std::string_view("run_options.").size());
       admin = internal::IsAdminOnlyOption(k);
     } else {
-      admin = internal::IsAdminOnlyOption(k);
+      admin = internal::IsAdminOnlyValue(k, value);
     }
     if (!admin) continue;
+    if (k == "chat_template") {
+      throw ApiException(ApiError{
+          403, "permission_error",
+          "'chat_template' names a file (" + internal::EscapeForMessage(value, 200) +
+              "): a request sends the template's text instead (ebb model load --chat-template "
+              "FILE and ebb.connect().load(..., chat_template=FILE) read the file and send its "
+              "text); a path is for the service's admin (its --models-file, --option, or a "
+              "request that carries its --admin-key) (docs/http_api.md#security-model)",
+          key, "admin_only_option", 0});
+    }
     throw ApiException(
         ApiError{403, "permission_error",
                  "option '" + key +

@@ -2,6 +2,7 @@
 
 #include "core/files.h"
 #include "core/json_util.h"
+#include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "server/api_error.h"
@@ -51,6 +52,15 @@ OptionList OptionListFromJson(const Json& body) {
   if (const Json* o = object("options")) {
     for (const auto& [k, v] : o->items()) out.emplace_back(k, JsonScalarText(v, "options." + k));
   }
+  // "chat_template": the option of that name (a Jinja file, or the template text itself).
+  if (auto it = body.find("chat_template"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      ThrowBadField("chat_template",
+                    "'chat_template' must be a string: the template's text (a Jinja chat "
+                    "template, as tokenizer_config.json's), or in the models file a file");
+    }
+    out.emplace_back("chat_template", it->get<std::string>());
+  }
   // Check every key now, so that a typo is reported naming it rather than as a failed load.
   ModelOptions probe;
   for (const auto& [k, v] : out) {
@@ -94,7 +104,8 @@ std::map<std::string, ManagedModelSpec> ReadModelsFile(const std::filesystem::pa
   // Every key an entry may have: a typo ("pinn", "keep-alive") is an error at start, not a
   // setting silently ignored.
   static constexpr std::string_view kEntryKeys[] = {
-      "path", "options", "session_options", "provider_options", "run_options", "keep_alive", "pin"};
+      "path",       "options", "session_options", "provider_options", "run_options",
+      "keep_alive", "pin",     "chat_template"};
   std::map<std::string, ManagedModelSpec> out;
   for (const auto& [id, m] : j["models"].items()) {
     const std::string at = where + ": models." + id;
@@ -126,6 +137,11 @@ std::map<std::string, ManagedModelSpec> ReadModelsFile(const std::filesystem::pa
     }
     try {
       spec.options = OptionListFromJson(m);
+      // A chat template file is relative to the models file, as "path" is.
+      for (auto& [k, v] : spec.options) {
+        if (k != "chat_template" || internal::IsChatTemplateText(v)) continue;
+        if (std::filesystem::path(v).is_relative()) v = (file.parent_path() / v).string();
+      }
       spec.keep_alive = KeepAliveFromJson(m);
       if (m.contains("pin")) {
         if (!m["pin"].is_boolean()) {

@@ -1,10 +1,11 @@
 // Model options written as JSON, as the load endpoint and the serve's models file take them:
 //   {"session_options": {K: V}, "provider_options": {EP: {K: V}}, "run_options": {K: V},
-//    "options": {ebb key: V}}
+//    "options": {ebb key: V}, "chat_template": TEXT}
 // and the models file of `ebb serve --models-file F`:
 //   {"models": {"ID": {"path": "DIR", <the option objects above>, "keep_alive": "10m",
-//                      "pin": true}}}
-// Relative paths are relative to the file's folder.
+//                      "pin": true, "chat_template": "FILE.jinja"}}}
+// Relative paths ("path", a chat_template file) are relative to the file's folder.
+// "chat_template" is the option of that name: a Jinja file or the template's text.
 #pragma once
 
 #include <filesystem>

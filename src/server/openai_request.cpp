@@ -198,9 +198,25 @@ void RefuseUnsupported(const Json& j) {
                   "unsupported_value");
   }
   if (const Json* rf = Field(j, "response_format")) {
-    if (!rf->is_object() || rf->value("type", "") != "text") {
+    if (!rf->is_object()) {
       ThrowBadField("response_format",
-                    "only {\"type\": \"text\"} is supported as 'response_format'",
+                    "'response_format' must be an object; only {\"type\": \"text\"} is "
+                    "supported");
+    }
+    // Checked before it is read as a string: {"type": 5} is a 400 naming the field, not the
+    // JSON library's "type must be string, but is number".
+    const Json* type = Field(*rf, "type");
+    if (type == nullptr || !type->is_string()) {
+      ThrowBadField("response_format.type",
+                    "'response_format.type' must be a string; the allowed value is \"text\" "
+                    "(\"json_object\" and \"json_schema\" are not supported)");
+    }
+    if (type->get_ref<const std::string&>() != "text") {
+      ThrowBadField("response_format.type",
+                    "'response_format.type' is \"" +
+                        internal::EscapeForMessage(type->get_ref<const std::string&>(), 40) +
+                        "\"; the allowed value is \"text\" (\"json_object\" and "
+                        "\"json_schema\" are not supported)",
                     "unsupported_value");
     }
   }

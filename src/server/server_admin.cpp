@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_util.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/options.h"
 #include "ebb/version.h"
@@ -67,9 +68,10 @@ Json ManagedJson(const ManagedModel& m) {
 // The loaded model `id`, or 404 naming how to load it.
 std::shared_ptr<Model> LoadedModel(Runtime& runtime, const std::string& id) {
   if (!runtime.Contains(id)) {
+    const std::string shown = internal::EscapeForMessage(id, 200);
     throw ApiException({404, "not_found_error",
-                        "model '" + id + "' is not loaded; load it with POST /v1/models/" + id +
-                            "/load (or send it a request)",
+                        "model '" + shown + "' is not loaded; load it with POST /v1/models/" +
+                            shown + "/load (or send it a request)",
                         "model", "model_not_loaded", 0});
   }
   try {

@@ -350,6 +350,19 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
           "model", "model '" + r.model + "' is an embedding model; use POST /v1/embeddings with it",
           "wrong_model_kind", ErrorCode::FailedPrecondition);
     }
+    if (chat && !model->has_chat_template()) {
+      throw ApiException(ApiError{
+          400, "invalid_request_error",
+          "model '" + r.model +
+              "' has no chat template (its folder has no chat_template.jinja, "
+              "tokenizer_config.json \"chat_template\" or chat_template.json), so its messages "
+              "cannot be rendered: give it one with the models file's \"chat_template\" (a "
+              "Jinja file), the load request's \"chat_template\" (POST /v1/models/" +
+              r.model + "/load with the template's text; ebb model load " + r.model +
+              " --chat-template FILE), or ebb serve --option chat_template=FILE; or send a raw "
+              "prompt to /v1/completions",
+          "messages", "no_chat_template", 0});
+    }
     auto g = std::make_shared<GenerateRequest>(BuildGenerateRequest(r, *model));
     const std::string id = (chat ? "chatcmpl-" : "cmpl-") + res.get_header_value("X-Request-Id");
     const int64_t created = NowSeconds();
@@ -477,6 +490,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
             const ApiError e = FromCurrentException();
             NoteStreamError(e.status, e.code.value_or(""));
             send(Json::parse(e.ToJson()));
+            lease->Reset();  // before [DONE]: see below
             static const std::string done = "data: [DONE]\n\n";
             sink.write(done.data(), done.size());
             sink.done();
@@ -506,6 +520,10 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
               send(u);
             }
           }
+          // The request is over: end the lease before [DONE], so that a client that reads it
+          // and then unloads the model finds no running request (httplib destroys this
+          // provider, and the lease in it, only after the response is written).
+          lease->Reset();
           static const std::string done = "data: [DONE]\n\n";
           sink.write(done.data(), done.size());
           sink.done();

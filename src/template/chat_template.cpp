@@ -6,6 +6,7 @@
 
 #include "core/files.h"
 #include "core/json_util.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "template/interpreter.h"
 #include "template/lexer.h"
@@ -76,23 +77,34 @@ std::unique_ptr<ChatTemplate> ChatTemplate::Parse(std::string_view source,
   return std::unique_ptr<ChatTemplate>(new ChatTemplate(std::move(impl)));
 }
 
+namespace {
+
+// <dir>/tokenizer_config.json, or null when the folder has none.
+ordered_json ReadTokenizerConfig(const std::filesystem::path& dir) {
+  const std::filesystem::path config_path = dir / "tokenizer_config.json";
+  if (!internal::FileExists(config_path, "tokenizer_config.json")) return ordered_json();
+  return ParseJson(ReadFile(config_path), config_path.string());
+}
+
+}  // namespace
+
 std::unique_ptr<ChatTemplate> ChatTemplate::FromModelDir(const std::filesystem::path& dir,
                                                          const std::filesystem::path& override_file,
                                                          ChatTemplateOptions options) {
   namespace fs = std::filesystem;
-  ordered_json config;
   const fs::path config_path = dir / "tokenizer_config.json";
-  if (internal::FileExists(config_path, "tokenizer_config.json")) {
-    config = ParseJson(ReadFile(config_path), config_path.string());
-  }
+  const ordered_json config = ReadTokenizerConfig(dir);
   std::string source;
   std::string source_name;
   if (!override_file.empty()) {
     if (!internal::FileExists(override_file, "template file")) {
-      throw Error(ErrorCode::NotFound, "chat template file not found: " + override_file.string());
+      throw Error(ErrorCode::NotFound,
+                  "chat template file not found: " +
+                      internal::EscapeForMessage(override_file.string(), 1024));
     }
     source = ReadFile(override_file);
-    source_name = override_file.filename().string();
+    // The path as given: the renderer's errors then name the very file ("t.jinja:3:7: ...").
+    source_name = override_file.string();
   } else if (internal::FileExists(dir / "chat_template.jinja", "chat_template.jinja")) {
     source = ReadFile(dir / "chat_template.jinja");
     source_name = "chat_template.jinja";
@@ -133,6 +145,15 @@ std::unique_ptr<ChatTemplate> ChatTemplate::FromModelDir(const std::filesystem::
                     " (looked for chat_template.jinja, tokenizer_config.json \"chat_template\" and "
                     "chat_template.json); pass a template file instead");
   }
+  // ParseForModelDir reads tokenizer_config.json again for the special tokens (a small file).
+  return ParseForModelDir(source, source_name, dir, std::move(options));
+}
+
+std::unique_ptr<ChatTemplate> ChatTemplate::ParseForModelDir(std::string_view source,
+                                                             std::string_view source_name,
+                                                             const std::filesystem::path& dir,
+                                                             ChatTemplateOptions options) {
+  const ordered_json config = ReadTokenizerConfig(dir);
   std::vector<std::pair<std::string, std::string>> extra_tokens;
   if (config.is_object()) {
     if (options.bos_token.empty() && config.contains("bos_token")) {

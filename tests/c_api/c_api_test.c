@@ -2,7 +2,8 @@
  *   c_api_test MODEL_DIR
  * loads a model with session and provider options, streams a generation, runs the token-level
  * generator, shrinks, reads stats, provokes ResourceExhausted, InvalidArgument and Unavailable
- * (a CUDA provider option on a CPU-only ONNX Runtime), and frees everything (ASan: no leaks). */
+ * (a CUDA provider option on a CPU-only ONNX Runtime), renders messages with a chat_template
+ * given at load, and frees everything (ASan: no leaks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,60 @@ int main(int argc, char** argv) {
                  "cuda without a CUDA EP");
     CHECK(m == NULL);
     ebb_model_options_free(cuda);
+  }
+
+  /* Issue 24: the chat_template load option (the template text, or a Jinja file) renders
+   * messages; a file that does not parse fails the load naming it, with line and column; a
+   * non-UTF-8 run option key is refused when it is set (it used to be accepted, and then
+   * ebb_model_run_options_json failed with internal). */
+  {
+    const char* tmpl = "{% for m in messages %}{{ m['content'] }}{% endfor %}";
+    const char* bad_file = "c_api_test_bad_template.jinja"; /* in ctest's working folder */
+    ebb_model_options* ct = NULL;
+    ebb_model* m = NULL;
+    ebb_request* r = NULL;
+    ebb_result* out = NULL;
+    FILE* f = NULL;
+    ok(ebb_model_options_create(&ct), "model_options_create");
+    expect_error(ebb_model_options_set(ct, "run_options.bad\xff", "1"), EBB_INVALID_ARGUMENT,
+                 "not valid UTF-8", "non-UTF-8 run option key");
+    ok(ebb_model_options_set(ct, "chat_template", tmpl), "chat_template (text)");
+    if (!ok(ebb_runtime_load(rt, "ct", dir, ct, &m), "load with chat_template")) {
+      ok(ebb_request_create(&r), "request_create");
+      ok(ebb_request_add_message(r, "user", "hello"), "message");
+      ok(ebb_request_set_option(r, "max_new_tokens", "2"), "max_new_tokens");
+      if (!ok(ebb_generate(m, r, NULL, NULL, &out), "chat with chat_template")) {
+        int32_t* ids = NULL;
+        size_t n = 0;
+        /* The template renders the content alone: the prompt is "hello" without BOS. */
+        if (!ok(ebb_model_encode(m, "hello", 0, &ids, &n), "encode")) {
+          CHECK(ebb_result_get_prompt_tokens(out) == n);
+          ebb_ids_free(ids);
+        }
+        ebb_result_free(out);
+      }
+      ebb_request_free(r);
+      if (!ok(ebb_model_run_options_json(m, &json), "run_options_json")) ebb_string_free(json);
+      ebb_model_free(m);
+      ok(ebb_runtime_unload(rt, "ct", 0), "unload ct");
+    }
+    ebb_model_options_free(ct);
+    f = fopen(bad_file, "w");
+    if (f != NULL) {
+      fputs("{{ oops", f);
+      fclose(f);
+      ok(ebb_model_options_create(&ct), "model_options_create");
+      ok(ebb_model_options_set(ct, "chat_template", bad_file), "chat_template (file)");
+      m = NULL;
+      expect_error(ebb_runtime_load(rt, "ctbad", dir, ct, &m), EBB_INVALID_ARGUMENT,
+                   "c_api_test_bad_template.jinja:1:", "a template that does not parse");
+      CHECK(m == NULL);
+      ebb_model_options_free(ct);
+      remove(bad_file);
+    } else {
+      fprintf(stderr, "cannot write %s in the working folder\n", bad_file);
+      g_failures++;
+    }
   }
 
   /* Stream a greedy generation. */

@@ -170,7 +170,7 @@ TEST(CliChat, MessagesGoThroughTheChatTemplate) {
   const auto j = ParseJson(r.out);
   EXPECT_EQ(j["usage"]["completion_tokens"], 5);
   EXPECT_THAT(j["text"][0].get<std::string>(), HasSubstr("Hello"));
-  // A folder without a chat template: a clear NotFound.
+  // A folder without a chat template: a clear error naming --chat-template (issue 24).
   EBB_SKIP_UNLESS_EXISTS(kStories);
   const Split none = RunSplit("generate " + kStories.string() + " --messages " + chat.string());
   EXPECT_EQ(none.status, 1);

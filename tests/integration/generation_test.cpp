@@ -287,7 +287,8 @@ fs::path LinkedCopy(const fs::path& src, const std::string& name,
   return dst;
 }
 
-TEST(Generation, MessagesWithoutAChatTemplateIsNotFound) {
+// Issue 24 item 6: InvalidArgument naming the fix (it was NotFound, a 404 over HTTP).
+TEST(Generation, MessagesWithoutAChatTemplateIsInvalidArgumentNamingTheFix) {
   const fs::path dir = LinkedCopy(kLlama, "no-template", {"tokenizer_config.json"});
   auto model = Model::Load(dir);
   GenerateRequest chat;
@@ -296,7 +297,8 @@ TEST(Generation, MessagesWithoutAChatTemplateIsNotFound) {
     Generate(model, chat);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::NotFound) << e.what();
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("chat_template=FILE"));
   }
   fs::remove_all(dir);
 }
