@@ -13,8 +13,8 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/error.h"
-#include "model/run_error.h"
 #include "model/model_impl.h"
+#include "model/run_error.h"
 #include "ort/index_tensor.h"
 
 namespace ebb::internal {

@@ -15,11 +15,11 @@
 #include "ebb/model.h"
 #include "generate/decode_batcher.h"
 #include "generate/generator_testing.h"
-#include "model/run_error.h"
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
 #include "model/model_impl.h"
+#include "model/run_error.h"
 #include "ort/index_tensor.h"
 
 namespace ebb {

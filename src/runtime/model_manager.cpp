@@ -91,6 +91,7 @@ struct ModelManager::State {
     // Weights a load in progress made room for and has not charged to memory.limit yet: two
     // loads that each found room for themselves alone must not both go ahead.
     uint64_t reserved_bytes = 0;
+    bool warned_folder_gone = false;  // logged once that its folder was deleted while loaded
   };
 
   // Marks the end of an unload of `id` (lock held) and wakes the requests waiting for it.
@@ -329,7 +330,30 @@ struct ModelManager::State {
   // Loads `id` if needed and takes a lease. Throws.
   std::shared_ptr<Model> AcquireModel(const std::string& id, const OptionList& extra,
                                       bool explicit_load, std::optional<bool> pin) {
-    const ManagedModelSpec spec = Resolve(id);
+    ManagedModelSpec spec;
+    try {
+      spec = Resolve(id);
+    } catch (const Error& err) {
+      // The folder of a loaded model was deleted (or renamed): the loaded model keeps serving
+      // until it is unloaded, as a process that has a file open keeps reading it; it is still
+      // charged to memory.limit. Once unloaded, the id is gone.
+      if (err.code() != ErrorCode::NotFound || explicit_load) throw;
+      std::unique_lock<std::mutex> lock(mu);
+      auto it = entries.find(id);
+      if (it == entries.end() || !it->second.model || it->second.unloading) throw;
+      Entry& e = it->second;
+      if (!e.warned_folder_gone) {
+        EBB_LOG_WARN(
+            "model '{}': its folder is gone ({}); the loaded model keeps serving until "
+            "it is unloaded, and cannot be loaded again",
+            id, err.what());
+        e.warned_folder_gone = true;
+      }
+      ++e.leases;
+      e.expiry_set = false;
+      if (pin) e.pinned = *pin;
+      return e.model;
+    }
     OptionList opts = options.defaults;
     opts.insert(opts.end(), spec.options.begin(), spec.options.end());
     opts.insert(opts.end(), extra.begin(), extra.end());
@@ -431,6 +455,7 @@ struct ModelManager::State {
     f.model = model;
     f.loading = false;
     f.reserved_bytes = 0;  // charged to memory.limit by the load itself now
+    f.warned_folder_gone = false;
     f.load_error = nullptr;
     ++f.load_generation;
     f.options = opts;

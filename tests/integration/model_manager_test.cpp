@@ -288,6 +288,39 @@ TEST(ModelManager, ClientKeepAliveLongerThanTheAdminsWhenAllowed) {
   EXPECT_TRUE(Loaded(m, "a"));
 }
 
+// Issue 24 finding 8: a loaded model whose folder is deleted keeps serving until it is
+// unloaded (it was a 404 "does not exist" while still loaded and charged to the budget); then
+// the id is gone.
+TEST(ModelManager, ALoadedModelWhoseFolderIsDeletedKeepsServingUntilUnloaded) {
+  const auto dir = std::filesystem::temp_directory_path() / "ebb_mm_deleted";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "models");
+  std::filesystem::copy(Tiny(), dir / "models" / "m");
+  Runtime rt;
+  ModelManagerOptions o;
+  o.models_dir = dir / "models";
+  ModelManager m(rt, o);
+  m.Acquire("m").Reset();
+  std::filesystem::remove_all(dir / "models" / "m");
+  for (int i = 0; i < 2; ++i) {
+    auto lease = m.Acquire("m");
+    GenerateRequest req;
+    req.input_ids = {{1, 2, 3}};
+    req.max_new_tokens = 2;
+    req.params.max_length = 16;
+    EXPECT_EQ(Generate(lease.model(), req).rows[0].generated_ids.size(), 2u);
+  }
+  EXPECT_TRUE(Loaded(m, "m"));
+  m.Unload("m", /*force=*/false);
+  try {
+    m.Acquire("m");
+    FAIL() << "an unloaded model whose folder is gone was loaded again";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::NotFound) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ModelManager, IdsAreConfinedToTheModelsDirectory) {
   const auto dir = std::filesystem::temp_directory_path() / "ebb_mm_confine";
   std::filesystem::remove_all(dir);

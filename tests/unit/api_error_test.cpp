@@ -10,10 +10,10 @@
 namespace ebb::server {
 namespace {
 
-constexpr ErrorCode kAll[] = {ErrorCode::InvalidArgument,    ErrorCode::NotFound,
-                              ErrorCode::ResourceExhausted,  ErrorCode::FailedPrecondition,
-                              ErrorCode::Cancelled,          ErrorCode::DeadlineExceeded,
-                              ErrorCode::Unavailable,        ErrorCode::Internal};
+constexpr ErrorCode kAll[] = {ErrorCode::InvalidArgument,   ErrorCode::NotFound,
+                              ErrorCode::ResourceExhausted, ErrorCode::FailedPrecondition,
+                              ErrorCode::Cancelled,         ErrorCode::DeadlineExceeded,
+                              ErrorCode::Unavailable,       ErrorCode::Internal};
 
 TEST(ApiError, EveryErrorCodeRoundTripsThroughTheBodysEbbCode) {
   for (ErrorCode c : kAll) {
@@ -39,12 +39,10 @@ TEST(ApiError, RouteErrorsWithoutACodeTakeTheStatusTablesAndBadFieldsCanNameThei
   const ApiError queue{429, "rate_limit_error", "queue full", std::nullopt, "queue_full", 1};
   EXPECT_EQ(nlohmann::json::parse(queue.ToJson())["error"]["ebb_code"], "resource_exhausted");
   try {
-    ThrowBadField("model", "an embedding model", "wrong_model_kind",
-                  ErrorCode::FailedPrecondition);
+    ThrowBadField("model", "an embedding model", "wrong_model_kind", ErrorCode::FailedPrecondition);
   } catch (const ApiException& e) {
     EXPECT_EQ(e.error.status, 400);
-    EXPECT_EQ(nlohmann::json::parse(e.error.ToJson())["error"]["ebb_code"],
-              "failed_precondition");
+    EXPECT_EQ(nlohmann::json::parse(e.error.ToJson())["error"]["ebb_code"], "failed_precondition");
   }
 }
 
