@@ -224,7 +224,7 @@ struct ModelManager::State {
       std::string to_release;
       int64_t oldest_release = INT64_MAX;
       for (const auto& [id, e] : entries) {
-        if (!e.model || e.leases > 0 || e.loading || id == for_id) continue;
+        if (!e.model || e.leases > 0 || e.loading || e.unloading || id == for_id) continue;
         if (e.model->num_live_generators() > 0) continue;
         if (e.model->weights_state() != "file-backed") continue;
         if (e.last_used_unix_ms < oldest_release) {
@@ -244,7 +244,9 @@ struct ModelManager::State {
       std::string victim;
       int64_t oldest = INT64_MAX;
       for (const auto& [id, e] : entries) {
-        if (!e.model || e.leases > 0 || e.pinned || e.loading || id == for_id) continue;
+        if (!e.model || e.leases > 0 || e.pinned || e.loading || e.unloading || id == for_id) {
+          continue;
+        }
         if (e.model->num_live_generators() > 0) continue;
         if (e.last_used_unix_ms < oldest) {
           oldest = e.last_used_unix_ms;
@@ -493,7 +495,12 @@ struct ModelManager::State {
       std::string due;
       auto next = now + std::chrono::seconds(1);
       for (const auto& [id, e] : entries) {
-        if (!e.model || !e.expiry_set || e.leases > 0 || e.pinned || e.loading) continue;
+        // An entry a forced unload is waiting on (unloading, its model still in the entry until
+        // its leases end) is that unload's to finish: expiring it here as well let the two
+        // unloads interleave, and the second freed a model a new request had been given.
+        if (!e.model || !e.expiry_set || e.leases > 0 || e.pinned || e.loading || e.unloading) {
+          continue;
+        }
         if (e.expires <= now) {
           due = id;
           break;

@@ -1,6 +1,7 @@
 """Churn of `ebb serve` (ctest serve_churn, label soak; issue 24, Done-when 3): 4 clients x 500
 requests over three model ids while the models underneath them are unloaded (forced and not),
-evicted by the memory budget and expired by a short keep-alive. Every request succeeds, KV in use
+evicted by the memory budget and expired by a short keep-alive (and by requests that ask for
+keep_alive 0). Every request succeeds, KV in use
 ends at 0, and /metrics counts exactly what was sent. EBB_CHURN_PER_CLIENT shortens it."""
 import os
 import random
@@ -35,14 +36,18 @@ def test_requests_survive_unloads_evictions_and_expiries():
                 mid = IDS[(seed + i) % len(IDS)]
                 kind = rng.choice(["chat", "stream", "completion"])
                 n = rng.randint(1, 12)
+                # One request in eight asks for keep_alive 0: its model expires the moment it is
+                # idle, under the other clients' load (the race of finding 6).
+                extra = {"keep_alive": "0"} if rng.random() < 0.125 else {}
                 try:
                     if kind == "completion":
                         st, _, j = s.post("/v1/completions", {"model": mid, "prompt": "memory",
-                                                              "max_tokens": n, "temperature": 0})
+                                                              "max_tokens": n, "temperature": 0,
+                                                              **extra})
                     else:
                         st, _, j = s.post("/v1/chat/completions",
                                           chat_body(mid, "ebbs back", max_tokens=n,
-                                                    stream=(kind == "stream")))
+                                                    stream=(kind == "stream"), **extra))
                     ok = st == 200 and (kind != "stream" or j.rstrip().endswith("data: [DONE]"))
                     if not ok:
                         with lock:
