@@ -216,8 +216,14 @@ std::string RewriteTensor(Span& s, Range tensor, const std::vector<Entry>& entri
     std::string v(fields[0]);
     for (size_t i = 1; i < fields.size(); ++i) {
       const auto parts = SplitView(fields[i], ';');
-      v += "|" + std::to_string(blob_offsets.at(blob++)) + ";" + std::string(parts[1]) + ";" +
-           std::string(parts[2]);
+      // Appended piece by piece: `"|" + std::to_string(...)` trips GCC 12's -Wrestrict false
+      // positive at -O2 (as in options_flags.cpp).
+      v += '|';
+      v += std::to_string(blob_offsets.at(blob++));
+      v += ';';
+      v += parts[1];
+      v += ';';
+      v += parts[2];
     }
     e.value = std::move(v);
   }
