@@ -68,6 +68,37 @@ void Sampler::Truncate(size_t length) {
   }
 }
 
+namespace {
+
+// SelectTop's heap comparator: true when `a` ranks above `b` (a larger value, or an equal value
+// and a lower id), so the heap's front is the worst entry kept, and sort_heap puts the best
+// first.
+bool Worse(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+// The n best (value, id) of `logits` into `heap` (a min-heap under Worse; `heap` is reused
+// scratch, so nothing is allocated per token once it has grown). One pass: the comparison with
+// the heap's minimum is almost always false and well predicted, unlike nth_element's
+// partitioning. A later equal value never replaces an earlier one.
+void SelectTop(std::span<const float> logits, size_t n,
+               std::vector<std::pair<float, int32_t>>& heap) {
+  heap.clear();
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float v = logits[i];
+    if (heap.size() < n) {
+      heap.emplace_back(v, static_cast<int32_t>(i));
+      std::push_heap(heap.begin(), heap.end(), Worse);
+    } else if (v > heap.front().first) {
+      std::pop_heap(heap.begin(), heap.end(), Worse);
+      heap.back() = {v, static_cast<int32_t>(i)};
+      std::push_heap(heap.begin(), heap.end(), Worse);
+    }
+  }
+}
+
+}  // namespace
+
 void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t chosen) {
   const size_t vocab = logits.size();
   last_.id = chosen;
@@ -83,23 +114,8 @@ void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t chosen) {
   last_.logprob = static_cast<float>(logits[chosen] - log_z);
   const size_t n = std::min<size_t>(static_cast<size_t>(config_.top_logprobs), vocab);
   if (n == 0) return;
-  // The n best (value, id) with a min-heap; equal values keep the lower id.
-  auto worse = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
-  heap_.clear();
-  for (size_t i = 0; i < vocab; ++i) {
-    const float v = logits[i];
-    if (heap_.size() < n) {
-      heap_.emplace_back(v, static_cast<int32_t>(i));
-      std::push_heap(heap_.begin(), heap_.end(), worse);
-    } else if (v > heap_.front().first) {
-      std::pop_heap(heap_.begin(), heap_.end(), worse);
-      heap_.back() = {v, static_cast<int32_t>(i)};
-      std::push_heap(heap_.begin(), heap_.end(), worse);
-    }
-  }
-  std::sort_heap(heap_.begin(), heap_.end(), worse);  // best first
+  SelectTop(logits, n, heap_);
+  std::sort_heap(heap_.begin(), heap_.end(), Worse);  // best first
   for (const auto& [v, id] : heap_) {
     last_.top.push_back({id, static_cast<float>(v - log_z)});
   }
@@ -121,25 +137,8 @@ int32_t Sampler::Choose(std::span<float> logits) {
 
   size_t n = vocab;
   if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < vocab) {
-    // One pass with a min-heap of the k best (value, id): the comparison with the heap's
-    // minimum is almost always false and well predicted, unlike nth_element's partitioning.
-    // Equal values keep the lower id (a later equal value never replaces an earlier one).
     n = static_cast<size_t>(config_.top_k);
-    auto worse = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-      return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
-    heap_.clear();
-    for (size_t i = 0; i < vocab; ++i) {
-      const float v = logits[i];
-      if (heap_.size() < n) {
-        heap_.emplace_back(v, static_cast<int32_t>(i));
-        std::push_heap(heap_.begin(), heap_.end(), worse);
-      } else if (v > heap_.front().first) {
-        std::pop_heap(heap_.begin(), heap_.end(), worse);
-        heap_.back() = {v, static_cast<int32_t>(i)};
-        std::push_heap(heap_.begin(), heap_.end(), worse);
-      }
-    }
+    SelectTop(logits, n, heap_);
     candidates_.clear();
     for (const auto& [v, id] : heap_) candidates_.push_back(id);
   } else {

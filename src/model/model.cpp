@@ -783,8 +783,12 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     if (a.available && a.total_allocated_bytes > static_cast<int64_t>(impl->arena_max_mem)) {
       // What is in the arena at this point: the initializers (unless
       // use_device_allocator_for_initializers=1) and the kernels' prepacked copies of them, which
-      // ORT allocates from the arena whatever that key says (measured: minilm-shape-fp32 keeps
-      // 40.5 MiB there with the key set, none with the model cache or disable_prepacking=1).
+      // ORT allocates from the arena whatever that key says: SessionState::
+      // PrepackConstantInitializedTensors (session_state.cc) hands PrePack the kernel's default
+      // allocator, kernel->Info().GetAllocator(0, OrtMemTypeDefault), the session's CPU arena;
+      // the key only changes how session_state_utils loads the initializers themselves.
+      // Measured: minilm-shape-fp32 keeps 40.5 MiB there with the key set, none with the model
+      // cache (prepacked blobs read from its file) or disable_prepacking=1.
       auto set = [&](const std::string& key) {
         bool on = false;  // the user's entry wins over the config's
         for (const auto& [k, v] : cfg.session_options) {

@@ -405,7 +405,12 @@ struct ModelManager::State {
             throw;
           }
           --e.leases;
-          if (!e.model) continue;  // cannot happen while leased; kept for safety
+          // A forced unload that began while this waited (it waits for leases): wait for it
+          // too, then load again, as any request that finds the entry unloading does.
+          if (e.unloading) {
+            cv.notify_all();
+            continue;
+          }
         }
         ++e.leases;
         e.expiry_set = false;

@@ -357,28 +357,25 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
   w.Family("ebb_model_unloads_total", "counter", "Models unloaded by request.");
   w.Sample("ebb_model_unloads_total", "", event("unloaded"));
 
+  // One sample per (route, status code) of a counter map.
+  auto by_route_and_code = [&w](const char* name,
+                                const std::map<std::pair<std::string, int>, uint64_t>& counts) {
+    for (const auto& [key, n] : counts) {
+      w.Sample(name,
+               "route=\"" + Escape(key.first) + "\",code=\"" + std::to_string(key.second) + "\"",
+               static_cast<double>(n));
+    }
+  };
   w.Family("ebb_requests_refused_total", "counter",
            "Generation and embedding requests refused before they reached a model (bad field, "
            "queue full, memory budget), by route and status code.");
-  for (const auto& [key, n] : refused_) {
-    w.Sample("ebb_requests_refused_total",
-             "route=\"" + Escape(key.first) + "\",code=\"" + std::to_string(key.second) + "\"",
-             static_cast<double>(n));
-  }
+  by_route_and_code("ebb_requests_refused_total", refused_);
   w.Family("ebb_stream_errors_total", "counter",
            "Streamed responses (sent with status 200) that ended with an error event, by route "
            "and the status code that error carries.");
-  for (const auto& [key, n] : stream_errors_) {
-    w.Sample("ebb_stream_errors_total",
-             "route=\"" + Escape(key.first) + "\",code=\"" + std::to_string(key.second) + "\"",
-             static_cast<double>(n));
-  }
+  by_route_and_code("ebb_stream_errors_total", stream_errors_);
   w.Family("ebb_http_responses_total", "counter", "HTTP responses by route and status code.");
-  for (const auto& [key, n] : http_) {
-    w.Sample("ebb_http_responses_total",
-             "route=\"" + Escape(key.first) + "\",code=\"" + std::to_string(key.second) + "\"",
-             static_cast<double>(n));
-  }
+  by_route_and_code("ebb_http_responses_total", http_);
   return w.str();
 }
 
