@@ -205,4 +205,11 @@ std::string PressureReason(const PressureSample& previous, const PressureSample&
   return {};
 }
 
+PressureSample NextBaseline(const PressureSample& previous, const PressureSample& now) {
+  PressureSample next = now;
+  if (next.events_high < 0) next.events_high = previous.events_high;
+  if (next.events_max < 0) next.events_max = previous.events_max;
+  return next;
+}
+
 }  // namespace ebb::internal

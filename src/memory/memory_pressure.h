@@ -63,4 +63,9 @@ PressureSample ReadPressure(const PressureSource& source);
 // compared with it); empty when there is none. Pure function.
 std::string PressureReason(const PressureSample& previous, const PressureSample& now);
 
+// The sample the next PressureReason compares against: `now`, except that a counter `now` could
+// not read (-1: a file mid-rewrite, a cgroup briefly gone) keeps its value from `previous`, so a
+// rise across the gap is still seen.
+PressureSample NextBaseline(const PressureSample& previous, const PressureSample& now);
+
 }  // namespace ebb::internal

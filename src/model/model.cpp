@@ -506,7 +506,7 @@ void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
         lock.unlock();
         const PressureSample sample = ReadPressure(pressure);
         std::string reason = PressureReason(previous, sample);
-        previous = sample;
+        previous = NextBaseline(previous, sample);
         lock.lock();
         // Pressure seen while the model was busy still counts once it is idle, for as long as
         // PSI's own window (a counter that rose is seen by one sample only).

@@ -638,8 +638,12 @@ class FakeCgroup {
     fs::remove_all(dir_, ec);
   }
   const fs::path& dir() const { return dir_; }
+  // Written to a temporary file and renamed, as the kernel's files change: a sample never reads
+  // a half-written file (which read as "no counter" and hid the rise: a CI flake).
   void Write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::trunc) << text;
+    const fs::path tmp = dir_ / (name + ".tmp");
+    std::ofstream(tmp, std::ios::trunc) << text;
+    fs::rename(tmp, dir_ / name);
   }
   void Events(int high, int max) {
     Write("memory.events", "low 0\nhigh " + std::to_string(high) + "\nmax " + std::to_string(max) +

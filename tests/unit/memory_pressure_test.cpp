@@ -102,6 +102,22 @@ TEST_F(MemoryPressureTree, WithoutACgroupTheMachineIsRead) {
   EXPECT_EQ(PressureReason(x, ReadPressure(s)), "");
 }
 
+TEST(PressureReason, AnUnreadableCounterKeepsItsLastValueSoARiseAcrossTheGapIsSeen) {
+  PressureSample before;
+  before.events_high = 3;
+  before.events_max = 1;
+  PressureSample gap;  // memory.events read mid-rewrite: no counters
+  EXPECT_EQ(PressureReason(before, gap), "");
+  const PressureSample baseline = NextBaseline(before, gap);
+  EXPECT_EQ(baseline.events_high, 3);
+  EXPECT_EQ(baseline.events_max, 1);
+  PressureSample after = before;
+  after.events_high = 4;
+  EXPECT_THAT(PressureReason(baseline, after), HasSubstr("memory.events high rose by 1"));
+  EXPECT_EQ(PressureReason(gap, after), "") << "without the carried value the rise is lost";
+  EXPECT_EQ(NextBaseline(baseline, after).events_high, 4) << "a value read replaces the old one";
+}
+
 TEST(PressureReason, NamesEachSignalAndIgnoresQuietSamples) {
   PressureSample quiet;
   quiet.psi_some_avg10 = 9.99;
