@@ -201,6 +201,31 @@ typedef int (*ebb_text_callback)(void* user_data, const char* piece, size_t len)
  * The request may be reused (a cancelled request stays cancelled). */
 EBB_API ebb_error* ebb_generate(ebb_model* model, const ebb_request* request,
                                 ebb_text_callback callback, void* user_data, ebb_result** out);
+/* ---- Generation in pull form (ebb::Generation) ----------------------------------------------
+ * ebb_generate is a loop over these: start, next until done, finish. A caller that streams
+ * (a server, an event loop) calls ebb_generation_start before it commits to an answer: every
+ * error before the first token (bad request, KV budget) comes from it. */
+typedef struct ebb_generation ebb_generation;
+
+/* Validates the request, reserves its KV and runs the prompt. The generation copies the request
+ * (which may then be freed or reused; ebb_request_cancel on it still cancels this generation)
+ * and keeps a reference to the model. Errors as ebb_generate's before the first token. */
+EBB_API ebb_error* ebb_generation_start(ebb_model* model, const ebb_request* request,
+                                        ebb_generation** out);
+/* Runs decode steps until row 0 has new text: *out_piece (borrowed, NUL-terminated, `*out_len`
+ * bytes of complete UTF-8, valid until the next call on the generation) and *out_done = 0; or,
+ * when the request has ended, *out_piece = "", *out_len = 0 and *out_done = 1 (its KV is freed
+ * by then; call ebb_generation_finish for the result). A decoding error does not fail this
+ * call: the request ends and the result carries the error. EBB_FAILED_PRECONDITION after
+ * ebb_generation_finish. */
+EBB_API ebb_error* ebb_generation_next(ebb_generation* generation, const char** out_piece,
+                                       size_t* out_len, int* out_done);
+/* Ends the generation (if it had not ended: finish reason "cancelled"), frees its KV and gives
+ * the result, as ebb_generate's. Once only; the generation may then only be freed. */
+EBB_API ebb_error* ebb_generation_finish(ebb_generation* generation, ebb_result** out);
+/* Frees the generation (and its KV, when it was not finished). Accepts NULL. */
+EBB_API void ebb_generation_free(ebb_generation* generation);
+
 EBB_API void ebb_result_free(ebb_result* result);
 /* Generated text (row 0); borrowed, valid while `result` lives. */
 EBB_API const char* ebb_result_get_text(const ebb_result* result);

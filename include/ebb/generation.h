@@ -47,7 +47,7 @@ class EBB_API CancelToken {
   std::shared_ptr<std::atomic<bool>> flag_;
 };
 
-struct GenerateRequest {
+struct EBB_API GenerateRequest {
   // The input: exactly one of these.
   std::string prompt;                           // text, encoded with special tokens (BOS)
   std::vector<ChatMessage> messages;            // rendered with the model's chat template
@@ -61,6 +61,14 @@ struct GenerateRequest {
   // follows it are not part of the text.
   std::vector<std::string> stop;
   CancelToken cancel;  // checked before each decode step
+
+  // Sets one request key by its option-table name (ebb/options.h, scope request): the loop's
+  // own "max_new_tokens" (0 or more), "stop" (adds one non-empty stop string per call) and
+  // "add_generation_prompt" (true|false), or a GeneratorParams key (params.Set: "temperature",
+  // "max_length", "logprobs", ...). Every surface (CLI, C ABI, Python, HTTP options) sets keys
+  // through this, so they take the same names and values. Throws InvalidArgument naming the key
+  // and the accepted values.
+  void Set(std::string_view key, std::string_view value);
 };
 
 enum class FinishReason {
@@ -119,6 +127,68 @@ using TokenCallback = std::function<void(size_t row, int32_t id, const TokenLogp
 EBB_API std::vector<std::vector<int32_t>> EncodeInput(const Model& model,
                                                       const GenerateRequest& request);
 
+// One piece of a Generation (Generation::Next): what one row got from one decode step.
+struct GenerationPiece {
+  size_t row = 0;
+  // The token the row sampled (EOS included), or -1 for a piece that only ends the row (the
+  // generation reached max_length, was cancelled or failed) and releases the text it held.
+  int32_t token = -1;
+  // The token's entry of GenerateRow::logprobs when the request asked for logprobs, else null.
+  // Borrowed from the Generation: valid until its next Next() or Finish().
+  const TokenLogprobs* logprobs = nullptr;
+  // The text this piece releases: complete UTF-8, never a stop string or anything after one;
+  // often empty (a token in the middle of a character, or text held back as the possible start
+  // of a stop string). For each row, concat(text) over its pieces == rows[row].text.
+  std::string text;
+  // Set on the row's last piece: why the row ended.
+  std::optional<FinishReason> finish_reason;
+};
+
+// A generation in pull form: Start validates the request, reserves its KV and runs the prompt
+// (prefill), failing before anything is committed; Next yields one piece at a time, running a
+// decode step when it has none queued; Finish gives the result. Generate() is a loop over it.
+// A service calls Start before it answers, so a request that cannot start gets its own error
+// status rather than an error event inside a 200 stream; an SDK iterates it without a thread.
+//
+// Ownership: a Generation keeps a shared reference to its Model and owns the request's
+// Generator and KV cache. The KV goes back to the pool as soon as the last row ends (before
+// Next returns the last piece's successor, nullopt), at Finish, or when the Generation is
+// destroyed, whichever comes first. Movable, not copyable.
+// Thread-safety: one thread at a time (calls are not synchronised); request.cancel may be
+// cancelled from any thread and is checked before each decode step.
+class EBB_API Generation {
+ public:
+  // Throws what Generate throws before the first token (see Generate), with nothing held.
+  static Generation Start(std::shared_ptr<Model> model, GenerateRequest request);
+
+  Generation(Generation&&) noexcept;
+  Generation& operator=(Generation&&) noexcept;
+  ~Generation();
+
+  // The next piece, in order (rows of one step in row order); nullopt once every row has ended.
+  // Decoding errors do not throw: the rows end with FinishReason::kError (Finish().error says
+  // why). Throws FailedPrecondition after Finish.
+  std::optional<GenerationPiece> Next();
+
+  // True once every row has ended (Next then returns nullopt).
+  bool done() const noexcept;
+
+  // Ends the generation and returns what it generated. Rows that had not ended (the caller
+  // stopped before Next returned nullopt) end with FinishReason::kCancelled and keep their
+  // text so far (held text is not released). The KV is freed before this returns. Call once;
+  // a second call throws FailedPrecondition.
+  GenerateResult Finish();
+
+  // The token rows the model is fed (EncodeInput's), and the generator's resolved max_length.
+  const std::vector<int32_t>& prompt_ids(size_t row) const;
+  int32_t max_length() const noexcept;
+
+ private:
+  struct Impl;
+  explicit Generation(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 // Runs `request` on `model` to the end (EOS, a stop string, max_new_tokens, max_length, cancel
 // or a decoding error) and returns what was generated.
 //
@@ -131,6 +201,8 @@ EBB_API std::vector<std::vector<int32_t>> EncodeInput(const Model& model,
 // the KV budget). After the first token, errors do not throw: the request ends with
 // FinishReason::kError, `error` set and the text so far kept. Without a tokenizer (input_ids
 // on a folder with no tokenizer.json) rows have ids but no text and on_text is not called.
+// Generate is Generation::Start, Next until nullopt (each piece's token to on_token, its text
+// to on_text), then Finish.
 EBB_API GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& request,
                                 const TextCallback& on_text = {},
                                 const TokenCallback& on_token = {});

@@ -4,9 +4,9 @@
 // The GIL is released while ebb works (load, generate, shrink, unload, generator steps), so
 // Python threads generate concurrently. Ctrl-C: generate() checks for signals from its text
 // callback (GIL re-acquired), cancels the request's CancelToken, and raises KeyboardInterrupt
-// after ebb::Generate has returned (the request's KV is freed by then). stream() runs
-// ebb::Generate on a worker thread and hands pieces over a queue; the consumer waits with the
-// GIL released, in slices, checking for signals between them.
+// after ebb::Generate has returned (the request's KV is freed by then). stream() pulls an
+// ebb::Generation on the caller's thread (no helper thread), the GIL released for each step,
+// checking for signals between pieces.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -182,30 +182,30 @@ ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
   for (const auto& [k, v] : kwargs) {
     const std::string key = KeyArg(k, "the request options");
     if (v.is_none()) continue;
+    // Every key goes through GenerateRequest::Set (the option table's names and checks, as on
+    // the CLI and over HTTP); Python types are converted to the text it takes first.
     if (key == "max_new_tokens") {
-      const int64_t n = Arg<int64_t>(v, "max_new_tokens", "an int");
-      if (n < 0 || n > INT32_MAX) {
-        throw ebb::Error(
-            ebb::ErrorCode::InvalidArgument,
-            "max_new_tokens: " + std::to_string(n) + " is not a count of tokens (0 or more)");
-      }
-      req.max_new_tokens = static_cast<int32_t>(n);
+      req.Set(key, std::to_string(Arg<int64_t>(v, "max_new_tokens", "an int")));
     } else if (key == "stop") {
+      req.stop.clear();
       if (py::isinstance<py::str>(v)) {
-        req.stop.push_back(v.cast<std::string>());
+        req.Set(key, v.cast<std::string>());
       } else {
-        req.stop = Arg<std::vector<std::string>>(v, "stop", "a str or a list of str");
+        for (const std::string& s :
+             Arg<std::vector<std::string>>(v, "stop", "a str or a list of str")) {
+          req.Set(key, s);
+        }
       }
     } else if (key == "add_generation_prompt") {
       if (!py::isinstance<py::bool_>(v)) ThrowArgType(key, "a bool", v);
-      req.add_generation_prompt = v.cast<bool>();
+      req.Set(key, v.cast<bool>() ? "true" : "false");
     } else if (key == "options") {
       for (const auto& [ok, ov] : DictArg(v, "options")) {
         const std::string okey = KeyArg(ok, "options");
-        req.params.Set(okey, RequestOptionValue(okey, ov, "options['" + okey + "']"));
+        req.Set(okey, RequestOptionValue(okey, ov, "options['" + okey + "']"));
       }
     } else {
-      req.params.Set(key, RequestOptionValue(key, v, key));
+      req.Set(key, RequestOptionValue(key, v, key));
     }
   }
   return req;
@@ -355,56 +355,39 @@ py::dict RunGenerate(const std::shared_ptr<ebb::Model>& model, ebb::GenerateRequ
 
 // ---- Streaming ------------------------------------------------------------------------------
 
-// ebb::Generate on a worker thread; pieces go through a queue to the Python iterator.
+// A Generation (ebb/generation.h) pulled by the Python iterator: no thread. Each next() runs
+// decode steps with the GIL released until row 0 has text, so other Python threads run
+// meanwhile; signals (Ctrl-C) are checked between steps' pieces with the GIL held. The request
+// is started at construction (errors before the first token raise there, from stream()).
 class Stream {
  public:
   Stream(std::shared_ptr<ebb::Model> model, ebb::GenerateRequest req)
-      : model_(std::move(model)),
-        cancel_(req.cancel),
-        logprobs_(req.params.logprobs || req.params.top_logprobs > 0) {
-    thread_ = std::thread([this, req = std::move(req)] {
-      ebb::GenerateResult result;
-      std::exception_ptr error;
-      try {
-        result = ebb::Generate(model_, req, [this](size_t row, std::string_view piece) {
-          if (row != 0) return;
-          std::lock_guard<std::mutex> lock(mu_);
-          pieces_.emplace_back(piece);
-          cv_.notify_one();
-        });
-      } catch (...) {
-        error = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      result_ = std::move(result);
-      error_ = error;
-      done_ = true;
-      cv_.notify_one();
-    });
+      : model_(std::move(model)), logprobs_(req.params.logprobs || req.params.top_logprobs > 0) {
+    py::gil_scoped_release release;
+    generation_.emplace(ebb::Generation::Start(model_, std::move(req)));
   }
-  ~Stream() { Close(); }
+  ~Stream() {
+    // Frees the KV of an unfinished generation; the GIL may be held (a dropped iterator).
+    std::lock_guard<std::mutex> lock(mu_);
+    generation_.reset();
+  }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  // The next piece; StopIteration at the end (then result() holds the result); rethrows the
-  // request's error; KeyboardInterrupt cancels the request, waits for it to end, then raises.
+  // The next piece; StopIteration at the end (then result() holds the result). A pending
+  // signal (KeyboardInterrupt) ends the request, KV freed, and raises.
   std::string Next() {
     while (true) {
+      std::optional<ebb::GenerationPiece> piece;
       {
         py::gil_scoped_release release;
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, std::chrono::milliseconds(50),
-                     [this] { return !pieces_.empty() || done_; });
-        if (!pieces_.empty()) {
-          std::string piece = std::move(pieces_.front());
-          pieces_.pop_front();
-          return piece;
-        }
-        if (done_) {
-          lock.unlock();
-          Join();
-          if (error_) std::rethrow_exception(error_);
-          throw py::stop_iteration();
+        std::lock_guard<std::mutex> lock(mu_);  // another thread may be in close()
+        if (generation_) {
+          piece = generation_->Next();
+          if (!piece) {
+            result_ = generation_->Finish();
+            generation_.reset();
+          }
         }
       }
       if (PyErr_CheckSignals() != 0) {
@@ -412,43 +395,34 @@ class Stream {
         Close();
         throw interrupt;
       }
+      if (!piece) throw py::stop_iteration();
+      if (piece->row == 0 && !piece->text.empty()) return std::move(piece->text);
     }
   }
 
-  // Cancels the request (if running) and waits for it to end (its KV is then freed).
+  // Ends the request if it is running (its KV is freed before this returns); the result then
+  // says "cancelled". Safe to call twice and from another thread than next()'s.
   void Close() {
-    cancel_.Cancel();
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      Join();
-    } else {
-      Join();
-    }
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!generation_) return;
+    result_ = generation_->Finish();
+    generation_.reset();
   }
 
   py::object Result() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!done_ || error_) return py::none();
-    return ResultDict(result_, model_->tokenizer(), logprobs_);
+    if (!result_) return py::none();
+    return ResultDict(*result_, model_->tokenizer(), logprobs_);
   }
 
  private:
-  void Join() {
-    std::lock_guard<std::mutex> lock(join_mu_);
-    if (thread_.joinable()) thread_.join();
-  }
-
   std::shared_ptr<ebb::Model> model_;
-  ebb::CancelToken cancel_;
   bool logprobs_;  // the request asked for logprobs
+  // Held for one Next() step or a Close(); never while waiting for the GIL.
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> pieces_;  // guarded by mu_
-  bool done_ = false;               // guarded by mu_
-  ebb::GenerateResult result_;      // guarded by mu_
-  std::exception_ptr error_;        // guarded by mu_
-  std::mutex join_mu_;
-  std::thread thread_;
+  std::optional<ebb::Generation> generation_;  // guarded by mu_; empty once finished
+  std::optional<ebb::GenerateResult> result_;  // guarded by mu_
 };
 
 // ---- Wrappers -------------------------------------------------------------------------------

@@ -366,6 +366,43 @@ def test_closing_a_stream_early_cancels(model):
     assert kv_in_use(model) == 0
 
 
+def _native_threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_stream_runs_on_the_callers_thread_and_refuses_at_the_call(model):
+    """Issue 22 Done-when 3: stream() pulls an ebb::Generation; no helper thread runs it."""
+    list(model.stream(PROMPT_IDS, max_new_tokens=2))  # ORT's pools exist from here on
+    before = _native_threads()
+    it = model.stream(PROMPT_IDS, max_new_tokens=50, max_length=2048)
+    pieces = [next(it), next(it)]
+    assert _native_threads() == before, "a thread was started for the stream"
+    pieces += list(it)
+    assert "".join(pieces) == it.result.text
+    assert it.result.finish_reason == "length"
+    assert kv_in_use(model) == 0
+    # A request that cannot start raises from stream() itself, before any iteration.
+    with pytest.raises(ebb.InvalidArgument, match="max_new_tokens"):
+        model.stream(PROMPT_IDS, max_new_tokens=-1)
+    with pytest.raises(ebb.InvalidArgument, match="no room to generate"):
+        model.stream(PROMPT_IDS, max_length=len(PROMPT_IDS))
+    assert kv_in_use(model) == 0
+
+
+def test_a_stream_closed_from_another_thread_ends_cancelled(model):
+    it = model.stream(PROMPT_IDS, max_new_tokens=1500, max_length=2048)
+    first = next(it)
+    t = threading.Thread(target=it.close)
+    t.start()
+    t.join(timeout=30)
+    assert not t.is_alive(), "close() hung"
+    assert kv_in_use(model) == 0
+    with pytest.raises(StopIteration):
+        next(it)
+    assert it.result.finish_reason == "cancelled"
+    assert it.result.text.startswith(first)
+
+
 def test_logit_bias_penalties_and_logprobs(model):
     # Issue 24 item 16: these were accepted and changed nothing.
     plain = model.generate(PROMPT_IDS, max_new_tokens=30)

@@ -5,6 +5,7 @@
 #include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ struct ebb_request {
 struct ebb_result {
   ebb::GenerateResult result;
   ebb_error error{EBB_OK, {}};  // what ended an "error" result
+};
+struct ebb_generation {
+  std::optional<ebb::Generation> generation;  // empty only while being started
+  std::string piece;                          // the last piece handed out (borrowed by the caller)
+  bool finished = false;
 };
 
 namespace {
@@ -430,33 +436,27 @@ EBB_API ebb_error* ebb_request_set_option(ebb_request* request, const char* key,
   EBB_CHECK_ARG(key);
   EBB_CHECK_ARG(value);
   return Guard([&] {
-    const std::string k = key;
-    const std::string v = value;
-    if (k == "max_new_tokens") {
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0 || n > INT32_MAX) {
-        throw ebb::Error(ebb::ErrorCode::InvalidArgument,
-                         "max_new_tokens: '" + v + "' is not a count of tokens (0 or more)");
-      }
-      request->request.max_new_tokens = static_cast<int32_t>(n);
-    } else if (k == "stop") {
-      if (v.empty()) throw ebb::Error(ebb::ErrorCode::InvalidArgument, "stop: empty string");
-      request->request.stop.push_back(v);
-    } else if (k == "add_generation_prompt") {
-      if (v != "true" && v != "false" && v != "1" && v != "0") {
-        throw ebb::Error(ebb::ErrorCode::InvalidArgument,
-                         "add_generation_prompt: '" + v + "' is not true|false");
-      }
-      request->request.add_generation_prompt = (v == "true" || v == "1");
-    } else {
-      request->request.params.Set(k, v);
-    }
+    request->request.Set(key, value);  // the loop's keys and GeneratorParams' alike
   });
 }
 EBB_API void ebb_request_cancel(ebb_request* request) {
   if (request != nullptr) request->request.cancel.Cancel();
 }
+
+namespace {
+
+// The C result of a finished generation: the error that ended it copied out for
+// ebb_result_get_error.
+std::unique_ptr<ebb_result> MakeResult(ebb::GenerateResult r) {
+  auto res = std::make_unique<ebb_result>();
+  res->result = std::move(r);
+  if (res->result.error) {
+    res->error.code = ToC(res->result.error->code());
+    res->error.message = res->result.error->what();
+  }
+  return res;
+}
+}  // namespace
 
 EBB_API ebb_error* ebb_generate(ebb_model* model, const ebb_request* request,
                                 ebb_text_callback callback, void* user_data, ebb_result** out) {
@@ -464,7 +464,6 @@ EBB_API ebb_error* ebb_generate(ebb_model* model, const ebb_request* request,
   EBB_CHECK_ARG(request);
   EBB_CHECK_ARG(out);
   return Guard([&] {
-    auto res = std::make_unique<ebb_result>();
     ebb::TextCallback on_text;
     std::string piece_buf;
     if (callback != nullptr) {
@@ -476,14 +475,58 @@ EBB_API ebb_error* ebb_generate(ebb_model* model, const ebb_request* request,
         }
       };
     }
-    res->result = ebb::Generate(model->model, request->request, on_text);
-    if (res->result.error) {
-      res->error.code = ToC(res->result.error->code());
-      res->error.message = res->result.error->what();
-    }
-    *out = res.release();
+    *out = MakeResult(ebb::Generate(model->model, request->request, on_text)).release();
   });
 }
+EBB_API ebb_error* ebb_generation_start(ebb_model* model, const ebb_request* request,
+                                        ebb_generation** out) {
+  EBB_CHECK_ARG(model);
+  EBB_CHECK_ARG(request);
+  EBB_CHECK_ARG(out);
+  return Guard([&] {
+    auto g = std::make_unique<ebb_generation>();
+    g->generation.emplace(ebb::Generation::Start(model->model, request->request));
+    *out = g.release();
+  });
+}
+EBB_API ebb_error* ebb_generation_next(ebb_generation* generation, const char** out_piece,
+                                       size_t* out_len, int* out_done) {
+  EBB_CHECK_ARG(generation);
+  EBB_CHECK_ARG(out_piece);
+  EBB_CHECK_ARG(out_len);
+  EBB_CHECK_ARG(out_done);
+  return Guard([&] {
+    if (generation->finished) {
+      throw ebb::Error(ebb::ErrorCode::FailedPrecondition,
+                       "ebb_generation_next after ebb_generation_finish");
+    }
+    generation->piece.clear();
+    while (std::optional<ebb::GenerationPiece> p = generation->generation->Next()) {
+      if (p->row != 0 || p->text.empty()) continue;
+      generation->piece = std::move(p->text);
+      *out_piece = generation->piece.c_str();
+      *out_len = generation->piece.size();
+      *out_done = 0;
+      return;
+    }
+    *out_piece = generation->piece.c_str();
+    *out_len = 0;
+    *out_done = 1;
+  });
+}
+EBB_API ebb_error* ebb_generation_finish(ebb_generation* generation, ebb_result** out) {
+  EBB_CHECK_ARG(generation);
+  EBB_CHECK_ARG(out);
+  return Guard([&] {
+    if (generation->finished) {
+      throw ebb::Error(ebb::ErrorCode::FailedPrecondition, "ebb_generation_finish called twice");
+    }
+    generation->finished = true;
+    *out = MakeResult(generation->generation->Finish()).release();
+  });
+}
+EBB_API void ebb_generation_free(ebb_generation* generation) { delete generation; }
+
 EBB_API void ebb_result_free(ebb_result* result) { delete result; }
 EBB_API const char* ebb_result_get_text(const ebb_result* result) {
   if (result == nullptr || result->result.rows.empty()) return "";

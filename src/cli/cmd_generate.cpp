@@ -171,15 +171,14 @@ void RunGenerate(const GenerateArgs& a) {
   }
   req.max_new_tokens = a.max_new_tokens;
   req.stop = a.stop;
-  GeneratorParams& gp = req.params;
-  gp.max_length = a.max_length;
-  for (const auto& [k, v] : a.request) gp.Set(k, v);
+  req.params.max_length = a.max_length;
+  for (const auto& [k, v] : a.request) req.Set(k, v);
   for (const auto& kv : a.params) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
       throw Error(ErrorCode::InvalidArgument, "--param '" + kv + "' must be written KEY=VALUE");
     }
-    gp.Set(kv.substr(0, eq), kv.substr(eq + 1));
+    req.Set(kv.substr(0, eq), kv.substr(eq + 1));  // e.g. stop=S, max_new_tokens=N too
   }
 
   ModelOptions mo = a.options.ToModelOptions();
@@ -355,7 +354,7 @@ void RegisterGenerateCommand(CLI::App& app) {
   cmd->add_option("--stop", a->stop,
                   "Stop a row when its text contains S (not printed); repeatable")
       ->allow_extra_args(false);
-  // Each flag sets one request key (ebb options; the same names as GeneratorParams::Set, the
+  // Each flag sets one request key (ebb options; the same names as GenerateRequest::Set, the
   // SDKs and HTTP). Unset flags leave the model's genai_config.json `search` defaults.
   auto request_flag = [&](const char* flag, const char* key, const char* help) {
     cmd->add_option_function<std::string>(

@@ -155,6 +155,14 @@ constexpr std::array kTable = {
                "on"},
     OptionSpec{"seed", T::kInt, kRq, "", "0", "0 to 9223372036854775807",
                "RNG seed for sampling: same seed, same tokens"},
+    // ---- per request, the generation loop's own (GenerateRequest::Set) ----
+    OptionSpec{"max_new_tokens", T::kInt, kRq, "tokens", "0", "0 to 2147483647",
+               "generated tokens per row at most; 0 = until max_length (HTTP: max_tokens)"},
+    OptionSpec{"stop", T::kString, kRq, "", "(none)", "a non-empty string",
+               "end a row when its text contains this string (it and what follows are not "
+               "returned); each setting adds one (HTTP: stop)"},
+    OptionSpec{"add_generation_prompt", T::kBool, kRq, "", "true", "",
+               "with chat messages: end the rendered template with the assistant turn's opening"},
     // ---- per embedding request (EmbedRequest, ebb/embedding.h) ----
     OptionSpec{"embed.pooling", T::kEnum, kRq, "", "auto",
                "auto|mean|cls|last|model|max|mean_sqrt_len|weightedmean",
@@ -367,7 +375,7 @@ void ThrowWrongScope(const OptionSpec& spec, OptionScope scope) {
                   (HasScope(spec, OptionScope::kRequest) && spec.key.starts_with("embed.")
                        ? "per embedding request (EmbedRequest::Set, ebb embed --option)"
                    : HasScope(spec, OptionScope::kRequest)
-                       ? "per request (GeneratorParams::Set, request options)"
+                       ? "per request (GenerateRequest::Set, request options)"
                    : HasScope(spec, OptionScope::kSession)
                        ? "as a session option (session_options." + std::string(spec.key) +
                              ", --session-option)"

@@ -3,11 +3,15 @@
 #include "ebb/generation.h"
 
 #include <algorithm>
+#include <climits>
+#include <deque>
 #include <new>
 #include <span>
 #include <string>
 
+#include "core/option_parse.h"
 #include "ebb/model.h"
+#include "ebb/options.h"
 #include "ebb/tokenizer.h"
 
 namespace ebb {
@@ -80,19 +84,19 @@ std::vector<std::vector<int32_t>> RequestRows(const Model& model, const Generate
   return req.input_ids;
 }
 
-// The text side of one row: detokenizer, stop-string hold-back, emission.
+// The text side of one row: detokenizer, stop-string hold-back, release. Text it releases is
+// appended to the row's text and to `out` (the caller's piece).
 class RowText {
  public:
-  RowText(GenerateRow& row, size_t index, const Tokenizer* tok, const GenerateRequest& req,
-          const TextCallback& on_text)
-      : row_(row), index_(index), stops_(req.stop), on_text_(on_text) {
+  RowText(GenerateRow& row, const Tokenizer* tok, const std::vector<std::string>& stops)
+      : row_(&row), stops_(&stops) {
     if (tok == nullptr) return;
     decoder_ = std::make_unique<StreamDecoder>(*tok, /*skip_special_tokens=*/true);
     decoder_->Prime(DecodableTail(*tok, row.prompt_ids));
   }
 
   // Feeds a generated (non-EOS) token. Returns true when a stop string ended the row.
-  bool Put(int32_t id) {
+  bool Put(int32_t id, std::string& out) {
     if (!decoder_) return false;
     std::string piece;
     try {
@@ -102,52 +106,59 @@ class RowText {
       piece = decoder_->Flush();
       piece += kReplacementChar;
       decoder_->Reset();
-      ++row_.undecodable_tokens;
+      ++row_->undecodable_tokens;
     }
-    return Take(std::move(piece), /*final=*/false);
+    return Take(std::move(piece), /*final=*/false, out);
   }
 
-  // Ends the row: emits what the decoder and the stop hold-back still hold. Returns true when
-  // that text completed a stop string.
-  bool Finish() {
+  // Ends the row: releases what the decoder and the stop hold-back still hold. Returns true
+  // when that text completed a stop string.
+  bool Finish(std::string& out) {
     if (!decoder_) return false;
-    return Take(decoder_->Flush(), /*final=*/true);
+    return Take(decoder_->Flush(), /*final=*/true, out);
   }
 
  private:
-  bool Take(std::string piece, bool final) {
+  bool Take(std::string piece, bool final, std::string& out) {
     held_ += piece;
-    if (!stops_.empty()) {
+    if (!stops_->empty()) {
       size_t cut = std::string::npos;
-      for (const std::string& s : stops_) cut = std::min(cut, held_.find(s));
+      for (const std::string& s : *stops_) cut = std::min(cut, held_.find(s));
       if (cut != std::string::npos) {
         held_.resize(cut);
-        Emit(held_);
+        Release(held_, out);
         held_.clear();
         return true;
       }
     }
-    const size_t keep = final ? 0 : StopHoldback(held_, stops_);
+    const size_t keep = final ? 0 : StopHoldback(held_, *stops_);
     if (held_.size() > keep) {
-      Emit(std::string_view(held_).substr(0, held_.size() - keep));
+      Release(std::string_view(held_).substr(0, held_.size() - keep), out);
       held_.erase(0, held_.size() - keep);
     }
     return false;
   }
 
-  void Emit(std::string_view text) {
-    if (text.empty()) return;
-    row_.text += text;
-    if (on_text_) on_text_(index_, text);
+  void Release(std::string_view text, std::string& out) {
+    row_->text += text;
+    out += text;
   }
 
-  GenerateRow& row_;
-  size_t index_;
-  const std::vector<std::string>& stops_;
-  const TextCallback& on_text_;
+  GenerateRow* row_;                        // in the Generation's result; outlives this
+  const std::vector<std::string>* stops_;   // the Generation's request
   std::unique_ptr<StreamDecoder> decoder_;  // null: no tokenizer, ids only
-  std::string held_;                        // decoded, not yet emitted (a possible stop start)
+  std::string held_;                        // decoded, not yet released (a possible stop start)
 };
+
+void CheckRequest(const GenerateRequest& req) {
+  if (req.max_new_tokens < 0) {
+    throw Error(ErrorCode::InvalidArgument, "max_new_tokens=" + std::to_string(req.max_new_tokens) +
+                                                " must not be negative (0: until max_length)");
+  }
+  for (const std::string& s : req.stop) {
+    if (s.empty()) throw Error(ErrorCode::InvalidArgument, "a stop string must not be empty");
+  }
+}
 
 }  // namespace
 
@@ -169,67 +180,69 @@ std::string_view FinishReasonName(FinishReason reason) {
   return "error";
 }
 
-GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& req,
-                        const TextCallback& on_text, const TokenCallback& on_token) {
-  if (!model) throw Error(ErrorCode::InvalidArgument, "Generate needs a loaded model");
-  if (req.max_new_tokens < 0) {
-    throw Error(ErrorCode::InvalidArgument, "max_new_tokens=" + std::to_string(req.max_new_tokens) +
-                                                " must not be negative (0: until max_length)");
+void GenerateRequest::Set(std::string_view key, std::string_view value) {
+  const OptionSpec* spec = FindOption(key);
+  if (key == "max_new_tokens") {
+    internal::ValidateOptionValue(*spec, value);
+    max_new_tokens = static_cast<int32_t>(internal::ParseInt(key, value, 0, INT32_MAX));
+  } else if (key == "stop") {
+    if (value.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "stop: an empty string would end every row at once; give a non-empty string");
+    }
+    stop.emplace_back(value);
+  } else if (key == "add_generation_prompt") {
+    internal::ValidateOptionValue(*spec, value);
+    add_generation_prompt = internal::ParseBool(key, value);
+  } else {
+    params.Set(key, value);  // unknown keys and wrong scopes are named there
   }
-  for (const std::string& s : req.stop) {
-    if (s.empty()) throw Error(ErrorCode::InvalidArgument, "a stop string must not be empty");
-  }
-  std::vector<std::vector<int32_t>> rows = RequestRows(*model, req);
-  const size_t n = rows.size();
+}
 
-  GeneratorParams gp = req.params;
-  gp.batch_size = static_cast<int32_t>(n);
-  auto gen = std::make_unique<Generator>(model, gp);  // throws for bad params / the KV budget
+struct Generation::Impl {
+  std::shared_ptr<Model> model;
+  GenerateRequest req;
+  std::unique_ptr<Generator> gen;  // null once every row ended (KV freed) or after Finish
   GenerateResult res;
-  res.max_length = gen->max_length();
-  size_t longest = 0;
-  for (const auto& r : rows) longest = std::max(longest, r.size());
-  if (longest >= static_cast<size_t>(res.max_length)) {
-    throw Error(ErrorCode::InvalidArgument,
-                "the prompt has " + std::to_string(longest) + " tokens but max_length is " +
-                    std::to_string(res.max_length) +
-                    ", which leaves no room to generate; shorten the prompt or raise max_length");
-  }
-  gen->AppendTokens(rows);  // prefill: throws, and nothing is kept
-
-  res.rows.resize(n);
   std::vector<RowText> texts;
-  texts.reserve(n);
-  for (size_t r = 0; r < n; ++r) {
-    res.rows[r].prompt_ids = std::move(rows[r]);
-    res.usage.prompt_tokens += res.rows[r].prompt_ids.size();
-    texts.emplace_back(res.rows[r], r, model->tokenizer(), req, on_text);
-  }
-  std::vector<bool> finished(n, false);
-  size_t n_unfinished = n;
-  auto finish = [&](size_t r, FinishReason why, bool stopped_by_string = false) {
-    if (finished[r]) return;
+  std::vector<bool> finished;
+  size_t n_unfinished = 0;
+  bool want_logprobs = false;
+  bool finished_called = false;
+  std::deque<GenerationPiece> queued;  // pieces of the last step not yet handed out
+
+  // Ends row r (its held text released into `piece`); `why` becomes kStop when that text
+  // completes a stop string.
+  void EndRow(size_t r, FinishReason why, GenerationPiece& piece, bool stopped_by_string) {
     finished[r] = true;
     --n_unfinished;
-    if (!stopped_by_string && texts[r].Finish()) why = FinishReason::kStop;
+    if (!stopped_by_string && texts[r].Finish(piece.text)) why = FinishReason::kStop;
     res.rows[r].finish_reason = why;
-  };
-  auto finish_all = [&](FinishReason why) {
-    for (size_t r = 0; r < n; ++r) finish(r, why);
-  };
+    piece.finish_reason = why;
+  }
 
-  const bool want_logprobs = gp.logprobs || gp.top_logprobs > 0;
-  const auto& eos = model->info().eos_token_ids;
-  const size_t max_len = static_cast<size_t>(res.max_length);
-  while (n_unfinished > 0) {
-    if (gen->IsDone()) {
-      finish_all(FinishReason::kLength);
-      break;
+  // Ends every unfinished row with `why`, one token-less piece each.
+  void EndAll(FinishReason why) {
+    for (size_t r = 0; r < finished.size(); ++r) {
+      if (finished[r]) continue;
+      GenerationPiece piece;
+      piece.row = r;
+      EndRow(r, why, piece, /*stopped_by_string=*/false);
+      queued.push_back(std::move(piece));
     }
-    if (req.cancel.cancelled()) {
-      finish_all(FinishReason::kCancelled);
-      break;
-    }
+  }
+
+  // The generator's stats, then the generator and its KV cache, gone.
+  void ReleaseGenerator() {
+    if (!gen) return;
+    res.stats = gen->Stats();
+    gen.reset();
+  }
+
+  // One decode step for every unfinished row (or the end of them all), its pieces queued.
+  void Step() {
+    if (gen->IsDone()) return EndAll(FinishReason::kLength);
+    if (req.cancel.cancelled()) return EndAll(FinishReason::kCancelled);
     try {
       gen->GenerateNextToken();
     } catch (const Error& e) {
@@ -239,35 +252,126 @@ GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateReque
     } catch (const std::exception& e) {
       res.error = Error(ErrorCode::Internal, std::string("decoding failed: ") + e.what());
     }
-    if (res.error) {
-      finish_all(FinishReason::kError);
-      break;
-    }
+    if (res.error) return EndAll(FinishReason::kError);
     const std::vector<int32_t> next = gen->GetNextTokens();
     std::vector<TokenLogprobs> next_logprobs;
     if (want_logprobs) next_logprobs = gen->GetNextLogprobs();
-    for (size_t r = 0; r < n; ++r) {
+    const auto& eos = model->info().eos_token_ids;
+    const size_t max_len = static_cast<size_t>(res.max_length);
+    for (size_t r = 0; r < finished.size(); ++r) {
       if (finished[r]) continue;
       const int32_t t = next[r];
       GenerateRow& row = res.rows[r];
+      GenerationPiece piece;
+      piece.row = r;
+      piece.token = t;
       row.generated_ids.push_back(t);
       ++res.usage.completion_tokens;
-      if (want_logprobs) row.logprobs.push_back(std::move(next_logprobs.at(r)));
-      if (on_token) on_token(r, t, want_logprobs ? &row.logprobs.back() : nullptr);
+      if (want_logprobs) {
+        row.logprobs.push_back(std::move(next_logprobs.at(r)));
+        piece.logprobs = &row.logprobs.back();
+      }
       if (std::find(eos.begin(), eos.end(), t) != eos.end()) {
-        finish(r, FinishReason::kStop);
-      } else if (texts[r].Put(t)) {
-        finish(r, FinishReason::kStop, /*stopped_by_string=*/true);
+        EndRow(r, FinishReason::kStop, piece, false);
+      } else if (texts[r].Put(t, piece.text)) {
+        EndRow(r, FinishReason::kStop, piece, /*stopped_by_string=*/true);
       } else if ((req.max_new_tokens > 0 &&
                   row.generated_ids.size() >= static_cast<size_t>(req.max_new_tokens)) ||
                  row.prompt_ids.size() + row.generated_ids.size() >= max_len) {
-        finish(r, FinishReason::kLength);
+        EndRow(r, FinishReason::kLength, piece, false);
       }
+      queued.push_back(std::move(piece));
     }
   }
-  res.stats = gen->Stats();
-  gen.reset();  // the KV cache goes back to the pool before Generate returns
-  return res;
+};
+
+Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Generation::Generation(Generation&&) noexcept = default;
+Generation& Generation::operator=(Generation&&) noexcept = default;
+Generation::~Generation() = default;
+
+Generation Generation::Start(std::shared_ptr<Model> model, GenerateRequest req) {
+  if (!model) throw Error(ErrorCode::InvalidArgument, "Generate needs a loaded model");
+  CheckRequest(req);
+  std::vector<std::vector<int32_t>> rows = RequestRows(*model, req);
+  const size_t n = rows.size();
+
+  auto g = std::make_unique<Impl>();
+  GeneratorParams gp = req.params;
+  gp.batch_size = static_cast<int32_t>(n);
+  g->gen = std::make_unique<Generator>(model, gp);  // throws for bad params / the KV budget
+  g->res.max_length = g->gen->max_length();
+  size_t longest = 0;
+  for (const auto& r : rows) longest = std::max(longest, r.size());
+  if (longest >= static_cast<size_t>(g->res.max_length)) {
+    throw Error(ErrorCode::InvalidArgument,
+                "the prompt has " + std::to_string(longest) + " tokens but max_length is " +
+                    std::to_string(g->res.max_length) +
+                    ", which leaves no room to generate; shorten the prompt or raise max_length");
+  }
+  g->gen->AppendTokens(rows);  // prefill: throws, and nothing is kept
+
+  g->model = std::move(model);
+  g->req = std::move(req);
+  g->want_logprobs = gp.logprobs || gp.top_logprobs > 0;
+  g->res.rows.resize(n);
+  g->texts.reserve(n);
+  for (size_t r = 0; r < n; ++r) {
+    g->res.rows[r].prompt_ids = std::move(rows[r]);
+    g->res.usage.prompt_tokens += g->res.rows[r].prompt_ids.size();
+    g->texts.emplace_back(g->res.rows[r], g->model->tokenizer(), g->req.stop);
+  }
+  g->finished.assign(n, false);
+  g->n_unfinished = n;
+  return Generation(std::move(g));
+}
+
+std::optional<GenerationPiece> Generation::Next() {
+  Impl& g = *impl_;
+  if (g.finished_called) {
+    throw Error(ErrorCode::FailedPrecondition, "Generation::Next after Finish: start a new one");
+  }
+  while (g.queued.empty() && g.n_unfinished > 0) g.Step();
+  if (g.n_unfinished == 0) g.ReleaseGenerator();  // the KV goes back before the last pieces
+  if (g.queued.empty()) return std::nullopt;
+  GenerationPiece piece = std::move(g.queued.front());
+  g.queued.pop_front();
+  return piece;
+}
+
+bool Generation::done() const noexcept { return impl_->n_unfinished == 0 && impl_->queued.empty(); }
+
+GenerateResult Generation::Finish() {
+  Impl& g = *impl_;
+  if (g.finished_called) {
+    throw Error(ErrorCode::FailedPrecondition, "Generation::Finish called twice");
+  }
+  g.finished_called = true;
+  for (size_t r = 0; r < g.finished.size(); ++r) {
+    if (g.finished[r]) continue;
+    g.finished[r] = true;  // stopped by the caller: its held text is not released
+    g.res.rows[r].finish_reason = FinishReason::kCancelled;
+  }
+  g.n_unfinished = 0;
+  g.queued.clear();
+  g.ReleaseGenerator();
+  return std::move(g.res);
+}
+
+const std::vector<int32_t>& Generation::prompt_ids(size_t row) const {
+  return impl_->res.rows.at(row).prompt_ids;
+}
+
+int32_t Generation::max_length() const noexcept { return impl_->res.max_length; }
+
+GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& req,
+                        const TextCallback& on_text, const TokenCallback& on_token) {
+  Generation g = Generation::Start(model, req);
+  while (std::optional<GenerationPiece> p = g.Next()) {
+    if (on_token && p->token >= 0) on_token(p->row, p->token, p->logprobs);
+    if (on_text && !p->text.empty()) on_text(p->row, p->text);
+  }
+  return g.Finish();  // the generator is gone already (or goes with `g` on a throw)
 }
 
 }  // namespace ebb

@@ -86,6 +86,12 @@ void GeneratorParams::Set(std::string_view key, std::string_view value) {
                     "' is an embedding request option, not a generation one; set it on "
                     "EmbedRequest (EmbedRequest::Set, ebb embed --option)");
   }
+  if (key == "max_new_tokens" || key == "stop" || key == "add_generation_prompt") {
+    throw Error(ErrorCode::InvalidArgument,
+                "option '" + std::string(key) +
+                    "' is the generation loop's, not a Generator parameter; set it on the "
+                    "request (GenerateRequest::Set, ebb_request_set_option, request options)");
+  }
   internal::ValidateOptionValue(*spec, value);  // type and range, from the table
   if (key == "max_length") {
     max_length = static_cast<int32_t>(internal::ParseInt(key, value, 0, INT32_MAX));

@@ -108,7 +108,7 @@ GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& mo
   }
   for (const auto& [k, v] : r.options) {
     try {
-      g.params.Set(k, v);
+      g.Set(k, v);
     } catch (const Error& e) {
       ThrowBadField("options." + k, e.what());
     }
@@ -252,39 +252,6 @@ class LogprobsFormatter {
        text_offset_ = Json::array();
 };
 
-// A streamed response commits to status 200 with its first byte, so a request whose KV cannot
-// fit is refused before that, with the 507 a non-streamed request gets. Exact for the static KV
-// layout with a known max_length (what the generator reserves at creation); the generator still
-// admits for real, so a race only moves the refusal into the stream as an error event.
-void PrecheckKv(const Model& model, const GenerateRequest& g, const Runtime& runtime) {
-  const KvMode mode = g.params.kv_mode.value_or(model.options().kv_mode);
-  if (mode != KvMode::kStatic || g.params.max_length <= 0) return;
-  const uint64_t need =
-      model.info().kv_bytes_per_token * static_cast<uint64_t>(g.params.max_length);
-  const KvStats kv = model.kv_stats();
-  if (kv.max_bytes > 0 && kv.in_use_bytes + need > kv.max_bytes) {
-    throw Error(ErrorCode::ResourceExhausted,
-                "the request's KV cache needs " + std::to_string(need) +
-                    " bytes but the model's "
-                    "kv_cache.max_bytes=" +
-                    std::to_string(kv.max_bytes) + " has " + std::to_string(kv.in_use_bytes) +
-                    " in use; lower max_tokens, retry when requests finish, or raise "
-                    "kv_cache.max_bytes");
-  }
-  const uint64_t limit = runtime.memory_limit();
-  if (limit == 0) return;
-  const MemoryStats s = runtime.Stats();
-  const uint64_t used = s.weights_bytes + s.kv.in_use_bytes;
-  if (used + need > limit) {
-    throw Error(ErrorCode::ResourceExhausted,
-                "the request's KV cache needs " + std::to_string(need) +
-                    " bytes but memory.limit=" + std::to_string(limit) + " has " +
-                    std::to_string(used) +
-                    " bytes in use by all models (weights and KV); lower "
-                    "max_tokens, retry when requests finish, or raise the memory limit");
-  }
-}
-
 Json UsageJson(const GenerateUsage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
@@ -420,11 +387,14 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
       return;
     }
 
-    PrecheckKv(*model, *g, *runtime_);
-    // Streamed: server-sent events, one chunk per piece of text. The generation runs in the
-    // content provider, on this connection's thread; a failed write means the client is gone,
-    // which cancels the generation before its next step (its KV is freed when Generate
-    // returns).
+    // Streamed: a streamed response commits to status 200 with its first byte, so the
+    // generation starts here, before any: a request that cannot start (its KV over a budget,
+    // a prompt over max_length) gets its own status, as a non-streamed one does, in both KV
+    // modes (the KV is reserved and the prompt run by Start). Then server-sent events, one
+    // chunk per piece of text, pulled in the content provider on this connection's thread; a
+    // failed write means the client is gone, which ends the generation (its KV is freed when
+    // the Generation is destroyed, also when httplib drops the provider unrun).
+    auto generation = std::make_shared<Generation>(Generation::Start(model, *g));
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     const bool include_usage = r.include_usage;
@@ -433,8 +403,8 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
                          ? std::make_shared<LogprobsFormatter>(*model, chat, g->input_ids[0].back())
                          : nullptr;
     res.set_chunked_content_provider(
-        "text/event-stream", [ticket, lease, g, id, created, chat, include_usage, model_name,
-                              formatter](size_t /*offset*/, httplib::DataSink& sink) {
+        "text/event-stream", [ticket, lease, g, generation, id, created, chat, include_usage,
+                              model_name, formatter](size_t /*offset*/, httplib::DataSink& sink) {
           const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
           // A chunk carries the logprobs of the tokens whose text it releases (held text, e.g. a
           // possible stop string, carries them to a later chunk; the last chunk takes the rest).
@@ -470,21 +440,16 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
           };
           if (chat) send(chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr));
           GenerateResult out;
-          TokenCallback on_token;
-          if (formatter) {
-            on_token = [&](size_t, int32_t token, const TokenLogprobs* lp) {
-              if (lp != nullptr) formatter->Add(token, *lp);
-            };
-          }
           try {
-            out = Generate(
-                lease->model(), *g,
-                [&](size_t, std::string_view piece) {
-                  ticket->Progress();  // before the write, which may block on a slow client
-                  if (g->cancel.cancelled()) return;
-                  send(chunk(Json{{"content", std::string(piece)}}, nullptr));
-                },
-                on_token);
+            while (!g->cancel.cancelled()) {
+              std::optional<GenerationPiece> p = generation->Next();
+              if (!p) break;
+              if (formatter && p->logprobs != nullptr) formatter->Add(p->token, *p->logprobs);
+              if (p->text.empty()) continue;
+              ticket->Progress();  // before the write, which may block on a slow client
+              send(chunk(Json{{"content", std::move(p->text)}}, nullptr));
+            }
+            out = generation->Finish();  // a client gone: its rows end "cancelled"
           } catch (...) {
             NoteGeneration(model_name, out);
             const ApiError e = FromCurrentException();

@@ -224,6 +224,67 @@ int main(int argc, char** argv) {
   ebb_result_free(res);
   res = NULL;
 
+  /* Pull form: start, next until done, finish; the same text as ebb_generate's callback got.
+   * A KV budget that cannot hold the request fails at start, before any piece. */
+  {
+    ebb_generation* gen = NULL;
+    char pulled[4096];
+    size_t pulled_len = 0;
+    int pieces = 0, done = 0;
+    if (!ok(ebb_generation_start(model, req, &gen), "generation_start")) {
+      while (!done) {
+        const char* piece = NULL;
+        size_t len = 0;
+        if (ok(ebb_generation_next(gen, &piece, &len, &done), "generation_next")) break;
+        if (done) {
+          CHECK(len == 0 && piece != NULL && piece[0] == '\0');
+          break;
+        }
+        CHECK(len > 0 && strlen(piece) == len);
+        if (pulled_len + len < sizeof pulled) {
+          memcpy(pulled + pulled_len, piece, len);
+          pulled_len += len;
+        }
+        ++pieces;
+      }
+      pulled[pulled_len] = '\0';
+      CHECK(strcmp(pulled, stream.text) == 0);
+      CHECK(pieces == stream.pieces);
+      if (!ok(ebb_generation_finish(gen, &res), "generation_finish")) {
+        CHECK(strcmp(ebb_result_get_text(res), stream.text) == 0);
+        CHECK(ebb_result_get_error(res) == NULL);
+        ebb_result_free(res);
+        res = NULL;
+      }
+      expect_error(ebb_generation_finish(gen, &res), EBB_FAILED_PRECONDITION, "twice",
+                   "generation_finish twice");
+      ebb_generation_free(gen);
+    }
+    /* Left before its end: finish says "cancelled" and keeps the text so far. */
+    gen = NULL;
+    if (!ok(ebb_generation_start(model, req, &gen), "generation_start (early finish)")) {
+      const char* piece = NULL;
+      size_t len = 0;
+      ok(ebb_generation_next(gen, &piece, &len, &done), "generation_next (early finish)");
+      if (!ok(ebb_generation_finish(gen, &res), "generation_finish (early)")) {
+        /* With two pieces or more, the first is not the row's last. */
+        CHECK(stream.pieces < 2 || strcmp(ebb_result_get_finish_reason(res), "cancelled") == 0);
+        CHECK(strlen(ebb_result_get_text(res)) == len);
+        ebb_result_free(res);
+        res = NULL;
+      }
+      expect_error(ebb_generation_next(gen, &piece, &len, &done), EBB_FAILED_PRECONDITION,
+                   "after ebb_generation_finish", "generation_next after finish");
+      ebb_generation_free(gen);
+    }
+    /* Freed without finish: nothing leaks (ASan). */
+    gen = NULL;
+    if (!ok(ebb_generation_start(model, req, &gen), "generation_start (free)")) {
+      ebb_generation_free(gen);
+    }
+    ebb_generation_free(NULL);
+  }
+
   /* Cancel from the callback: finish reason "cancelled", KV back to 0. */
   {
     int calls = 0;
@@ -365,6 +426,12 @@ int main(int argc, char** argv) {
       expect_error(ebb_generate(m, req, NULL, NULL, &res), EBB_RESOURCE_EXHAUSTED,
                    "kv_cache.max_bytes", "kv budget");
       CHECK(res == NULL);
+      {
+        ebb_generation* gen = NULL;
+        expect_error(ebb_generation_start(m, req, &gen), EBB_RESOURCE_EXHAUSTED,
+                     "kv_cache.max_bytes", "kv budget at generation_start");
+        CHECK(gen == NULL);
+      }
       ebb_model_free(m);
       ok(ebb_runtime_unload(rt, "small", 0), "unload small");
     }

@@ -568,12 +568,20 @@ def test_a_slow_client_does_not_block_others(srv):
         c.close()
 
 
-def test_streamed_request_over_the_kv_budget_gets_507_before_streaming():
+@pytest.mark.parametrize("kv_mode", ["static", "dynamic"])
+def test_streamed_request_over_the_kv_budget_gets_507_before_streaming(kv_mode):
+    """Issue 22 Done-when 3: the generation starts (KV reserved, prompt run) before the
+    response's first byte, in both KV modes; the server has no KV arithmetic of its own."""
     w = weights_bytes(MODELS / TINY)
-    with Server("--models-dir", str(MODELS), "--memory-limit", str(w + 1024)) as s:
+    with Server("--models-dir", str(MODELS), "--memory-limit", str(w + 1024),
+                "--option", f"kv_cache.mode={kv_mode}") as s:
         st, h, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=64, stream=True))
         assert st == 507, j
+        assert h.get("content-type", "").startswith("application/json"), h
         assert "KV cache" in error_of(st, j, "memory_budget_exceeded")["message"]
+        st, h, j = s.post("/v1/completions", {"model": TINY, "prompt": "hello", "max_tokens": 8,
+                                              "stream": True})
+        assert st == 507, j
 
 
 def test_a_request_that_fails_after_some_tokens_keeps_them():

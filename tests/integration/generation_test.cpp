@@ -9,11 +9,13 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/options.h"
 #include "ebb/tokenizer.h"
 #include "test_env.h"
 
@@ -350,6 +352,162 @@ TEST(StreamDecoderDogNamedLostItsSpace, GenerateStreamsTheSpace) {
   EXPECT_EQ(s.result.rows[0].text, " named Max was very excited. He was very excited to");
   EXPECT_EQ(Concat(s.pieces.at(0)), s.result.rows[0].text);
   EXPECT_EQ(s.result.rows[0].finish_reason, FinishReason::kLength);
+}
+
+// ---- Pull form (Generation::Start / Next / Finish) -------------------------------------------
+
+TEST(GenerationPull, PiecesGiveTheSameTokensTextAndFinishReasonsAsGenerate) {
+  auto model = LoadLlama();
+  GenerateRequest req;
+  req.input_ids = {kPrompt, {8, 9, 10}};
+  req.params.max_length = 30;
+  req.max_new_tokens = 6;
+  req.params.logprobs = true;
+  const GenerateResult pushed = Generate(model, req);
+
+  Generation g = Generation::Start(model, req);
+  EXPECT_EQ(g.prompt_ids(1), (std::vector<int32_t>{8, 9, 10}));
+  EXPECT_EQ(g.max_length(), 30);
+  std::vector<std::string> text(2);
+  std::vector<std::vector<int32_t>> ids(2);
+  std::vector<std::optional<FinishReason>> why(2);
+  while (std::optional<GenerationPiece> p = g.Next()) {
+    ASSERT_LT(p->row, 2u);
+    EXPECT_FALSE(why[p->row].has_value()) << "a piece after the row's last";
+    text[p->row] += p->text;
+    if (p->token >= 0) {
+      ids[p->row].push_back(p->token);
+      ASSERT_NE(p->logprobs, nullptr);
+      EXPECT_EQ(p->logprobs->id, p->token);
+    }
+    why[p->row] = p->finish_reason;
+  }
+  EXPECT_TRUE(g.done());
+  EXPECT_FALSE(g.Next().has_value()) << "nullopt again after the end";
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 0u) << "the KV is freed when the last row ends";
+  const GenerateResult pulled = g.Finish();
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(ids[r], pushed.rows[r].generated_ids);
+    EXPECT_EQ(text[r], pushed.rows[r].text);
+    EXPECT_EQ(pulled.rows[r].text, pushed.rows[r].text);
+    ASSERT_TRUE(why[r].has_value());
+    EXPECT_EQ(*why[r], pushed.rows[r].finish_reason);
+    EXPECT_EQ(pulled.rows[r].logprobs.size(), ids[r].size());
+  }
+  EXPECT_EQ(pulled.usage.completion_tokens, pushed.usage.completion_tokens);
+  EXPECT_EQ(pulled.stats.generated_tokens, pushed.stats.generated_tokens);
+  try {
+    g.Finish();
+    ADD_FAILURE() << "Finish twice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::FailedPrecondition);
+  }
+  EXPECT_THROW(g.Next(), Error);
+}
+
+TEST(GenerationPull, StartRefusesARequestTheKvBudgetCannotHoldInBothKvModes) {
+  auto probe = LoadLlama();
+  const uint64_t per_token = probe->info().kv_bytes_per_token;
+  probe.reset();
+  for (const KvMode mode : {KvMode::kStatic, KvMode::kDynamic}) {
+    SCOPED_TRACE(mode == KvMode::kStatic ? "static" : "dynamic");
+    ModelOptions mo;
+    mo.kv_mode = mode;
+    mo.kv_chunk_tokens = 16;
+    mo.kv_max_bytes = 2 * per_token;  // less than the prompt's 5 tokens
+    auto model = LoadLlama(mo);
+    try {
+      Generation::Start(model, IdsRequest(40));
+      ADD_FAILURE() << "started";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+      EXPECT_THAT(e.what(), HasSubstr("kv_cache.max_bytes"));
+    }
+    EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+    EXPECT_EQ(model->num_live_generators(), 0);
+  }
+}
+
+TEST(GenerationPull, FinishBeforeTheEndCancelsTheRestKeepsTheTextAndFreesTheKv) {
+  auto model = LoadLlama();
+  GenerateRequest req = IdsRequest(200);
+  Generation g = Generation::Start(model, req);
+  EXPECT_GT(model->kv_stats().in_use_bytes, 0u) << "Start reserved the KV";
+  std::string text;
+  for (int i = 0; i < 5; ++i) {
+    std::optional<GenerationPiece> p = g.Next();
+    ASSERT_TRUE(p.has_value());
+    EXPECT_FALSE(p->finish_reason.has_value());
+    text += p->text;
+  }
+  const GenerateResult r = g.Finish();
+  EXPECT_EQ(r.rows[0].finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(r.rows[0].generated_ids.size(), 5u);
+  EXPECT_EQ(r.rows[0].text, text);
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+  // Destroyed unfinished: the KV goes too.
+  {
+    Generation h = Generation::Start(model, req);
+    ASSERT_TRUE(h.Next().has_value());
+    EXPECT_GT(model->kv_stats().in_use_bytes, 0u);
+  }
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+  EXPECT_EQ(model->num_live_generators(), 0);
+}
+
+TEST(GenerationPull, CancelEndsEveryRowWithATokenlessPiece) {
+  auto model = LoadLlama();
+  GenerateRequest req = IdsRequest(200);
+  Generation g = Generation::Start(model, req);
+  ASSERT_TRUE(g.Next().has_value());
+  req.cancel.Cancel();  // the Generation's copy shares the flag
+  std::optional<GenerationPiece> p = g.Next();
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->token, -1);
+  EXPECT_EQ(p->finish_reason, FinishReason::kCancelled);
+  EXPECT_FALSE(g.Next().has_value());
+  EXPECT_EQ(g.Finish().rows[0].finish_reason, FinishReason::kCancelled);
+}
+
+TEST(GenerateRequestSet, TheLoopsKeysAreOptionTableRowsAndOtherKeysGoToTheParams) {
+  GenerateRequest req;
+  req.Set("max_new_tokens", "7");
+  req.Set("stop", "\n\n");
+  req.Set("stop", "END");
+  req.Set("add_generation_prompt", "false");
+  req.Set("temperature", "0.5");
+  EXPECT_EQ(req.max_new_tokens, 7);
+  EXPECT_EQ(req.stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_FALSE(req.add_generation_prompt);
+  EXPECT_EQ(req.params.temperature, 0.5f);
+  for (const char* key : {"max_new_tokens", "stop", "add_generation_prompt"}) {
+    const OptionSpec* spec = FindOption(key);
+    ASSERT_NE(spec, nullptr) << key;
+    EXPECT_TRUE(HasScope(*spec, OptionScope::kRequest)) << key;
+  }
+  auto message = [&](const char* key, const char* value) -> std::string {
+    try {
+      req.Set(key, value);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_THAT(message("max_new_tokens", "-1"), HasSubstr("max_new_tokens"));
+  EXPECT_THAT(message("max_new_tokens", "many"), HasSubstr("max_new_tokens"));
+  EXPECT_THAT(message("stop", ""), HasSubstr("non-empty"));
+  EXPECT_THAT(message("add_generation_prompt", "maybe"), HasSubstr("add_generation_prompt"));
+  EXPECT_THAT(message("max_new_tokenz", "1"), HasSubstr("max_new_tokens"));  // did you mean
+  EXPECT_EQ(req.max_new_tokens, 7) << "a refused value changes nothing";
+  // The Generator's own setter names where the loop's keys go.
+  GeneratorParams p;
+  try {
+    p.Set("max_new_tokens", "3");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("GenerateRequest::Set"));
+  }
 }
 
 }  // namespace
