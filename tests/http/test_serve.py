@@ -602,9 +602,11 @@ def test_a_request_that_fails_after_some_tokens_keeps_them():
                        for e in events if e != "[DONE]" and "choices" in json.loads(e))
         assert any("error" in json.loads(e) for e in events if e != "[DONE]"), events[-3:]
         assert text == part["text"]
-        # The stream's head said 200; the error it ended with is counted with its own status.
-        st, _, mtext = s.get("/metrics")
-        assert 'ebb_stream_errors_total{route="/v1/chat/completions",code="507"} 1' in mtext, mtext
+        # The stream's head said 200; the error it ended with is counted with its own status
+        # (by the access logger, which runs once the response is written: the client may read
+        # [DONE] a moment before).
+        line = 'ebb_stream_errors_total{route="/v1/chat/completions",code="507"} 1'
+        assert wait_until(lambda: line in s.get("/metrics")[2], 10), s.get("/metrics")[2]
         # Before the first token there is nothing to keep: no "partial".
         errors_before = s.metric("ebb_requests_total", model=TINY, outcome="error")
         st_refused, _, j = s.post("/v1/chat/completions",
@@ -614,10 +616,14 @@ def test_a_request_that_fails_after_some_tokens_keeps_them():
         # Counted once, with its real status (issue 24 item 9): as refused when the budget said no
         # before the generation started (the previous stream's KV not yet returned), else as a
         # generation that ended in error at its first step; which one depends on that timing.
-        refused = s.metric("ebb_requests_refused_total", route="/v1/chat/completions",
-                           code=str(st_refused))
-        errors = s.metric("ebb_requests_total", model=TINY, outcome="error") - errors_before
-        assert refused + errors == 1, (refused, errors, s.metrics())
+        def counted():
+            refused = s.metric("ebb_requests_refused_total", route="/v1/chat/completions",
+                               code=str(st_refused))
+            errors = s.metric("ebb_requests_total", model=TINY, outcome="error") - errors_before
+            return refused + errors
+
+        assert wait_until(lambda: counted() >= 1, 10), s.metrics()  # the logger runs last
+        assert counted() == 1, s.metrics()
 
 
 def test_tier2_settings_made_over_http_survive_unload_and_reload():
