@@ -153,7 +153,8 @@ struct GenerationPiece {
 // Ownership: a Generation keeps a shared reference to its Model and owns the request's
 // Generator and KV cache. The KV goes back to the pool as soon as the last row ends (before
 // Next returns the last piece's successor, nullopt), at Finish, or when the Generation is
-// destroyed, whichever comes first. Movable, not copyable.
+// destroyed, whichever comes first. Movable, not copyable; a moved-from Generation is done()
+// and its other calls throw FailedPrecondition.
 // Thread-safety: one thread at a time (calls are not synchronised); request.cancel may be
 // cancelled from any thread and is checked before each decode step.
 class EBB_API Generation {
@@ -186,6 +187,7 @@ class EBB_API Generation {
  private:
   struct Impl;
   explicit Generation(std::unique_ptr<Impl> impl);
+  Impl& impl() const;  // throws FailedPrecondition on a moved-from Generation
   std::unique_ptr<Impl> impl_;
 };
 

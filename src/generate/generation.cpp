@@ -326,8 +326,16 @@ Generation Generation::Start(std::shared_ptr<Model> model, GenerateRequest req) 
   return Generation(std::move(g));
 }
 
+Generation::Impl& Generation::impl() const {
+  if (!impl_) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "this Generation was moved from; use the one it was moved to");
+  }
+  return *impl_;
+}
+
 std::optional<GenerationPiece> Generation::Next() {
-  Impl& g = *impl_;
+  Impl& g = impl();
   if (g.finished_called) {
     throw Error(ErrorCode::FailedPrecondition, "Generation::Next after Finish: start a new one");
   }
@@ -339,10 +347,12 @@ std::optional<GenerationPiece> Generation::Next() {
   return piece;
 }
 
-bool Generation::done() const noexcept { return impl_->n_unfinished == 0 && impl_->queued.empty(); }
+bool Generation::done() const noexcept {
+  return !impl_ || (impl_->n_unfinished == 0 && impl_->queued.empty());
+}
 
 GenerateResult Generation::Finish() {
-  Impl& g = *impl_;
+  Impl& g = impl();
   if (g.finished_called) {
     throw Error(ErrorCode::FailedPrecondition, "Generation::Finish called twice");
   }
@@ -359,10 +369,10 @@ GenerateResult Generation::Finish() {
 }
 
 const std::vector<int32_t>& Generation::prompt_ids(size_t row) const {
-  return impl_->res.rows.at(row).prompt_ids;
+  return impl().res.rows.at(row).prompt_ids;
 }
 
-int32_t Generation::max_length() const noexcept { return impl_->res.max_length; }
+int32_t Generation::max_length() const noexcept { return impl_ ? impl_->res.max_length : 0; }
 
 GenerateResult Generate(const std::shared_ptr<Model>& model, const GenerateRequest& req,
                         const TextCallback& on_text, const TokenCallback& on_token) {
