@@ -271,11 +271,11 @@ void PrecheckKv(const Model& model, const GenerateRequest& g, const Runtime& run
                     " in use; lower max_tokens, retry when requests finish, or raise "
                     "kv_cache.max_bytes");
   }
-  const uint64_t limit = runtime.memory_limit();
-  if (limit == 0) return;
+  if (runtime.memory_limit() == 0) return;  // skips Stats()' /proc reads on every request
   const MemoryStats s = runtime.Stats();
-  const uint64_t used = s.weights_bytes + s.kv.in_use_bytes;
-  if (used + need > limit) {
+  const uint64_t limit = s.limit_bytes;
+  const uint64_t used = s.used_bytes;
+  if (limit > 0 && used + need > limit) {
     throw Error(ErrorCode::ResourceExhausted,
                 "the request's KV cache needs " + std::to_string(need) +
                     " bytes but memory.limit=" + std::to_string(limit) + " has " +
