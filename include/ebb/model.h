@@ -23,17 +23,6 @@ namespace ebb {
 class Tokenizer;
 class ChatTemplate;
 
-// KV memory of one model (bytes). See docs/memory.md.
-struct KvStats {
-  uint64_t in_use_bytes = 0;    // held by live generators
-  uint64_t reserved_bytes = 0;  // in use + retained for reuse (what the pool holds)
-  uint64_t peak_in_use_bytes = 0;
-  uint64_t max_bytes = 0;  // kv_cache.max_bytes; 0 = unlimited
-  uint64_t retain_limit_bytes = 0;
-  uint64_t num_allocations = 0;
-  uint64_t num_refusals = 0;  // allocations refused by the budget
-};
-
 struct ModelInfo {
   std::filesystem::path path;
   std::string type;  // genai_config model.type
@@ -87,6 +76,7 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   const std::string& id() const;
   const ModelInfo& info() const;
   const ModelOptions& options() const;
+  // The model's KV pool (ebb/stats.h KvStats; every field filled).
   KvStats kv_stats() const;
   // Process, KV and ORT arena figures for this model (docs/memory.md).
   MemoryStats memory_stats() const;

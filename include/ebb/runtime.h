@@ -60,7 +60,7 @@ struct ModelSummary {
   bool is_encoder = false;        // an embedding model (ebb::Embed), no KV cache
   uint64_t weights_bytes = 0;     // model file + external data
   WeightsMemory weights;          // anonymous, file-backed or released (ebb/stats.h)
-  KvMemory kv;                    // in use, reserved, peak, budget
+  KvStats kv;                     // the model's KV pool (ebb/stats.h)
   ArenaStats cpu_arena;           // the session's CPU arena (or the shared env arena)
   int live_generators = 0;        // generators alive now (requests running or held open)
   uint64_t requests_served = 0;   // finished requests
@@ -68,7 +68,8 @@ struct ModelSummary {
 };
 
 // List() as one JSON array, the fields named as in ModelSummary and ToJson(MemoryStats); what
-// the C ABI and the Python package return.
+// the C ABI and the Python package return (the text of the library's one value for it, which
+// the service's model entries carry too).
 EBB_API std::string ToJson(const std::vector<ModelSummary>& models);
 
 class EBB_API Runtime {
@@ -115,8 +116,10 @@ class EBB_API Runtime {
   uint64_t memory_limit() const;
   const RuntimeOptions& options() const;
 
-  // Process figures, KV and weights summed over this runtime's models (cpu_arena: see List()
-  // or Model::memory_stats for a model's arena).
+  // Process figures, KV and weights summed over this runtime's models, memory.limit
+  // (limit_bytes) and what is charged to it (used_bytes = weights_bytes + kv.in_use_bytes, read
+  // in one step so the three agree). cpu_arena: see List() or Model::memory_stats for a model's
+  // arena.
   MemoryStats Stats() const;
   int num_models() const;
 

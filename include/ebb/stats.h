@@ -37,12 +37,24 @@ struct ArenaStats {
   int64_t limit_bytes = -1;            // Limit
 };
 
-struct KvMemory {
-  uint64_t in_use_bytes = 0;
-  uint64_t reserved_bytes = 0;
-  uint64_t peak_in_use_bytes = 0;
-  uint64_t max_bytes = 0;  // kv_cache.max_bytes; 0 = none
+// KV memory (bytes): the one KV figure set of every surface. A model's KvPool fills every field
+// (Model::kv_stats, MemoryStats::kv, ModelSummary::kv); a runtime's Stats() sums its models'
+// in-use bytes and fills in_use_bytes, peak_in_use_bytes (the runtime's own peak, not a sum of
+// peaks) and max_bytes (memory.limit), leaving the pool-only fields 0. See docs/memory.md.
+struct KvStats {
+  uint64_t in_use_bytes = 0;        // held by live generators (charged to the budgets)
+  uint64_t retained_bytes = 0;      // freed but kept mapped for reuse (<= retain_limit_bytes)
+  uint64_t reserved_bytes = 0;      // in_use + retained: what the pool holds from the OS
+  uint64_t peak_in_use_bytes = 0;   // highest in_use_bytes since load
+  uint64_t max_bytes = 0;           // the budget: kv_cache.max_bytes (a runtime: memory.limit);
+                                    // 0 = none
+  uint64_t retain_limit_bytes = 0;  // kv_cache.retain_bytes
+  uint64_t num_allocations = 0;     // allocations (and charges) that succeeded
+  uint64_t num_os_maps = 0;         // of which needed a fresh mmap
+  uint64_t num_refusals = 0;        // allocations refused by the budget
 };
+// The former name of KvStats (ModelSummary::kv and MemoryStats::kv were KvMemory).
+using KvMemory = KvStats;
 
 // Where a model's weights live (docs/memory.md "Compiled-model cache").
 //   "anonymous":   ORT's own copies (parsed, prepacked) in this process's anonymous memory; the
@@ -75,7 +87,7 @@ struct WeightsRelease {
 // One model's view: its KV pool, its session's CPU arena, the shrinks ebb ran, and the process.
 struct MemoryStats {
   ProcessMemory process;
-  KvMemory kv;
+  KvStats kv;
   ArenaStats cpu_arena;
   uint64_t num_shrinks = 0;   // shrinks ebb performed on this model (ShrinkArena and policies)
   uint64_t num_requests = 0;  // finished requests (generations) on this model
@@ -87,12 +99,21 @@ struct MemoryStats {
   // The model's weight files (a runtime's Stats(): all its models'), charged to memory.limit.
   uint64_t weights_bytes = 0;
   WeightsMemory weights;  // a model's; a runtime's Stats() sums the byte fields of its models
+  // memory.limit of the runtime (a model's stats: of the runtime it belongs to); 0 = none.
+  uint64_t limit_bytes = 0;
+  // What is charged to memory.limit: weights_bytes + kv.in_use_bytes (a model: its own share; a
+  // runtime: every model's). A new load or generator is refused when it would take this above
+  // limit_bytes. ORT's arena is not charged.
+  uint64_t used_bytes = 0;
 };
 
 // Reads /proc/self/status; fields stay -1 where the OS has no such line.
 EBB_API ProcessMemory ReadProcessMemory();
 
-// One JSON object with the fields above (snake_case names as in the structs).
+// One JSON object with the fields above (snake_case names as in the structs; MemoryStats'
+// shrink_every, shrink_above_bytes and ort_shrink_every_run under "policies"). Documented by
+// docs/runtime.schema.json#/$defs/memory_stats. Each is the text of the one JSON value the library
+// builds for that struct, the same value the CLI, the service and the Python package serve.
 EBB_API std::string ToJson(const MemoryStats& stats);
 EBB_API std::string ToJson(const WeightsRelease& release);
 

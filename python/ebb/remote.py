@@ -707,14 +707,15 @@ class RemoteRuntime:
         return list(self._c.call("GET", "/v1/runtime")["models"])
 
     def stats(self) -> Dict[str, Any]:
-        """The service's process figures and KV summed over its models (the same fields as in
-        process: ebb::ToJson of Runtime::Stats)."""
+        """The service's process figures, KV and weights summed over its models, memory.limit
+        (limit_bytes) and what it counts (used_bytes): the same fields as in process
+        (ebb::ToJson of Runtime::Stats), GET /v1/runtime's "stats"."""
         return self._c.call("GET", "/v1/runtime")["stats"]
 
     @property
     def memory_limit(self) -> int:
         """The service's memory.limit in bytes (0: none)."""
-        return int(self._c.call("GET", "/v1/runtime")["memory"]["limit_bytes"])
+        return int(self.stats()["limit_bytes"])
 
     @memory_limit.setter
     def memory_limit(self, value: Union[str, int]) -> None:

@@ -12,15 +12,11 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -35,6 +31,7 @@
 #include "ebb/stats.h"
 #include "ebb/tokenizer.h"
 #include "ebb/version.h"
+#include "runtime/stats_json.h"
 
 namespace py = pybind11;
 
@@ -172,8 +169,38 @@ std::string RequestOptionValue(const std::string& key, const py::handle& v,
   return out;
 }
 
-py::object JsonLoads(const std::string& json) {
-  return py::module_::import("json").attr("loads")(json);
+// One of the library's JSON values (runtime/stats_json.h) as Python objects (dict, list, str,
+// int, float, bool, None), converted directly: the value is never printed and parsed again.
+// Object keys keep the value's order.
+py::object FromJson(const ebb::internal::StatsJson& j) {
+  using V = ebb::internal::StatsJson::value_t;
+  switch (j.type()) {
+    case V::object: {
+      py::dict d;
+      for (const auto& [k, v] : j.items()) d[py::str(k)] = FromJson(v);
+      return d;
+    }
+    case V::array: {
+      py::list l;
+      for (const auto& v : j) l.append(FromJson(v));
+      return l;
+    }
+    case V::string:
+      // Invalid UTF-8 (a path) is replaced, as the text forms do.
+      return py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
+          j.get_ref<const std::string&>().data(),
+          static_cast<py::ssize_t>(j.get_ref<const std::string&>().size()), "replace"));
+    case V::boolean:
+      return py::bool_(j.get<bool>());
+    case V::number_integer:
+      return py::int_(j.get<int64_t>());
+    case V::number_unsigned:
+      return py::int_(j.get<uint64_t>());
+    case V::number_float:
+      return py::float_(j.get<double>());
+    default:
+      return py::none();
+  }
 }
 
 // Builds a request from Python inputs and keyword options.
@@ -211,32 +238,9 @@ ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
   return req;
 }
 
-// One token's text for logprobs: Decode([id]) with special tokens shown; U+FFFD when the
-// tokenizer lacks the id; "" without a tokenizer.
-std::string TokenText(const ebb::Tokenizer* tok, int32_t id) {
-  if (tok == nullptr) return "";
-  try {
-    return tok->Decode(std::span<const int32_t>(&id, 1));
-  } catch (const ebb::Error&) {
-    return "\xEF\xBF\xBD";
-  }
-}
-
+// One token's log-probabilities, as the library's value names them (TokenLogprobsJson).
 py::dict LogprobsDict(const ebb::Tokenizer* tok, const ebb::TokenLogprobs& lp) {
-  py::list top;
-  for (const ebb::TokenLogprob& t : lp.top) {
-    py::dict e;
-    e["id"] = t.id;
-    e["token"] = py::str(TokenText(tok, t.id));
-    e["logprob"] = t.logprob;
-    top.append(e);
-  }
-  py::dict d;
-  d["id"] = lp.id;
-  d["token"] = py::str(TokenText(tok, lp.id));
-  d["logprob"] = lp.logprob;
-  d["top_logprobs"] = top;
-  return d;
+  return FromJson(ebb::internal::TokenLogprobsJson(lp, tok)).cast<py::dict>();
 }
 
 // A token-id list: ints (or objects with __index__, such as NumPy integers), not floats or
@@ -291,26 +295,25 @@ std::vector<ebb::ChatMessage> Messages(const py::handle& messages) {
   return out;
 }
 
+// Row 0 of the library's one value of the result (ebb::internal::GenerateResultJson), with the
+// error as the exception object the in-process call would raise.
 py::dict ResultDict(const ebb::GenerateResult& r, const ebb::Tokenizer* tok, bool logprobs) {
-  py::dict d;
-  const ebb::GenerateRow empty;
-  const ebb::GenerateRow& row = r.rows.empty() ? empty : r.rows[0];
-  d["text"] = row.text;
-  if (logprobs) {
-    py::list l;
-    for (const ebb::TokenLogprobs& lp : row.logprobs) l.append(LogprobsDict(tok, lp));
-    d["logprobs"] = l;
-  } else {
-    d["logprobs"] = py::none();
+  // A result without rows (none were run) reads as one empty row, as it always has.
+  const ebb::GenerateResult* src = &r;
+  ebb::GenerateResult padded;
+  if (r.rows.empty()) {
+    padded = r;
+    padded.rows.emplace_back();
+    src = &padded;
   }
-  d["ids"] = row.generated_ids;
-  d["prompt_ids"] = row.prompt_ids;
-  d["finish_reason"] = std::string(ebb::FinishReasonName(row.finish_reason));
-  py::dict usage;
-  usage["prompt_tokens"] = r.usage.prompt_tokens;
-  usage["completion_tokens"] = r.usage.completion_tokens;
-  d["usage"] = usage;
-  d["max_length"] = r.max_length;
+  const ebb::internal::StatsJson v = ebb::internal::GenerateResultJson(*src, tok, logprobs);
+  const ebb::internal::StatsJson& row = v["rows"][0];
+  py::dict d;
+  for (const char* k : {"text", "logprobs", "ids", "prompt_ids", "finish_reason"}) {
+    d[k] = FromJson(row[k]);
+  }
+  d["usage"] = FromJson(v["usage"]);
+  d["max_length"] = FromJson(v["max_length"]);
   if (r.error) {
     d["error"] = py::reinterpret_borrow<py::object>(ErrorClass(r.error->code()))(r.error->what());
   } else {
@@ -462,10 +465,10 @@ struct PyGenerator {
   }
 };
 
-// ebb::InfoJson is the one form of a model's info (C ABI, service, Python): decoding it here
+// ModelInfoJson is the one form of a model's info (C ABI, service, Python): converting it here
 // keeps the fields from drifting apart, as a hand-copied list did.
 py::dict InfoDict(const ebb::Model& m) {
-  return py::module_::import("json").attr("loads")(ebb::InfoJson(m)).cast<py::dict>();
+  return FromJson(ebb::internal::ModelInfoJson(m)).cast<py::dict>();
 }
 
 std::string AutoId(PyRuntime& r, const std::string& path) {
@@ -606,8 +609,10 @@ PYBIND11_MODULE(_ebb, m) {
             r.rt->Unload(id, force);
           },
           py::arg("id"), py::arg("force") = false)
-      .def("stats", [](PyRuntime& r) { return JsonLoads(ebb::ToJson(r.rt->Stats())); })
-      .def("models", [](PyRuntime& r) { return JsonLoads(ebb::ToJson(r.rt->List())); })
+      .def("stats",
+           [](PyRuntime& r) { return FromJson(ebb::internal::MemoryStatsJson(r.rt->Stats())); })
+      .def("models",
+           [](PyRuntime& r) { return FromJson(ebb::internal::ModelSummariesJson(r.rt->List())); })
       .def_property(
           "memory_limit", [](PyRuntime& r) { return r.rt->memory_limit(); },
           [](PyRuntime& r, const py::object& v) {
@@ -632,7 +637,7 @@ PYBIND11_MODULE(_ebb, m) {
               py::gil_scoped_release release;
               r = h.h().ReleaseWeights();
             }
-            return JsonLoads(ebb::ToJson(r));
+            return FromJson(ebb::internal::WeightsReleaseJson(r));
           },
           "Hand back the resident pages of file-backed weights (a dict: released, reason, "
           "resident_before_bytes, resident_after_bytes).")
@@ -663,7 +668,8 @@ PYBIND11_MODULE(_ebb, m) {
       .def(
           "options", [](PyHandle& h) { return h.h().Options(); }, "The run options in force.")
       .def(
-          "stats", [](PyHandle& h) { return JsonLoads(ebb::ToJson(h.h().Stats())); },
+          "stats",
+          [](PyHandle& h) { return FromJson(ebb::internal::MemoryStatsJson(h.h().Stats())); },
           "This model's memory statistics (same fields as the JSON stats).");
 
   py::class_<PyTokenizer>(m, "Tokenizer")
@@ -730,18 +736,9 @@ PYBIND11_MODULE(_ebb, m) {
       .def(
           "rewind", [](PyGenerator& g, size_t n) { g.g().RewindTo(n); }, py::arg("length"))
       .def_property_readonly("max_length", [](PyGenerator& g) { return g.g().max_length(); })
-      .def("stats",
-           [](PyGenerator& g) {
-             const ebb::GeneratorStats s = g.g().Stats();
-             py::dict d;
-             d["ttft_ms"] = s.ttft_ms;
-             d["decode_tokens_per_s"] = s.decode_tokens_per_s;
-             d["prompt_tokens"] = s.prompt_tokens;
-             d["generated_tokens"] = s.generated_tokens;
-             d["model_runs"] = s.model_runs;
-             d["kv_bytes"] = s.kv_bytes;
-             return d;
-           })
+      .def(
+          "stats",
+          [](PyGenerator& g) { return FromJson(ebb::internal::GeneratorStatsJson(g.g().Stats())); })
       .def(
           "close",
           [](PyGenerator& g) {

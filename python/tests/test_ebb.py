@@ -281,6 +281,33 @@ def test_run_options_and_stats(rt, model):
     assert entry["id"] == "tiny" and entry["weights_bytes"] > 0
 
 
+def test_stats_are_the_documented_values(rt, model):
+    """Issue 22 item 6: Runtime.stats() and model.runtime.stats() are the MemoryStats value of
+    docs/runtime.schema.json (converted from the library's value, not parsed from a string),
+    with memory.limit and what it counts; models() entries carry the full KV struct."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "http"))
+    from json_schema_lite import load_schema, validate
+
+    schema = load_schema("runtime.schema.json")
+    g = model.generator(max_length=32)
+    g.append_tokens(PROMPT_IDS)
+    s = rt.stats()
+    assert validate(schema, s, "#/$defs/memory_stats") == []
+    assert s["used_bytes"] == s["weights_bytes"] + s["kv"]["in_use_bytes"]
+    assert s["kv"]["in_use_bytes"] > 0 and s["limit_bytes"] == rt.memory_limit
+    ms = model.runtime.stats()
+    assert validate(schema, ms, "#/$defs/memory_stats") == []
+    assert ms["used_bytes"] == model.info["weights_bytes"] + ms["kv"]["in_use_bytes"]
+    assert list(ms) == ["process", "kv", "cpu_arena", "num_shrinks", "num_requests", "policies",
+                        "weights_bytes", "weights", "limit_bytes", "used_bytes"], "struct order"
+    (entry,) = rt.models()
+    assert validate(schema, entry["kv"], "#/$defs/kv") == []
+    assert entry["kv"]["num_allocations"] >= 1
+    assert set(g.stats()) == {"ttft_ms", "decode_tokens_per_s", "prompt_tokens",
+                              "generated_tokens", "model_runs", "kv_bytes"}
+    g.close()
+
+
 def test_tokenizer_and_info(model):
     tok = model.tokenizer
     ids = tok.encode("hello world", add_special_tokens=False)

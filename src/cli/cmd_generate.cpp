@@ -34,6 +34,7 @@
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
+#include "runtime/stats_json.h"
 
 namespace ebb::cli {
 namespace {
@@ -222,61 +223,41 @@ void RunGenerate(const GenerateArgs& a) {
   for (const auto& row : res.rows) undecodable += row.undecodable_tokens;
 
   if (a.json) {
+    // The library's one value of the result (runtime/stats_json.h), laid out per row as this
+    // command has always printed it.
+    const bool want_logprobs = req.params.logprobs || req.params.top_logprobs > 0;
+    const auto v = internal::GenerateResultJson(res, tok, want_logprobs);
     nlohmann::json j;
     j["sequences"] = nlohmann::json::array();
     j["finish_reason"] = nlohmann::json::array();
-    for (const GenerateRow& row : res.rows) {
+    for (size_t r = 0; r < res.rows.size(); ++r) {
+      const GenerateRow& row = res.rows[r];
+      const auto& vr = v["rows"][r];
       std::vector<int32_t> seq = row.prompt_ids;
       seq.insert(seq.end(), row.generated_ids.begin(), row.generated_ids.end());
       j["sequences"].push_back(seq);
-      j["finish_reason"].push_back(std::string(FinishReasonName(row.finish_reason)));
+      j["finish_reason"].push_back(nlohmann::json(vr["finish_reason"]));
       if (tok != nullptr) {
         // The prompt as text (for chat: the rendered template) + what was generated.
         j["text"].push_back(DecodeLenient(*tok, row.prompt_ids, &undecodable) + row.text);
-        j["completion"].push_back(row.text);
+        j["completion"].push_back(nlohmann::json(vr["text"]));
       }
     }
-    if (req.params.logprobs || req.params.top_logprobs > 0) {
+    if (want_logprobs) {
       // Per row, one entry per generated id: {id, token, logprob, top_logprobs: [...]}.
-      auto token_text = [&](int32_t id) {
-        return tok != nullptr ? DecodeLenient(*tok, std::span<const int32_t>(&id, 1), nullptr)
-                              : std::string();
-      };
       j["logprobs"] = nlohmann::json::array();
-      for (const GenerateRow& row : res.rows) {
-        nlohmann::json entries = nlohmann::json::array();
-        for (const TokenLogprobs& lp : row.logprobs) {
-          nlohmann::json top = nlohmann::json::array();
-          for (const TokenLogprob& t : lp.top) {
-            top.push_back({{"id", t.id}, {"token", token_text(t.id)}, {"logprob", t.logprob}});
-          }
-          entries.push_back({{"id", lp.id},
-                             {"token", token_text(lp.id)},
-                             {"logprob", lp.logprob},
-                             {"top_logprobs", std::move(top)}});
-        }
-        j["logprobs"].push_back(std::move(entries));
-      }
+      for (const auto& vr : v["rows"]) j["logprobs"].push_back(nlohmann::json(vr["logprobs"]));
     }
-    j["usage"] = {{"prompt_tokens", res.usage.prompt_tokens},
-                  {"completion_tokens", res.usage.completion_tokens}};
-    j["memory"] = nlohmann::json::parse(ToJson(model->memory_stats()));
-    j["stats"] = {{"load_ms", load_ms},
-                  {"ttft_ms", st.ttft_ms},
-                  {"decode_tokens_per_s", st.decode_tokens_per_s},
-                  {"prompt_tokens", st.prompt_tokens},
-                  {"generated_tokens", st.generated_tokens},
-                  {"model_runs", st.model_runs},
-                  {"max_length", res.max_length},
-                  {"kv_bytes", st.kv_bytes},
-                  {"kv",
-                   {{"in_use_bytes", kv.in_use_bytes},
-                    {"reserved_bytes", kv.reserved_bytes},
-                    {"peak_in_use_bytes", kv.peak_in_use_bytes}}}};
-    if (res.error) {
-      j["error"] = {{"code", std::string(ErrorCodeName(res.error->code()))},
-                    {"message", res.error->what()}};
-    }
+    j["usage"] = v["usage"];
+    j["memory"] = internal::MemoryStatsJson(model->memory_stats());
+    // The generation's GeneratorStats (named as in the struct), plus the load time, the
+    // length the KV was sized for and the pool's KV now.
+    nlohmann::ordered_json stats = {{"load_ms", load_ms}};
+    for (const auto& [k, val] : v["stats"].items()) stats[k] = val;
+    stats["max_length"] = v["max_length"];
+    stats["kv"] = internal::KvStatsJson(kv);
+    j["stats"] = stats;
+    if (!v["error"].is_null()) j["error"] = v["error"];
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (!stream) {
     for (size_t r = 0; r < res.rows.size(); ++r) {

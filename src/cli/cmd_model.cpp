@@ -110,8 +110,8 @@ void Ps(const Conn& c, bool all) {
                     std::to_string(m.value("running", 0)), Until(m)});
   }
   PrintTable(rows);
-  const Json& mem = rt["memory"];
-  std::cout << "process RSS " << Mib(rt["process"]["rss_bytes"]) << " · budget "
+  const Json& mem = rt["stats"];  // Runtime::Stats(): memory.limit and what it counts
+  std::cout << "process RSS " << Mib(mem["process"]["rss_bytes"]) << " · budget "
             << (mem["limit_bytes"].get<uint64_t>() > 0 ? Mib(mem["limit_bytes"]) : "none")
             << " · used " << Mib(mem["used_bytes"]) << " · " << rt["queue"]["running"]
             << " running, " << rt["queue"]["queued"] << " queued\n";
@@ -124,10 +124,13 @@ void PrintModel(const Conn& c, const Json& j) {
   }
   std::cout << j["id"].get<std::string>() << (j.value("loaded", false) ? " (loaded)" : "")
             << (j.value("pinned", false) ? " pinned" : "") << "\n";
-  if (j.contains("weights_bytes")) {
-    std::cout << "  weights   " << Mib(j["weights_bytes"]);
-    if (j.contains("weights") && j["weights"].is_object()) {
-      const Json& w = j["weights"];
+  // A model's memory figures: under "stats" in the runtime document, at the top level in a
+  // load's answer (the model entry of /v1/runtime).
+  const Json& m = j.contains("stats") && j["stats"].is_object() ? j["stats"] : j;
+  if (m.contains("weights_bytes")) {
+    std::cout << "  weights   " << Mib(m["weights_bytes"]);
+    if (m.contains("weights") && m["weights"].is_object()) {
+      const Json& w = m["weights"];
       std::cout << ", " << w.value("state", std::string("?")) << " (file-backed "
                 << Mib(w.value("file_backed_bytes", Json(0))) << ", resident "
                 << Mib(w.value("file_resident_bytes", Json(0))) << ", anonymous "
@@ -144,14 +147,14 @@ void PrintModel(const Conn& c, const Json& j) {
       std::cout << "  not released: " << r.value("reason", std::string()) << "\n";
     }
   }
-  if (j.contains("kv")) {
-    std::cout << "  KV        in use " << Mib(j["kv"]["in_use_bytes"]) << ", reserved "
-              << Mib(j["kv"]["reserved_bytes"]) << ", peak " << Mib(j["kv"]["peak_in_use_bytes"])
+  if (m.contains("kv")) {
+    std::cout << "  KV        in use " << Mib(m["kv"]["in_use_bytes"]) << ", reserved "
+              << Mib(m["kv"]["reserved_bytes"]) << ", peak " << Mib(m["kv"]["peak_in_use_bytes"])
               << "\n";
   }
-  if (j.contains("cpu_arena") && j["cpu_arena"].value("available", false)) {
-    std::cout << "  arena     in use " << Mib(j["cpu_arena"]["in_use_bytes"]) << ", allocated "
-              << Mib(j["cpu_arena"]["total_allocated_bytes"]) << "\n";
+  if (m.contains("cpu_arena") && m["cpu_arena"].value("available", false)) {
+    std::cout << "  arena     in use " << Mib(m["cpu_arena"]["in_use_bytes"]) << ", allocated "
+              << Mib(m["cpu_arena"]["total_allocated_bytes"]) << "\n";
   }
   if (j.contains("stats")) {
     std::cout << "  shrinks   " << j["stats"]["num_shrinks"] << ", requests "

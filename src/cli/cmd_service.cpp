@@ -547,10 +547,10 @@ void Status(const fs::path& dir, bool json) {
     std::cout << "  problem   " << error << "\n";
     throw ExitStatus{1};
   }
-  const uint64_t limit = U64(runtime, {"memory", "limit_bytes"});
-  std::cout << "  memory    RSS " << FormatBytes(U64(runtime, {"process", "rss_bytes"}))
-            << ", weights " << FormatBytes(U64(runtime, {"memory", "weights_bytes"})) << ", KV "
-            << FormatBytes(U64(runtime, {"memory", "kv_in_use_bytes"})) << " in use"
+  const uint64_t limit = U64(runtime, {"stats", "limit_bytes"});
+  std::cout << "  memory    RSS " << FormatBytes(U64(runtime, {"stats", "process", "rss_bytes"}))
+            << ", weights " << FormatBytes(U64(runtime, {"stats", "weights_bytes"})) << ", KV "
+            << FormatBytes(U64(runtime, {"stats", "kv", "in_use_bytes"})) << " in use"
             << (limit > 0 ? ", limit " + FormatBytes(limit) : std::string(", no limit")) << "\n"
             << "  requests  " << U64(runtime, {"queue", "running"}) << " running, "
             << U64(runtime, {"queue", "queued"}) << " queued, "

@@ -140,9 +140,9 @@ Json ServiceClient::Runtime(bool figures) {
       }
     }
     if (figures) {
-      number(rt, "memory", "limit_bytes");
-      number(rt, "memory", "used_bytes");
-      number(rt, "process", "rss_bytes");
+      number(rt, "stats", "limit_bytes");
+      number(rt, "stats", "used_bytes");
+      if (bad.empty()) number(rt["stats"], "process", "rss_bytes");
       number(rt, "queue", "running");
       number(rt, "queue", "queued");
     }

@@ -4,9 +4,9 @@
 // The address: --url, else $EBB_URL, else the running service's state file (`service.json` in
 // $EBB_HOME, else $XDG_STATE_HOME/ebb, else ~/.local/state/ebb; docs/service.md), only when its
 // process is alive and is the one the file names. The API key: --api-key, else $EBB_API_KEY.
-// Errors: a service error becomes ebb::Error with the service's own message and the code its
-// HTTP status maps to; an unreachable service is Unavailable naming the address and how to
-// start one.
+// Errors: a service error becomes ebb::Error with the service's own message and its "ebb_code"
+// (the code the in-process call throws; a body without one: the code its HTTP status maps to);
+// an unreachable service is Unavailable naming the address and how to start one.
 #pragma once
 
 #include <functional>
@@ -38,7 +38,8 @@ class ServiceClient {
   nlohmann::ordered_json Call(std::string_view method, const std::string& path,
                               const std::optional<nlohmann::ordered_json>& body = std::nullopt);
   // GET /v1/runtime, checked to be ebb's document (an object with a "models" list of objects
-  // with a string "id", and "memory", "process" and "queue" objects with their numbers):
+  // with a string "id", a "stats" object with limit_bytes, used_bytes and process.rss_bytes, and
+  // a "queue" object with its numbers; docs/runtime.schema.json):
   // Unavailable, naming the URL and the field, when it is not (another server, another
   // version), instead of reading fields that are not there.
   // `figures` false: only the models list is checked (`ebb model list` reads nothing else).

@@ -207,7 +207,7 @@ uint64_t KvPool::Trim() {
   return freed;
 }
 
-KvPoolStats KvPool::Stats() const {
+KvStats KvPool::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }

@@ -15,6 +15,8 @@
 #include <map>
 #include <mutex>
 
+#include "ebb/stats.h"
+
 namespace ebb::internal {
 
 class KvPool;
@@ -65,18 +67,6 @@ class KvCharge {
   uint64_t bytes_ = 0;
 };
 
-struct KvPoolStats {
-  uint64_t in_use_bytes = 0;    // held by live blocks
-  uint64_t retained_bytes = 0;  // freed but kept mapped for reuse (<= retain_bytes)
-  uint64_t reserved_bytes = 0;  // in_use + retained: what the pool holds from the OS
-  uint64_t peak_in_use_bytes = 0;
-  uint64_t max_bytes = 0;  // budget; 0 = none
-  uint64_t retain_limit_bytes = 0;
-  uint64_t num_allocations = 0;  // Allocate() calls that succeeded
-  uint64_t num_os_maps = 0;      // of which needed a fresh mmap
-  uint64_t num_refusals = 0;     // Allocate() calls refused by the budget
-};
-
 class KvPool {
  public:
   // Admission hook: called with the bytes about to be added to in-use; throws to refuse
@@ -102,7 +92,8 @@ class KvPool {
   // Unmaps every retained region (trim). Returns the bytes given back to the OS.
   uint64_t Trim();
 
-  KvPoolStats Stats() const;
+  // Every field of KvStats (ebb/stats.h), read under the pool's lock.
+  KvStats Stats() const;
   void set_admit_fn(AdmitFn fn, ReleaseFn release);
 
  private:
@@ -119,7 +110,7 @@ class KvPool {
   uint64_t retain_bytes_;  // guarded by mu_
   AdmitFn admit_;          // guarded by mu_
   ReleaseFn release_;      // guarded by mu_
-  KvPoolStats stats_;      // guarded by mu_
+  KvStats stats_;          // guarded by mu_
   // Retained regions by size (bytes -> address), reused best-fit.
   std::multimap<uint64_t, void*> retained_;  // guarded by mu_
 };

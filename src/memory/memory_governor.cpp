@@ -10,11 +10,12 @@ namespace ebb::internal {
 
 void MemoryGovernor::Admit(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (limit_ > 0 && in_use_ + weights_ + bytes > limit_) {
+  const uint64_t used = ChargedBytes(weights_, in_use_);
+  if (limit_ > 0 && used + bytes > limit_) {
     throw Error(ErrorCode::ResourceExhausted,
                 "KV cache needs " + FormatBytes(bytes) + " (" + std::to_string(bytes) +
                     " bytes) but the runtime-wide budget memory.limit=" + std::to_string(limit_) +
-                    " (" + FormatBytes(limit_) + ") has " + std::to_string(in_use_ + weights_) +
+                    " (" + FormatBytes(limit_) + ") has " + std::to_string(used) +
                     " bytes in use by all models (weights " + std::to_string(weights_) + ", KV " +
                     std::to_string(in_use_) +
                     "); lower max_length or the batch size, finish other requests, unload a "
@@ -31,16 +32,16 @@ void MemoryGovernor::Release(uint64_t bytes) {
 
 void MemoryGovernor::ChargeWeights(uint64_t bytes, const std::string& model_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (limit_ > 0 && in_use_ + weights_ + bytes > limit_) {
-    throw Error(ErrorCode::ResourceExhausted,
-                "model '" + model_id + "' needs " + FormatBytes(bytes) + " (" +
-                    std::to_string(bytes) +
-                    " bytes) of weights but the runtime-wide budget "
-                    "memory.limit=" +
-                    std::to_string(limit_) + " (" + FormatBytes(limit_) + ") has " +
-                    std::to_string(in_use_ + weights_) + " bytes in use by all models (weights " +
-                    std::to_string(weights_) + ", KV " + std::to_string(in_use_) +
-                    "); unload a model or raise memory.limit");
+  const uint64_t used = ChargedBytes(weights_, in_use_);
+  if (limit_ > 0 && used + bytes > limit_) {
+    throw Error(
+        ErrorCode::ResourceExhausted,
+        "model '" + model_id + "' needs " + FormatBytes(bytes) + " (" + std::to_string(bytes) +
+            " bytes) of weights but the runtime-wide budget "
+            "memory.limit=" +
+            std::to_string(limit_) + " (" + FormatBytes(limit_) + ") has " + std::to_string(used) +
+            " bytes in use by all models (weights " + std::to_string(weights_) + ", KV " +
+            std::to_string(in_use_) + "); unload a model or raise memory.limit");
   }
   weights_ += bytes;
 }
@@ -53,6 +54,11 @@ void MemoryGovernor::ReleaseWeights(uint64_t bytes) {
 uint64_t MemoryGovernor::weights() const {
   std::lock_guard<std::mutex> lock(mu_);
   return weights_;
+}
+
+GovernorUsage MemoryGovernor::Usage() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {limit_, weights_, in_use_, peak_, ChargedBytes(weights_, in_use_)};
 }
 
 void MemoryGovernor::set_limit(uint64_t bytes) {

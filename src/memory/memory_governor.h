@@ -14,6 +14,21 @@
 
 namespace ebb::internal {
 
+// What memory.limit is charged with: the weights plus the KV in use. The one place this sum is
+// written; the governor's admission, Runtime::Stats() and a model's MemoryStats use it.
+constexpr uint64_t ChargedBytes(uint64_t weights_bytes, uint64_t kv_in_use_bytes) {
+  return weights_bytes + kv_in_use_bytes;
+}
+
+// One consistent reading of the governor's counters (bytes), taken under its lock.
+struct GovernorUsage {
+  uint64_t limit_bytes = 0;  // memory.limit; 0 = none
+  uint64_t weights_bytes = 0;
+  uint64_t kv_in_use_bytes = 0;
+  uint64_t kv_peak_bytes = 0;
+  uint64_t used_bytes = 0;  // ChargedBytes(weights_bytes, kv_in_use_bytes)
+};
+
 class MemoryGovernor {
  public:
   // Reserves `bytes` against memory.limit or throws ebb::Error(ResourceExhausted) with the bytes
@@ -30,6 +45,7 @@ class MemoryGovernor {
   uint64_t kv_in_use() const;
   uint64_t kv_peak() const;
   uint64_t weights() const;
+  GovernorUsage Usage() const;
   void AddModel(int delta);
   int num_models() const;
 

@@ -946,28 +946,7 @@ const std::string& Model::id() const { return internal::ImplOf(*this).id; }
 const ModelInfo& Model::info() const { return internal::ImplOf(*this).info; }
 const ModelOptions& Model::options() const { return internal::ImplOf(*this).options; }
 int Model::num_live_generators() const { return internal::ImplOf(*this).live_generators(); }
-std::string InfoJson(const Model& model) {
-  const ModelInfo& i = model.info();
-  const nlohmann::ordered_json j = {{"id", model.id()},
-                                    {"path", i.path.string()},
-                                    {"type", i.type},
-                                    {"is_encoder", i.is_encoder},
-                                    {"vocab_size", i.vocab_size},
-                                    {"context_length", i.context_length},
-                                    {"num_layers", i.num_layers},
-                                    {"num_kv_heads", i.num_kv_heads},
-                                    {"head_size", i.head_size},
-                                    {"uses_gqa", i.uses_gqa},
-                                    {"past_present_share_buffer", i.past_present_share_buffer},
-                                    {"last_position_logits", i.last_position_logits},
-                                    {"eos_token_ids", i.eos_token_ids},
-                                    {"pad_token_id", i.pad_token_id},
-                                    {"bos_token_id", i.bos_token_id},
-                                    {"kv_bytes_per_token", i.kv_bytes_per_token},
-                                    {"weights_bytes", model.weights_bytes()}};
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
+// InfoJson: src/runtime/stats_json.cpp (the one builder of the document).
 uint64_t Model::weights_bytes() const { return internal::ImplOf(*this).weights_bytes; }
 std::string Model::weights_state() const { return internal::ImplOf(*this).WeightsState(); }
 
@@ -1015,25 +994,13 @@ const ChatTemplate& Model::chat_template() const {
                   "or send a plain prompt instead of messages");
 }
 
-KvStats Model::kv_stats() const {
-  const auto s = internal::ImplOf(*this).kv_pool->Stats();
-  KvStats k;
-  k.in_use_bytes = s.in_use_bytes;
-  k.reserved_bytes = s.reserved_bytes;
-  k.peak_in_use_bytes = s.peak_in_use_bytes;
-  k.max_bytes = s.max_bytes;
-  k.retain_limit_bytes = s.retain_limit_bytes;
-  k.num_allocations = s.num_allocations;
-  k.num_refusals = s.num_refusals;
-  return k;
-}
+KvStats Model::kv_stats() const { return internal::ImplOf(*this).kv_pool->Stats(); }
 
 MemoryStats Model::memory_stats() const {
   const internal::ModelImpl& m = internal::ImplOf(*this);
   MemoryStats s;
   s.process = ReadProcessMemory();
-  const KvStats k = kv_stats();
-  s.kv = {k.in_use_bytes, k.reserved_bytes, k.peak_in_use_bytes, k.max_bytes};
+  s.kv = kv_stats();
   // After an unload the session is gone; its arena figures are not available.
   if (m.has_cpu_arena && !m.released()) {
     s.cpu_arena = internal::ReadCpuArenaStats(*m.session, m.cpu_memory);
@@ -1045,6 +1012,9 @@ MemoryStats Model::memory_stats() const {
   s.ort_shrink_every_run = m.shrink->RunOptions().count("memory.enable_memory_arena_shrinkage") > 0;
   s.weights_bytes = m.weights_bytes;
   s.weights = m.WeightsStats();
+  s.limit_bytes = m.host->governor().limit();
+  // This model's share of the charge (its weights are charged from load to unload).
+  s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, s.kv.in_use_bytes);
   return s;
 }
 

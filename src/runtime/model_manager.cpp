@@ -210,7 +210,7 @@ struct ModelManager::State {
     const MemoryStats s = runtime->Stats();
     uint64_t reserved = 0;
     for (const auto& [id, e] : entries) reserved += e.reserved_bytes;
-    return {s.weights_bytes + s.kv.in_use_bytes + reserved, runtime->memory_limit()};
+    return {s.used_bytes + reserved, s.limit_bytes};
   }
 
   // Makes `need` more bytes fit under memory.limit: first releases the file-backed weights of

@@ -272,10 +272,14 @@ int Runtime::num_models() const { return state_->gov.num_models(); }
 MemoryStats Runtime::Stats() const {
   MemoryStats s;
   s.process = ReadProcessMemory();
-  s.kv.in_use_bytes = state_->gov.kv_in_use();
-  s.kv.peak_in_use_bytes = state_->gov.kv_peak();
-  s.kv.max_bytes = state_->gov.limit();
-  s.weights_bytes = state_->gov.weights();
+  // One reading of the governor, so that used_bytes = weights_bytes + kv.in_use_bytes holds.
+  const internal::GovernorUsage u = state_->gov.Usage();
+  s.kv.in_use_bytes = u.kv_in_use_bytes;
+  s.kv.peak_in_use_bytes = u.kv_peak_bytes;
+  s.kv.max_bytes = u.limit_bytes;
+  s.weights_bytes = u.weights_bytes;
+  s.limit_bytes = u.limit_bytes;
+  s.used_bytes = u.used_bytes;
   // The weights' split, summed over the models ("state" says "mixed" when they differ).
   bool first = true;
   for (const ModelSummary& m : List()) {
@@ -300,24 +304,6 @@ void Runtime::RemoveObserver(const RequestObserver* observer) {
   auto& v = state_->observers;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& o) { return o.get() == observer; }),
           v.end());
-}
-
-std::string ToJson(const std::vector<ModelSummary>& models) {
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const ModelSummary& s : models) {
-    list.push_back({{"id", s.id},
-                    {"path", s.path.string()},
-                    {"type", s.type},
-                    {"is_encoder", s.is_encoder},
-                    {"weights_bytes", s.weights_bytes},
-                    {"weights", internal::WeightsMemoryJson(s.weights)},
-                    {"kv", internal::KvMemoryJson(s.kv)},
-                    {"cpu_arena", internal::ArenaStatsJson(s.cpu_arena)},
-                    {"live_generators", s.live_generators},
-                    {"requests_served", s.requests_served},
-                    {"last_used_unix_ms", s.last_used_unix_ms}});
-  }
-  return list.dump();
 }
 
 std::string_view RequestOutcomeName(RequestOutcome outcome) {

@@ -261,7 +261,8 @@ async function act(id, what, method, suffix, body) {
 
 function render() {
   const rt = samples[samples.length - 1].rt;
-  const p = rt.process, mem = rt.memory;
+  // Runtime::Stats() (GET /v1/runtime "stats"): process, memory.limit, what it counts, KV.
+  const mem = rt.stats, p = mem.process;
   document.getElementById('version').textContent = 'ebb ' + rt.version;
   document.getElementById('uptime').textContent = Math.round(rt.uptime_s) + ' s';
   document.getElementById('samples').textContent = String(nSamples);
@@ -271,8 +272,8 @@ function render() {
   setField(pf('file_bytes'), p.file_bytes, 'bytes');
   setField(pf('peak_rss_bytes'), p.peak_rss_bytes, 'bytes');
   setField(pf('weights_bytes'), mem.weights_bytes, 'bytes');
-  setField(pf('kv_in_use_bytes'), mem.kv_in_use_bytes, 'bytes');
-  setField(pf('kv_peak_bytes'), mem.kv_peak_bytes, 'bytes');
+  setField(pf('kv_in_use_bytes'), mem.kv.in_use_bytes, 'bytes');
+  setField(pf('kv_peak_bytes'), mem.kv.peak_in_use_bytes, 'bytes');
   setField(pf('used_bytes'), mem.used_bytes, 'bytes');
   setField(pf('requests_per_s'), rate((r) => requests(r.usage)), 'rate');
   setField(pf('tokens_per_s'), rate((r) => tokens(r.usage)), 'rate');
@@ -284,11 +285,11 @@ function render() {
   const col = (get) => samples.map((s) => { const v = get(s.rt); return v === undefined ? null : v; });
   chart(document.querySelector('[data-chart="process-mem"]'),
         document.querySelector('[data-legend="process-mem"]'), [
-    { name: 'RSS', color: COLORS.rss, values: col((r) => r.process.rss_bytes) },
-    { name: 'anonymous', color: COLORS.anon, values: col((r) => r.process.anon_bytes) },
-    { name: 'file', color: COLORS.file, values: col((r) => r.process.file_bytes) },
-    { name: 'weights', color: COLORS.weights, values: col((r) => r.memory.weights_bytes) },
-    { name: 'KV in use', color: COLORS.kv_in_use, values: col((r) => r.memory.kv_in_use_bytes) },
+    { name: 'RSS', color: COLORS.rss, values: col((r) => r.stats.process.rss_bytes) },
+    { name: 'anonymous', color: COLORS.anon, values: col((r) => r.stats.process.anon_bytes) },
+    { name: 'file', color: COLORS.file, values: col((r) => r.stats.process.file_bytes) },
+    { name: 'weights', color: COLORS.weights, values: col((r) => r.stats.weights_bytes) },
+    { name: 'KV in use', color: COLORS.kv_in_use, values: col((r) => r.stats.kv.in_use_bytes) },
   ], true);
   chart(document.querySelector('[data-chart="process-rate"]'),
         document.querySelector('[data-legend="process-rate"]'), [

@@ -170,11 +170,11 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
            static_cast<double>(rs.process.peak_rss_bytes));
   w.Family("ebb_memory_limit_bytes", "gauge",
            "memory.limit: the budget for all models' weights and KV (0 = none).");
-  w.Sample("ebb_memory_limit_bytes", "", static_cast<double>(runtime.memory_limit()));
+  w.Sample("ebb_memory_limit_bytes", "", static_cast<double>(rs.limit_bytes));
   w.Family("ebb_memory_used_bytes", "gauge",
            "What memory.limit counts now: weights of loaded models plus KV in use.");
-  const uint64_t limit = runtime.memory_limit();
-  const uint64_t used = rs.weights_bytes + rs.kv.in_use_bytes;
+  const uint64_t limit = rs.limit_bytes;
+  const uint64_t used = rs.used_bytes;
   w.Sample("ebb_memory_used_bytes", "", static_cast<double>(used));
   const uint64_t headroom = limit > used ? limit - used : 0;
   w.Family("ebb_memory_headroom_bytes", "gauge",

@@ -10,6 +10,7 @@
 #include "ebb/error.h"
 #include "ebb/options.h"
 #include "ebb/version.h"
+#include "runtime/stats_json.h"
 #include "server/admin_only.h"
 #include "server/admission.h"
 #include "server/api_error.h"
@@ -56,9 +57,10 @@ Json ManagedJson(const ManagedModel& m) {
       {"last_used_unix_ms", m.last_used_unix_ms},
       {"options", OptionsJson(m.options)}};
   if (m.summary) {
-    // The runtime's figures, as ebb::ToJson(List()) names them.
-    const Json s = Json::parse(ToJson(std::vector<ModelSummary>{*m.summary}))[0];
-    for (const auto& [k, v] : s.items()) {
+    // The runtime's figures, as ebb::ToJson(List()) names them (a named value: items() only
+    // refers to it).
+    const Json summary = internal::ModelSummaryJson(*m.summary);
+    for (const auto& [k, v] : summary.items()) {
       if (!j.contains(k)) j[k] = v;
     }
   }
@@ -81,14 +83,16 @@ std::shared_ptr<Model> LoadedModel(Runtime& runtime, const std::string& id) {
   }
 }
 
-// What the model is (ebb::InfoJson), named as the Python SDK's `Model.info`.
-Json ModelInfoJson(const Model& model) { return Json::parse(InfoJson(model)); }
-
+// The model runtime document (GET /v1/models/{id}/runtime; docs/runtime.schema.json's
+// model_runtime): the managed entry's fields, the model's MemoryStats once under "stats" (the
+// summary's kv, cpu_arena, weights and weights_bytes are left out: "stats" has them), its run
+// options, what the service remembers, and what it is ("info", as the Python SDK's Model.info).
 Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& managed) {
   Json run_options = Json::object();
   for (const auto& [k, v] : model.runtime().Options()) run_options[k] = v;
   Json j = ManagedJson(managed);
-  j["stats"] = Json::parse(ToJson(model.runtime().Stats()));
+  for (const char* dup : {"kv", "cpu_arena", "weights", "weights_bytes"}) j.erase(dup);
+  j["stats"] = internal::MemoryStatsJson(model.runtime().Stats());
   j["runtime_options"] = run_options;
   // What the service remembers for the id and applies to every later load of it.
   Json remembered_run = Json::object();
@@ -99,7 +103,7 @@ Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& m
        managed.remembered.shrink_every ? Json(*managed.remembered.shrink_every) : Json(nullptr)},
       {"shrink_above",
        managed.remembered.shrink_above ? Json(*managed.remembered.shrink_above) : Json(nullptr)}};
-  j["info"] = ModelInfoJson(model);
+  j["info"] = internal::ModelInfoJson(model);
   j["id"] = id;
   return j;
 }
@@ -245,7 +249,7 @@ void Server::RegisterAdminRoutes() {
                   auto model = LoadedModel(*runtime_, id);
                   const WeightsRelease r = model->runtime().ReleaseWeights();
                   Json j = ModelRuntimeJson(id, *model, manager_->Get(id));
-                  j["release"] = Json::parse(ToJson(r));
+                  j["release"] = internal::WeightsReleaseJson(r);
                   res.set_content(Dump(j), "application/json");
                 });
               });
@@ -276,19 +280,16 @@ void Server::RegisterAdminRoutes() {
         }
         models.push_back(std::move(j));
       }
-      const Json stats = Json::parse(ToJson(s));
+      // One document (docs/runtime.schema.json): every memory figure once, under
+      // "stats" (process, memory.limit as limit_bytes, what it counts as used_bytes, weights,
+      // KV), the queue and the request counters, and the models.
       Json body = {
           {"version", Version()},
           {"onnxruntime", OrtVersion()},
           {"uptime_s",
            std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()},
-          {"process", stats["process"]},
-          {"memory",
-           {{"limit_bytes", runtime_->memory_limit()},
-            {"used_bytes", s.weights_bytes + s.kv.in_use_bytes},
-            {"weights_bytes", s.weights_bytes},
-            {"kv_in_use_bytes", s.kv.in_use_bytes},
-            {"kv_peak_bytes", s.kv.peak_in_use_bytes}}},
+          // Runtime::Stats(): what the SDKs' Runtime.stats() return.
+          {"stats", internal::MemoryStatsJson(s)},
           {"queue",
            {{"running", admission_->running()},
             {"queued", admission_->queued()},
@@ -304,9 +305,7 @@ void Server::RegisterAdminRoutes() {
           {"expirations", manager_->num_expirations()},
           {"keep_alive", FormatKeepAlive(options_.models.keep_alive)},
           {"draining", admission_->draining()},
-          {"models", models},
-          // Runtime::Stats() as ebb::ToJson names it: what the SDKs' Runtime.stats() return.
-          {"stats", stats}};
+          {"models", models}};
       res.set_content(Dump(body), "application/json");
     });
   });

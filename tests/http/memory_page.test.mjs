@@ -180,13 +180,13 @@ test('figures match /v1/runtime', async () => {
   const rss = await field(null, 'rss_bytes');
   const rssShown = assertMiB(rss, 'RSS');
   assert.ok(rss.value > 0);
-  const tol = Math.max(16 * MIB, 0.1 * rt.process.rss_bytes);
-  assert.ok(Math.abs(rssShown - rt.process.rss_bytes) <= tol,
-    `RSS shown ${rss.text}, /v1/runtime ${(rt.process.rss_bytes / MIB).toFixed(1)} MiB`);
+  const tol = Math.max(16 * MIB, 0.1 * rt.stats.process.rss_bytes);
+  assert.ok(Math.abs(rssShown - rt.stats.process.rss_bytes) <= tol,
+    `RSS shown ${rss.text}, /v1/runtime ${(rt.stats.process.rss_bytes / MIB).toFixed(1)} MiB`);
   for (const name of ['anon_bytes', 'file_bytes']) {
     const f = await field(null, name);
     assertMiB(f, name);
-    assert.ok(Math.abs(f.value - rt.process[name]) <= tol, `${name}: ${f.text}`);
+    assert.ok(Math.abs(f.value - rt.stats.process[name]) <= tol, `${name}: ${f.text}`);
   }
   const weights = await field(TINY, 'weights_bytes');
   assert.ok(m.weights_bytes > 0);
@@ -208,7 +208,7 @@ test('figures match /v1/runtime', async () => {
   const requests = await field(TINY, 'requests');
   assert.equal(requests.value, m.usage.requests);
   assert.ok(m.usage.requests >= 5 && m.usage.generated_tokens > 0, JSON.stringify(m.usage));
-  assert.equal((await field(null, 'weights_bytes')).value, rt.memory.weights_bytes);
+  assert.equal((await field(null, 'weights_bytes')).value, rt.stats.weights_bytes);
 });
 
 test('shrink now moves the arena figure down', async () => {

@@ -31,7 +31,7 @@ def test_load_stats_runtime_options_shrink_ps_unload_round_trip(srv):
     # Warm the process first (ORT's environment and libraries load with the first model), so
     # that the RSS comparison is about the model alone.
     ebb("run", "llama-tiny-fp32", "warm up", "--max-tokens", "2", url=url)
-    rss_before = srv.runtime()["process"]["rss_bytes"]
+    rss_before = srv.runtime()["stats"]["process"]["rss_bytes"]
     r = ebb("model", "load", SMALL, "--session-option", "enable_cpu_mem_arena=0", "--option",
             "kv_cache.max_bytes=64MiB", "--json", url=url)
     loaded = json.loads(r.stdout)
@@ -39,7 +39,7 @@ def test_load_stats_runtime_options_shrink_ps_unload_round_trip(srv):
     stats = json.loads(ebb("model", "stats", SMALL, "--json", url=url).stdout)
     assert stats["options"]["session_options.enable_cpu_mem_arena"] == "0"
     assert stats["stats"]["kv"]["max_bytes"] == 64 << 20
-    assert stats["cpu_arena"]["available"] is False
+    assert stats["stats"]["cpu_arena"]["available"] is False
     # Without an arena, naming the CPU arena in a run option is refused (ORT would fail every
     # Run): a clear error and a non-zero exit.
     bad = ebb("model", "set-runtime-option", SMALL, "memory.enable_memory_arena_shrinkage=cpu:0",
@@ -65,7 +65,7 @@ def test_load_stats_runtime_options_shrink_ps_unload_round_trip(srv):
     listed = json.loads(ebb("model", "list", "--json", url=url).stdout)
     assert {m["id"] for m in listed} >= {SMALL, "llama-tiny-fp32"}
     ebb("model", "unload", SMALL, url=url)
-    rss_after = srv.runtime()["process"]["rss_bytes"]
+    rss_after = srv.runtime()["stats"]["process"]["rss_bytes"]
     if os.environ.get("EBB_UNDER_SANITIZER"):
         print("RSS bound not checked: ASan's quarantine keeps freed memory resident")
     else:

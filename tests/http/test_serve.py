@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from json_schema_lite import load_schema, validate
 from serve_util import EBB, MODELS, Server, chat_body, wait_until, weights_bytes
 
 TINY = "llama-tiny-fp32"
@@ -359,7 +360,8 @@ def test_memory_endpoints_mirror_the_sdk(srv):
     st, _, j = srv.get(f"/v1/models/{m}/runtime")
     assert st == 200, j
     assert j["stats"]["kv"]["max_bytes"] == 64 << 20
-    assert j["cpu_arena"]["available"] is False
+    assert j["stats"]["cpu_arena"]["available"] is False
+    assert not {"kv", "cpu_arena", "weights", "weights_bytes"} & set(j), "once, under stats"
     # Loading again with other options is refused; with none it is a no-op.
     st, _, j = srv.post(f"/v1/models/{m}/load", {"options": {"kv_cache.max_bytes": "1MiB"}})
     assert st == 409, j
@@ -393,8 +395,9 @@ def test_memory_endpoints_mirror_the_sdk(srv):
     st, _, j = srv.post(f"/v1/models/{m}/unload", {})
     assert st == 404
     rt = srv.runtime()
-    assert {"process", "memory", "queue", "models", "requests"} <= set(rt)
-    assert rt["process"]["rss_bytes"] > 0
+    assert {"stats", "queue", "models", "requests"} <= set(rt)
+    assert not {"process", "memory"} & set(rt), "every memory figure is once, under stats"
+    assert rt["stats"]["process"]["rss_bytes"] > 0
 
 
 def test_metrics_pass_promtool_and_count_what_was_sent(tmp_path):
@@ -449,8 +452,8 @@ def test_budget_evicts_idle_models_lru_and_never_exceeds_the_limit(tmp_path):
 
         def loaded():
             rt = s.runtime()
-            if rt["memory"]["used_bytes"] > limit:
-                seen_over.append(rt["memory"])
+            if rt["stats"]["used_bytes"] > limit:
+                seen_over.append(rt["stats"])
             return sorted(m["id"] for m in rt["models"] if m["loaded"])
 
         order = ["a", "b", "c", "a", "b", "c", "b", "a"]
@@ -709,6 +712,43 @@ def test_runtime_routes_give_info_and_sdk_stats_and_options_max_length_wins(srv)
     assert j["usage"]["completion_tokens"] <= 3
     if j["choices"][0]["finish_reason"] == "length":
         assert j["usage"]["completion_tokens"] == 3
+    st, _, j = srv.post(f"/v1/models/{m}/unload", {})
+    assert st == 200, j
+
+
+def test_runtime_documents_validate_against_their_schema(srv):
+    """Issue 22 item 6: GET /v1/runtime and the model runtime document (GET, PATCH, shrink and
+    release_weights answer it) validate against docs/runtime.schema.json, live, with a model
+    loaded, one that served a request and the rest not loaded; every memory figure is once."""
+    schema = load_schema("runtime.schema.json")
+    m = TINY
+    st, _, loaded = srv.post(f"/v1/models/{m}/load", {})
+    assert st == 200, loaded
+    assert validate(schema, loaded, "#/$defs/model_entry") == []
+    st, _, j = srv.post("/v1/chat/completions", chat_body(m, max_tokens=3))
+    assert st == 200, j
+    rt = srv.runtime()
+    assert validate(schema, rt) == []
+    assert any(e["loaded"] for e in rt["models"]) and any(not e["loaded"] for e in rt["models"])
+    s = rt["stats"]
+    assert s["used_bytes"] == s["weights_bytes"] + s["kv"]["in_use_bytes"]
+    assert s["limit_bytes"] == 0, "this server has no --memory-limit"
+    for method, path, body in [("GET", f"/v1/models/{m}/runtime", None),
+                               ("PATCH", f"/v1/models/{m}/runtime", {"shrink_every": 0}),
+                               ("POST", f"/v1/models/{m}/runtime/shrink", {"when": "now"}),
+                               ("POST", f"/v1/models/{m}/runtime/release_weights", {})]:
+        st, _, doc = srv.request(method, path, body)
+        assert st == 200, (path, doc)
+        assert validate(schema, doc, "#/$defs/model_runtime") == [], path
+        assert doc["stats"]["used_bytes"] == (doc["stats"]["weights_bytes"]
+                                              + doc["stats"]["kv"]["in_use_bytes"])
+    assert "release" in doc
+    # The schema is strict: the duplicated blocks of old are refused, as is a missing figure.
+    old = dict(rt, memory={"limit_bytes": 0}, process=rt["stats"]["process"])
+    errors = validate(schema, old)
+    assert ": unexpected property memory" in errors and ": unexpected property process" in errors
+    del old["memory"], old["process"], old["stats"]["used_bytes"]
+    assert validate(schema, old) == ["/stats: missing required used_bytes"]
     st, _, j = srv.post(f"/v1/models/{m}/unload", {})
     assert st == 200, j
 

@@ -101,15 +101,15 @@ def test_requests_survive_unloads_evictions_and_expiries():
               f"forced={unloads['forced']} plain={unloads['plain']} "
               f"refused={unloads['not_loaded']}; evictions={evictions:.0f} "
               f"expirations={expirations:.0f}; kv in use at the end "
-              f"{rt['memory']['kv_in_use_bytes']} B")
+              f"{rt['stats']['kv']['in_use_bytes']} B")
         assert not failures, failures[:5]
         assert not unloads["other"], unloads["other"][:5]
         assert sum(sent.values()) == total
         assert completed == total, (completed, total)
         assert rt["requests"]["error"] == 0 and rt["requests"]["cancelled"] == 0, rt["requests"]
         assert rt["queue"]["rejected"] == 0, rt["queue"]
-        assert rt["memory"]["kv_in_use_bytes"] == 0, rt["memory"]
-        assert rt["memory"]["used_bytes"] <= limit
+        assert rt["stats"]["kv"]["in_use_bytes"] == 0, rt["stats"]
+        assert rt["stats"]["used_bytes"] <= limit
         assert unloads["forced"] > 0 and unloads["plain"] > 0
         assert evictions > 0, "the test evicted nothing"
         assert expirations > 0, "the test expired nothing"

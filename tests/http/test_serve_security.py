@@ -140,7 +140,7 @@ def test_allowed_host_and_origin_get_cors():
 def test_admin_only_options_get_403_and_the_budget_stays(tmp_path):
     limit = 512 << 20
     with Server("--models-dir", str(MODELS), "--memory-limit", str(limit)) as s:
-        assert s.runtime()["memory"]["limit_bytes"] == limit
+        assert s.runtime()["stats"]["limit_bytes"] == limit
         prefix = tmp_path / "prof"
         for body, key in [
             ({"options": {"memory.limit": "1TB"}}, "memory.limit"),
@@ -159,7 +159,7 @@ def test_admin_only_options_get_403_and_the_budget_stays(tmp_path):
         st, _, j = s.post("/v1/chat/completions",
                           chat_body(TINY, max_tokens=2, options={"memory.limit": "1TB"}))
         assert st == 403 and j["error"]["param"] == "memory.limit", j
-        assert s.runtime()["memory"]["limit_bytes"] == limit, "the budget is unchanged"
+        assert s.runtime()["stats"]["limit_bytes"] == limit, "the budget is unchanged"
         assert not loaded(s, TINY)
         assert not list(tmp_path.iterdir()), "nothing is written where a client asked"
         # Client keys are still fine.
@@ -187,7 +187,7 @@ def test_admin_key_unlocks_admin_options():
         st, _, j = s.post(f"/v1/models/{TINY}/load", body, headers=admin)
         assert st == 200, j
         st, _, j = s.get("/v1/runtime", headers=admin)  # the admin key passes the key check
-        assert st == 200 and j["memory"]["limit_bytes"] == limit * 2, j["memory"]
+        assert st == 200 and j["stats"]["limit_bytes"] == limit * 2, j["stats"]
     r = subprocess.run([EBB, "serve", "--models-dir", str(MODELS), "--port", "0", "--api-key",
                         "same", "--admin-key", "same"], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and "--admin-key must differ" in r.stderr

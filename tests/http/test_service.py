@@ -48,7 +48,7 @@ def test_start_status_stop_and_start_twice(svc):
     assert j["pid"] == st["pid"] and j["url"] == st["url"] and j["port"] == svc.port
     assert j["log"] == st["log"] and j["args"] == st["args"]
     assert 0 <= j["uptime_s"] < 120
-    assert j["runtime"]["process"]["rss_bytes"] > 0
+    assert j["runtime"]["stats"]["process"]["rss_bytes"] > 0
     assert TINY in {m["id"] for m in j["runtime"]["models"]}
     r = svc.run("status")
     assert r.returncode == 0 and st["url"] in r.stdout and str(st["pid"]) in r.stdout

@@ -44,12 +44,12 @@ TEST(KvPoolIssue10, ConcurrentAllocationsNeverExceedTheBudget) {
       });
     }
     for (auto& th : threads) th.join();
-    const KvPoolStats s = pool.Stats();
+    const KvStats s = pool.Stats();
     EXPECT_LE(s.in_use_bytes, max_bytes) << "round " << round;
     EXPECT_LE(s.peak_in_use_bytes, max_bytes) << "round " << round;
   }
   EXPECT_EQ(over.load(), 0u);
-  const KvPoolStats s = pool.Stats();
+  const KvStats s = pool.Stats();
   EXPECT_EQ(s.in_use_bytes, 0u);
   EXPECT_EQ(successes + refusals, static_cast<uint64_t>(kThreads) * kRounds);
   EXPECT_EQ(s.num_allocations, successes.load());
