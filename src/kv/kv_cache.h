@@ -29,21 +29,9 @@
 
 #include "ebb/options.h"
 #include "kv/kv_pool.h"
+#include "kv/kv_shape.h"
 
 namespace ebb::internal {
-
-struct KvShape {
-  int num_layers = 0;
-  int kv_heads = 0;
-  int head_size = 0;
-  int batch = 1;
-  bool combined = false;  // [2, B, H, S, D] per layer instead of K and V tensors
-  ONNXTensorElementDataType elem_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-  size_t elem_bytes = 4;
-
-  // Bytes of one token of one sequence, all layers, K and V.
-  uint64_t BytesPerToken() const { return 2ull * num_layers * kv_heads * head_size * elem_bytes; }
-};
 
 // Where a DecodeBatcher row keeps a cache (slot mode): tensor i of the row (layer-major, K then
 // V) starts at base + i * tensor_stride_bytes and is [1, H, stride_tokens, D]. The memory is the
