@@ -248,11 +248,11 @@ struct Generator::Impl {
     if (brow.batcher) {
       DecodeBatcher* b = brow.batcher.get();  // outlives the cache (BatchRow is declared first)
       const int row = brow.row;
-      kv = std::make_unique<KvCache>(*m.kv_pool, shape, mode, max_length, m.options.kv_chunk_tokens,
-                                     [b, row] { return b->SlotView(row); });
+      kv = KvCache::CreateSlot(*m.kv_pool, shape, mode, max_length, m.options.kv_chunk_tokens,
+                               [b, row] { return b->SlotView(row); });
     } else {
-      kv = std::make_unique<KvCache>(*m.kv_pool, shape, info.past_present_share_buffer, mode,
-                                     max_length, m.options.kv_chunk_tokens);
+      kv = KvCache::Create(*m.kv_pool, shape, info.past_present_share_buffer, mode, max_length,
+                           m.options.kv_chunk_tokens);
     }
 
     internal::SamplerConfig sc;
