@@ -91,10 +91,10 @@ void BM_KvDynamicGrowth(benchmark::State& state) {
   const int max_length = static_cast<int>(state.range(0));
   ebb::internal::KvPool pool(0, 0);
   for (auto _ : state) {
-    ebb::internal::KvCache cache(pool, shape, /*shared=*/true, ebb::KvMode::kDynamic, max_length,
-                                 256);
-    for (int t = 256; t <= max_length; t += 256) cache.Reserve(t);
-    benchmark::DoNotOptimize(cache.bytes());
+    auto cache = ebb::internal::KvCache::Create(pool, shape, /*shared=*/true, ebb::KvMode::kDynamic,
+                                                max_length, 256);
+    for (int t = 256; t <= max_length; t += 256) cache->Reserve(t);
+    benchmark::DoNotOptimize(cache->bytes());
   }
   state.counters["final_MiB"] = static_cast<double>(shape.BytesPerToken()) * max_length / (1 << 20);
 }
@@ -106,9 +106,9 @@ void BM_KvStaticReserve(benchmark::State& state) {
   shape.head_size = 96;
   ebb::internal::KvPool pool(0, 0);
   for (auto _ : state) {
-    ebb::internal::KvCache cache(pool, shape, true, ebb::KvMode::kStatic,
-                                 static_cast<int>(state.range(0)), 256);
-    benchmark::DoNotOptimize(cache.bytes());
+    auto cache = ebb::internal::KvCache::Create(pool, shape, true, ebb::KvMode::kStatic,
+                                                static_cast<int>(state.range(0)), 256);
+    benchmark::DoNotOptimize(cache->bytes());
   }
 }
 

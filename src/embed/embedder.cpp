@@ -15,7 +15,7 @@
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
 #include "model/model_impl.h"
-#include "model/run_error.h"
+#include "model/step_runner.h"
 #include "ort/index_tensor.h"
 
 namespace ebb {
@@ -35,7 +35,7 @@ struct EmbedSlot {
 };
 
 // Runs one padded batch; returns the requested output (last_hidden_state [B, L, H] or the
-// pooled [B, H]). Goes through the model's ShrinkController like every step.
+// pooled [B, H]). Runs through the model's StepRunner like every step.
 Ort::Value RunBatch(ModelImpl& m, const std::vector<const std::vector<int32_t>*>& rows,
                     const std::string& output) {
   const EncoderIo& io = m.encoder;
@@ -56,31 +56,15 @@ Ort::Value RunBatch(ModelImpl& m, const std::vector<const std::vector<int32_t>*>
       mask.Put(b * L + t, real ? 1 : 0);
     }
   }
-  std::vector<const char*> in_names;
-  std::vector<Ort::Value> in_values;
-  in_names.push_back(io.input_ids.c_str());
-  in_values.push_back(ids.View(m.cpu_memory, dims));
-  if (!io.attention_mask.empty()) {
-    in_names.push_back(io.attention_mask.c_str());
-    in_values.push_back(mask.View(m.cpu_memory, dims));
-  }
-  if (!io.token_type_ids.empty()) {
-    in_names.push_back(io.token_type_ids.c_str());
-    in_values.push_back(types.View(m.cpu_memory, dims));
-  }
-  const char* out_name = output.c_str();
-  bool shrink = false;
-  Ort::RunOptions ro = m.shrink->BeginRun(&shrink);
-  try {
-    auto out =
-        m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), &out_name, 1);
-    m.shrink->EndRun(shrink, true);
-    m.CheckWeightsIntact();
-    return std::move(out[0]);
-  } catch (const Ort::Exception& e) {
-    m.shrink->EndRun(shrink, false);
-    throw RunError(m, e.what(), "", -1, "lower embed.batch_size or embed.max_batch_tokens");
-  }
+  StepBinding bind;
+  bind.Input(io.input_ids, ids.View(m.cpu_memory, dims));
+  if (!io.attention_mask.empty()) bind.Input(io.attention_mask, mask.View(m.cpu_memory, dims));
+  if (!io.token_type_ids.empty()) bind.Input(io.token_type_ids, types.View(m.cpu_memory, dims));
+  bind.Output(output, Ort::Value{nullptr});  // allocated by ORT
+  StepDesc desc;
+  desc.kind = StepKind::kEncode;
+  m.runner.Run(bind, desc);
+  return std::move(bind.outputs()[0]);
 }
 
 Pooling ResolvePooling(const ModelImpl& m, Pooling asked) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -14,8 +15,7 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "model/model_impl.h"
-#include "model/run_error.h"
-#include "ort/index_tensor.h"
+#include "model/step_runner.h"
 
 namespace ebb::internal {
 
@@ -23,18 +23,10 @@ std::shared_ptr<DecodeBatcher> DecodeBatcher::ForModel(ModelImpl& m) {
   if (m.options.decode_batch_max_rows <= 1) return nullptr;
   std::lock_guard<std::mutex> lock(m.decode_batcher_mu);
   if (m.decode_batcher || m.decode_batcher_failed) return m.decode_batcher;
-  KvShape shape;
-  shape.num_layers = m.info.num_layers;
-  shape.kv_heads = m.info.num_kv_heads;
-  shape.head_size = m.info.head_size;
-  shape.batch = 1;
-  shape.combined = m.io.combined_kv;
-  shape.elem_type = m.io.kv_type;
-  shape.elem_bytes = m.io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
   try {
-    m.decode_batcher = std::make_shared<DecodeBatcher>(m, shape, m.options.decode_batch_max_rows,
-                                                       m.options.decode_batch_no_wait,
-                                                       m.options.decode_batch_max_wait_us);
+    m.decode_batcher = std::make_shared<DecodeBatcher>(
+        m, m.kv_shape, m.options.decode_batch_max_rows, m.options.decode_batch_no_wait,
+        m.options.decode_batch_max_wait_us);
   } catch (const std::exception& e) {
     m.decode_batcher_failed = true;
     EBB_LOG_WARN("decode_batch.max_rows={}: batched decode is off for model '{}': {}",
@@ -49,7 +41,8 @@ DecodeBatcher::DecodeBatcher(ModelImpl& model, const KvShape& row_shape, int max
       shape_(row_shape),
       max_rows_(max_rows),
       no_wait_(no_wait),
-      max_wait_us_(max_wait_us) {
+      max_wait_us_(max_wait_us),
+      feed_(model) {
   if (shape_.combined) throw Error(ErrorCode::Internal, "a combined KV layout cannot be batched");
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   token_bytes_ = static_cast<uint64_t>(shape_.kv_heads) * shape_.head_size * shape_.elem_bytes;
@@ -186,8 +179,18 @@ uint64_t DecodeBatcher::stepped_rows() const {
 }
 
 void DecodeBatcher::FailNextStepForTesting(int min_rows) {
-  std::lock_guard<std::mutex> lock(mu_);
-  fail_min_rows_ = min_rows;
+  // On the Run path's one fault seam (model/step_runner.h): this model's next batched step of
+  // at least `min_rows` generators, once.
+  auto armed = std::make_shared<std::atomic<bool>>(true);
+  const ModelImpl* model = &m_;
+  SetStepFaultForTesting(
+      [armed, model, min_rows](const ModelImpl& m, const StepDesc& step) -> std::string {
+        if (&m != model || step.kind != StepKind::kBatchedDecode || step.sequences < min_rows) {
+          return "";
+        }
+        if (!armed->exchange(false)) return "";
+        return "injected batched Run() failure (FailNextStepForTesting)";
+      });
 }
 
 int DecodeBatcher::stride() {
@@ -277,17 +280,14 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
   if (stepping.empty()) return;
   lk.unlock();
 
-  const int64_t B = hi - lo + 1, V = m_.info.vocab_size;
-  const auto& io = m_.io;
-  const Ort::MemoryInfo& mem = m_.cpu_memory;
+  const int64_t B = hi - lo + 1;
   std::exception_ptr error;
-  std::vector<char> logits_out;
-  const size_t elem = io.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
   std::vector<int32_t> taken_pos(static_cast<size_t>(B), -1);  // column each stepping row wrote
   try {
     std::lock_guard<std::mutex> engine(engine_mu_);
     // Inputs, read under the engine lock: the high-water marks of idle rows are stable now.
-    std::vector<int64_t> ids(B), pos(B), valid(B);
+    std::vector<int32_t> ids(B);
+    std::vector<int64_t> pos(B), valid(B);
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (int64_t b = 0; b < B; ++b) {
@@ -304,75 +304,24 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
         }
         valid[b] = pos[b] + 1;
       }
-      if (fail_min_rows_ > 0 && static_cast<int>(stepping.size()) >= fail_min_rows_) {
-        fail_min_rows_ = 0;
-        throw Error(ErrorCode::Internal, "injected batched Run() failure (FailNextStepForTesting)");
-      }
     }
     const int64_t T = *std::max_element(valid.begin(), valid.end());
     EnsureColumns(static_cast<int>(T));  // may re-lay the region (mu_ not held here)
-    std::vector<int64_t> mask(static_cast<size_t>(B * T), 0);
-    for (int64_t b = 0; b < B; ++b) {
-      std::fill(mask.begin() + b * T, mask.begin() + b * T + valid[b], 1);
-    }
-    std::vector<const char*> in_names, out_names;
-    std::vector<Ort::Value> in_values, out_values;
-    IndexTensor ids_in{io.input_ids_type, {}, {}}, mask_in{io.attention_mask_type, {}, {}},
-        pos_in{io.position_ids_type, {}, {}};
-    ids_in.Assign(ids);
-    in_names.push_back(io.input_ids.c_str());
-    in_values.push_back(ids_in.View(mem, {B, 1}));
-    if (!io.attention_mask.empty()) {
-      mask_in.Assign(mask);
-      in_names.push_back(io.attention_mask.c_str());
-      in_values.push_back(mask_in.View(mem, {B, T}));
-    }
-    if (!io.position_ids.empty()) {
-      pos_in.Assign(pos);
-      in_names.push_back(io.position_ids.c_str());
-      in_values.push_back(pos_in.View(mem, {B, 1}));
-    }
-    // A graph rewritten for last-position logits (prefill_logits=last): one token per row, so
-    // row b's logits are at flat position b. Its logits are [B, 1, V] either way.
-    std::vector<int64_t> logits_index;
-    const std::vector<int64_t> index_dims{B};
-    if (!io.logits_index.empty()) {
-      for (int64_t b = 0; b < B; ++b) logits_index.push_back(b);
-      in_names.push_back(io.logits_index.c_str());
-      in_values.push_back(
-          Ort::Value::CreateTensor<int64_t>(mem, logits_index.data(), B, index_dims.data(), 1));
-    }
+    // One token per row, right-padded (GQA); with last-position logits row b's are at flat
+    // position b. Its logits are [B, 1, V] either way.
+    feed_.Reset(B, 1, T);
+    for (int64_t b = 0; b < B; ++b) feed_.PutRightPaddedRow(b, &ids[b], pos[b], valid[b], 1);
+    StepBinding bind;
+    feed_.Bind(bind);
     KvSlotView view = SlotView(lo);
     std::vector<Ort::Value> past, present;
-    AppendSlotViews(view, static_cast<int>(B), shape_, mem, past);
-    AppendSlotViews(view, static_cast<int>(B), shape_, mem, present);
-    for (size_t i = 0; i < past.size(); ++i) {
-      in_names.push_back(io.past_names[i].c_str());
-      in_values.push_back(std::move(past[i]));
-    }
-    const size_t logits_bytes = static_cast<size_t>(B * V) * elem;
-    logits_out.resize(logits_bytes);
-    const std::vector<int64_t> ldims{B, 1, V};
-    out_names.push_back(io.logits.c_str());
-    out_values.push_back(Ort::Value::CreateTensor(mem, logits_out.data(), logits_bytes,
-                                                  ldims.data(), ldims.size(), io.logits_type));
-    for (size_t i = 0; i < present.size(); ++i) {
-      out_names.push_back(io.present_names[i].c_str());
-      out_values.push_back(std::move(present[i]));
-    }
-    bool shrink = false;
-    Ort::RunOptions ro = m_.shrink->BeginRun(&shrink);
-    try {
-      m_.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
-                      out_values.data(), out_values.size());
-      m_.shrink->EndRun(shrink, true);
-      m_.CheckWeightsIntact();
-    } catch (const Ort::Exception& e) {
-      m_.shrink->EndRun(shrink, false);
-      throw RunError(m_, e.what(),
-                     " (batched decode step of " + std::to_string(stepping.size()) + " generators)",
-                     -1);
-    }
+    AppendSlotViews(view, static_cast<int>(B), shape_, m_.cpu_memory, past);
+    AppendSlotViews(view, static_cast<int>(B), shape_, m_.cpu_memory, present);
+    bind.Kv(m_.io.past_names, m_.io.present_names, past, present);
+    StepDesc desc;
+    desc.kind = StepKind::kBatchedDecode;
+    desc.sequences = static_cast<int>(stepping.size());
+    m_.runner.Run(bind, desc);
   } catch (...) {
     error = std::current_exception();
   }
@@ -384,14 +333,7 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
     row.error = error;
     if (!error) {
       const int64_t b = r - lo;
-      float* dst = row.out->data();
-      if (elem == 4) {
-        std::memcpy(dst, reinterpret_cast<const float*>(logits_out.data()) + b * V,
-                    V * sizeof(float));
-      } else {
-        const auto* src = reinterpret_cast<const Ort::Float16_t*>(logits_out.data()) + b * V;
-        for (int64_t v = 0; v < V; ++v) dst[v] = src[v].ToFloat();
-      }
+      feed_.Logits(b, row.out->data());
       row.hw = std::max(row.hw, std::min(taken_pos[b] + 1, max_stride_ - 1));
       ++stepped_rows_;
     }

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "model/decoder_feed.h"
 
 namespace ebb::internal {
 
@@ -132,7 +133,9 @@ class DecodeBatcher {
   bool leader_active_ = false;  // guarded by mu_: a thread is gathering or running a step
   uint64_t steps_ = 0;          // guarded by mu_
   uint64_t stepped_rows_ = 0;   // guarded by mu_
-  int fail_min_rows_ = 0;       // guarded by mu_: FailNextStepForTesting; 0 = off
+  // The batched step's inputs and logits; used only by the step leader (leader_active_), from
+  // RunStep's inputs to its copy of each row's logits.
+  DecoderFeed feed_;
 };
 
 }  // namespace ebb::internal

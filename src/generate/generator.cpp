@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "core/log.h"
@@ -18,9 +17,9 @@
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
+#include "model/decoder_feed.h"
 #include "model/model_impl.h"
-#include "model/run_error.h"
-#include "ort/index_tensor.h"
+#include "model/step_runner.h"
 
 namespace ebb {
 namespace {
@@ -57,7 +56,7 @@ struct BatchRow {
   }
 };
 // FailNthRunForTesting's countdown (generator_testing.h); 0 = off.
-thread_local int g_fail_run_countdown = 0;
+thread_local int t_fail_run_countdown = 0;
 
 constexpr int32_t kMaxTopLogprobs = 20;  // OpenAI's cap for chat
 
@@ -87,9 +86,7 @@ struct Generator::Impl {
   std::vector<float> row_logits;             // one row's logits for the sampler, reused
   std::vector<float> logits;                 // [batch, vocab], last position, float32
   bool logits_valid = false;
-  std::vector<char> logits_out;  // ORT output buffer [batch, S, vocab], reused
-
-  internal::IndexTensor ids, attn, pos;
+  internal::DecoderFeed step_feed{m};  // a step's inputs and ORT's logits buffer, reused
   GeneratorStats stats;
   bool started = false;
   Clock::time_point t_first_append{};
@@ -231,14 +228,8 @@ struct Generator::Impl {
     // right-padded; other graphs are left-padded like GPT-2.
     right_padded = info.uses_gqa;
 
-    internal::KvShape shape;
-    shape.num_layers = info.num_layers;
-    shape.kv_heads = info.num_kv_heads;
-    shape.head_size = info.head_size;
+    internal::KvShape shape = m.kv_shape;
     shape.batch = batch;
-    shape.combined = m.io.combined_kv;
-    shape.elem_type = m.io.kv_type;
-    shape.elem_bytes = m.io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
     const KvMode mode = p.kv_mode.value_or(m.options.kv_mode);
     // GQA graphs with search.past_present_share_buffer share past and present in both modes
     // (dynamic grows the shared buffer); other graphs ping-pong.
@@ -257,11 +248,11 @@ struct Generator::Impl {
     if (brow.batcher) {
       DecodeBatcher* b = brow.batcher.get();  // outlives the cache (BatchRow is declared first)
       const int row = brow.row;
-      kv = std::make_unique<KvCache>(*m.kv_pool, shape, mode, max_length, m.options.kv_chunk_tokens,
-                                     [b, row] { return b->SlotView(row); });
+      kv = KvCache::CreateSlot(*m.kv_pool, shape, mode, max_length, m.options.kv_chunk_tokens,
+                               [b, row] { return b->SlotView(row); });
     } else {
-      kv = std::make_unique<KvCache>(*m.kv_pool, shape, info.past_present_share_buffer, mode,
-                                     max_length, m.options.kv_chunk_tokens);
+      kv = KvCache::Create(*m.kv_pool, shape, info.past_present_share_buffer, mode, max_length,
+                           m.options.kv_chunk_tokens);
     }
 
     internal::SamplerConfig sc;
@@ -283,9 +274,6 @@ struct Generator::Impl {
     mask.resize(batch);
     pending.resize(batch);
     done.assign(batch, false);
-    ids.type = m.io.input_ids_type;
-    attn.type = m.io.attention_mask_type;
-    pos.type = m.io.position_ids_type;
   }
 
   int32_t LogicalWidth() const {
@@ -439,35 +427,26 @@ struct Generator::Impl {
           // A ping-pong present is never narrower than its past (GQA: max(T, P)).
           T = std::max({T, static_cast<int32_t>(S), P});
         }
-        std::vector<int64_t> ids_v(batch * S), pos_v(batch * S), mask_v(batch * T);
-        std::vector<int32_t> logit_col(batch, static_cast<int32_t>(S) - 1);
+        step_feed.Reset(batch, static_cast<int64_t>(S), T);
         for (int b = 0; b < batch; ++b) {
+          const int32_t* tokens = cols[b].data() + start;
           if (right_padded) {
             // Row b's real tokens in this chunk: columns [start, min(n_real, start + S)).
             const int32_t real_here =
                 std::clamp(n_real[b] - static_cast<int32_t>(start), 0, static_cast<int32_t>(S));
-            for (size_t i = 0; i < S; ++i) {
-              ids_v[b * S + i] = cols[b][start + i];
-              pos_v[b * S + i] = new_lens[b] + static_cast<int64_t>(i);
-            }
             const int32_t valid = new_lens[b] + real_here;
-            for (int32_t t = 0; t < T; ++t) mask_v[b * T + t] = t < valid ? 1 : 0;
-            if (real_here > 0) logit_col[b] = real_here - 1;
+            step_feed.PutRightPaddedRow(b, tokens, new_lens[b], valid, real_here);
             new_lens[b] = valid;
           } else {
             auto& mrow = new_mask[b];
             for (size_t i = 0; i < S; ++i) {
-              const size_t c = start + i;
-              const bool real = c >= longest - static_cast<size_t>(n_real[b]);
-              ids_v[b * S + i] = cols[b][c];
-              mrow.push_back(real ? 1 : 0);
-              pos_v[b * S + i] = real ? new_lens[b] : 0;
-              if (real) ++new_lens[b];
+              mrow.push_back(start + i >= longest - static_cast<size_t>(n_real[b]) ? 1 : 0);
             }
-            for (int32_t t = 0; t < T; ++t) mask_v[b * T + t] = mrow[t];
+            new_lens[b] +=
+                static_cast<int32_t>(step_feed.PutLeftPaddedRow(b, tokens, mrow, new_lens[b]));
           }
         }
-        RunOnce(ids_v, pos_v, mask_v, P, static_cast<int32_t>(S), T, logit_col, new_logits);
+        RunOnce(P, T, new_logits);
         ++commits;
         new_width = T;
       }
@@ -483,30 +462,14 @@ struct Generator::Impl {
     logits = std::move(new_logits);
     logits_valid = true;
     // A long unchunked prompt leaves a large logits buffer; do not keep it for decoding.
-    if (logits_out.size() > 4 * logits.size() * sizeof(float)) std::vector<char>().swap(logits_out);
+    step_feed.TrimLogits(4 * logits.size() * sizeof(float));
   }
 
-  void RunOnce(const std::vector<int64_t>& ids_v, const std::vector<int64_t>& pos_v,
-               const std::vector<int64_t>& mask_v, int32_t P, int32_t S, int32_t T_cols,
-               const std::vector<int32_t>& logit_col, std::vector<float>& out_logits) {
-    const auto& io = m.io;
-    const Ort::MemoryInfo& mem = m.cpu_memory;
-    const int64_t B = batch, V = m.info.vocab_size, T = T_cols;
-    std::vector<const char*> in_names, out_names;
-    std::vector<Ort::Value> in_values, out_values;
-    ids.Assign(ids_v);
-    in_names.push_back(io.input_ids.c_str());
-    in_values.push_back(ids.View(mem, {B, S}));
-    if (!io.attention_mask.empty()) {
-      attn.Assign(mask_v);
-      in_names.push_back(io.attention_mask.c_str());
-      in_values.push_back(attn.View(mem, {B, T}));
-    }
-    if (!io.position_ids.empty()) {
-      pos.Assign(pos_v);
-      in_names.push_back(io.position_ids.c_str());
-      in_values.push_back(pos.View(mem, {B, S}));
-    }
+  // Runs the step built in `step_feed` (mask width T_cols) on a past of P columns, commits it to
+  // the KV cache and leaves each row's wanted logits in `out_logits` ([batch, vocab] float32).
+  void RunOnce(int32_t P, int32_t T_cols, std::vector<float>& out_logits) {
+    internal::StepBinding bind;
+    step_feed.Bind(bind);
     // A batch member's own Run() writes its row of the batcher's memory: not during a step, and
     // the row (which may move when the batcher widens) is bound under the same lock.
     std::unique_lock<std::mutex> engine;
@@ -517,65 +480,19 @@ struct Generator::Impl {
     std::vector<Ort::Value> past, present;
     // The present is as wide as the mask: P + S on left-padded graphs; on right-padded (GQA)
     // graphs the longest row's length, which stays P while that row is done.
-    kv->BindStep(P, T_cols - P, mem, past, present);
-    for (size_t i = 0; i < past.size(); ++i) {
-      in_names.push_back(io.past_names[i].c_str());
-      in_values.push_back(std::move(past[i]));
-    }
-    // A graph rewritten for last-position logits computes one row per sequence, the one it is
-    // told to (flat index into the [B * S] positions of this Run).
-    const bool last_only = !io.logits_index.empty();
-    const int64_t positions = last_only ? 1 : S;
-    std::vector<int64_t> logits_index;
-    const std::vector<int64_t> index_dims{B};
-    if (last_only) {
-      for (int64_t b = 0; b < B; ++b) logits_index.push_back(b * S + logit_col[b]);
-      in_names.push_back(io.logits_index.c_str());
-      in_values.push_back(
-          Ort::Value::CreateTensor<int64_t>(mem, logits_index.data(), B, index_dims.data(), 1));
-    }
-    const size_t elem = io.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
-    const size_t logits_bytes = static_cast<size_t>(B * positions * V) * elem;
-    if (logits_out.size() < logits_bytes) logits_out.resize(logits_bytes);
-    const std::vector<int64_t> ldims{B, positions, V};
-    out_names.push_back(io.logits.c_str());
-    out_values.push_back(Ort::Value::CreateTensor(mem, logits_out.data(), logits_bytes,
-                                                  ldims.data(), ldims.size(), io.logits_type));
-    for (size_t i = 0; i < present.size(); ++i) {
-      out_names.push_back(io.present_names[i].c_str());
-      out_values.push_back(std::move(present[i]));
-    }
-    if (g_fail_run_countdown > 0 && --g_fail_run_countdown == 0) {
-      throw Error(ErrorCode::Internal, "injected Run() failure (FailNthRunForTesting)");
-    }
-    bool shrink = false;
-    Ort::RunOptions ro = m.shrink->BeginRun(&shrink);
-    BeginRequest();
-    try {
-      m.session->Run(ro, in_names.data(), in_values.data(), in_values.size(), out_names.data(),
-                     out_values.data(), out_values.size());
-      m.shrink->EndRun(shrink, true);
-      m.CheckWeightsIntact();
-      if (brow.batcher) brow.batcher->NoteWritten(brow.row, T_cols);
-    } catch (const Ort::Exception& e) {
-      m.shrink->EndRun(shrink, false);
-      throw internal::RunError(m, e.what(), "", prefill_chunk);
-    }
+    kv->BindStep(P, T_cols - P, m.cpu_memory, past, present);
+    bind.Kv(m.io.past_names, m.io.present_names, past, present);
+    internal::StepDesc desc;
+    desc.kind = internal::StepKind::kDecode;
+    desc.prefill_chunk = prefill_chunk;
+    m.runner.Run(bind, desc, [this] { BeginRequest(); });
+    if (brow.batcher) brow.batcher->NoteWritten(brow.row, T_cols);
     if (engine.owns_lock()) engine.unlock();
     ++stats.model_runs;
     kv->CommitStep();
     // Keep only the wanted position of each row, as float32.
-    for (int64_t b = 0; b < B; ++b) {
-      const size_t off = static_cast<size_t>((last_only ? b : b * S + logit_col[b]) * V);
-      float* dst = out_logits.data() + b * V;
-      if (elem == 4) {
-        std::memcpy(dst, reinterpret_cast<const float*>(logits_out.data()) + off,
-                    V * sizeof(float));
-      } else {
-        const auto* src = reinterpret_cast<const Ort::Float16_t*>(logits_out.data()) + off;
-        for (int64_t v = 0; v < V; ++v) dst[v] = src[v].ToFloat();
-      }
-    }
+    const int64_t V = m.info.vocab_size;
+    for (int64_t b = 0; b < batch; ++b) step_feed.Logits(b, out_logits.data() + b * V);
   }
 
   void Next() {
@@ -712,7 +629,17 @@ void RunShrinkStep(Model& model) {
     throw;
   }
 }
-void FailNthRunForTesting(int n) { g_fail_run_countdown = n > 0 ? n : 0; }
+// Built on the Run path's one fault seam (model/step_runner.h): the hook counts this thread's
+// generator steps (kDecode; not batched steps, not embeddings).
+void FailNthRunForTesting(int n) {
+  t_fail_run_countdown = n > 0 ? n : 0;
+  if (n <= 0) return;  // a hook left installed costs nothing here: the countdown is 0
+  SetStepFaultForTesting([](const ModelImpl&, const StepDesc& step) -> std::string {
+    if (step.kind != StepKind::kDecode || t_fail_run_countdown <= 0) return "";
+    if (--t_fail_run_countdown > 0) return "";
+    return "injected Run() failure (FailNthRunForTesting)";
+  });
+}
 }  // namespace internal
 
 // One call of a generator that may run the model: Unload waits for it to end, and it refuses to

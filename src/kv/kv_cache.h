@@ -16,6 +16,10 @@
 // (and charged) is still max_length's. Dynamic mode grows in chunks of `chunk_tokens`, and by at
 // least half the current capacity, so the copies stay linear in the final size: a shared buffer is
 // copied into a larger one; a ping-pong target buffer is simply reallocated larger (ORT fills it).
+// Slot       (a DecodeBatcher row): a shared past/present buffer in memory the batcher maps;
+//              the cache only charges the pool for its tokens.
+// One variant per file: kv_cache_shared.h, kv_cache_pingpong.h, kv_cache_slot.h; this header is
+// their interface and the factory that picks one (KvCache::Create, KvCache::CreateSlot).
 // Failure: Reserve() allocates before changing anything, so a refused growth (ResourceExhausted)
 // leaves the cache as it was. Not thread-safe: owned by one generator.
 #pragma once
@@ -24,26 +28,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ebb/options.h"
 #include "kv/kv_pool.h"
+#include "kv/kv_shape.h"
 
 namespace ebb::internal {
-
-struct KvShape {
-  int num_layers = 0;
-  int kv_heads = 0;
-  int head_size = 0;
-  int batch = 1;
-  bool combined = false;  // [2, B, H, S, D] per layer instead of K and V tensors
-  ONNXTensorElementDataType elem_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-  size_t elem_bytes = 4;
-
-  // Bytes of one token of one sequence, all layers, K and V.
-  uint64_t BytesPerToken() const { return 2ull * num_layers * kv_heads * head_size * elem_bytes; }
-};
 
 // Where a DecodeBatcher row keeps a cache (slot mode): tensor i of the row (layer-major, K then
 // V) starts at base + i * tensor_stride_bytes and is [1, H, stride_tokens, D]. The memory is the
@@ -61,76 +54,67 @@ void AppendSlotViews(const KvSlotView& view, int rows, const KvShape& shape,
 
 class KvCache {
  public:
-  // `shared`: use one buffer for past and present (graph must support it: GQA). Static mode
-  // allocates now and may throw ResourceExhausted.
-  KvCache(KvPool& pool, const KvShape& shape, bool shared, KvMode mode, int max_length,
-          int chunk_tokens);
+  // `shared`: use one buffer for past and present (graph must support it: GQA), else
+  // ping-pong. Static mode allocates now and may throw ResourceExhausted.
+  static std::unique_ptr<KvCache> Create(KvPool& pool, const KvShape& shape, bool shared,
+                                         KvMode mode, int max_length, int chunk_tokens);
   // Slot mode: a shared past/present buffer in a row that another owner maps (not in the pool);
   // `slot` returns where the row is now, called by BindStep (the owner keeps it valid and at
   // least as wide as the step). Reserve() charges the pool for the tokens (static: max_length
   // now; dynamic: in chunks) as the other modes allocate them, with the same errors.
-  KvCache(KvPool& pool, const KvShape& shape, KvMode mode, int max_length, int chunk_tokens,
-          std::function<KvSlotView()> slot);
+  static std::unique_ptr<KvCache> CreateSlot(KvPool& pool, const KvShape& shape, KvMode mode,
+                                             int max_length, int chunk_tokens,
+                                             std::function<KvSlotView()> slot);
+  virtual ~KvCache() = default;
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
   // Makes room for a step that ends with `total_tokens` in the widest row.
-  void Reserve(int total_tokens);
+  virtual void Reserve(int total_tokens) = 0;
 
   // Appends the past inputs and present outputs of a step from width `past` to `past + new_tokens`
   // (Reserve(past + new_tokens) first). Tensors view ebb's buffers; the vectors receive them in
   // layer order (names are the caller's).
-  void BindStep(int past, int new_tokens, const Ort::MemoryInfo& mem,
-                std::vector<Ort::Value>& past_values, std::vector<Ort::Value>& present_values);
+  virtual void BindStep(int past, int new_tokens, const Ort::MemoryInfo& mem,
+                        std::vector<Ort::Value>& past_values,
+                        std::vector<Ort::Value>& present_values) = 0;
   // After a successful Run: the present becomes the past.
-  void CommitStep();
+  virtual void CommitStep() {}
   // Before the `steps` Run()s of one request (the chunks of a prefill), from a committed past of
   // `width` tokens. A ping-pong step writes into the buffer that held the past two steps earlier,
   // so when several steps follow a non-empty past this keeps a copy of that past (from the pool,
   // counted in its budget; may throw ResourceExhausted, changing nothing). Otherwise it does
   // nothing: a shared buffer is only written beyond the rows' committed lengths.
-  void BeginSteps(int width, int steps);
+  virtual void BeginSteps(int /*width*/, int /*steps*/) {}
   // Rolls back the `steps` CommitStep()s since BeginSteps after a later step failed, restoring
   // the committed past; the cache is then as before BeginSteps (its buffers may be larger).
-  void UndoSteps(int steps);
+  virtual void UndoSteps(int /*steps*/) {}
   // The request's steps all succeeded: drops the copy.
-  void EndSteps() { saved_.Reset(); }
+  virtual void EndSteps() {}
 
   // Keeps the first `new_width` tokens of every row (requires new_width <= width). Buffers stay.
-  void Rewind(int width, int new_width);
+  // A shared buffer needs nothing: its rows are read up to their lengths (seqlens_k).
+  virtual void Rewind(int /*width*/, int /*new_width*/) {}
 
-  uint64_t bytes() const { return a_.bytes() + b_.bytes() + saved_.bytes() + charge_.bytes(); }
+  // Bytes held from (or charged to) the pool.
+  virtual uint64_t bytes() const = 0;
 
- private:
+ protected:
+  KvCache(KvPool& pool, const KvShape& shape, KvMode mode, int max_length, int chunk_tokens);
   // Bytes of a buffer of `tokens` tokens; throws ResourceExhausted on a 64-bit overflow.
   uint64_t BytesFor(int tokens) const;
-  int RoundUp(int tokens) const;
-  // Ping-pong: copies the first `width` tokens of each tensor between a buffer of `cap` tokens
-  // (tensors at `cap`-strided slots) and a compact one.
-  void CopyPast(const char* src, int src_cap, char* dst, int dst_cap, int width) const;
+  // The capacity to grow to from `current` tokens for a step of `tokens`: max_length in static
+  // mode; in dynamic mode by at least half of `current`, in chunks of chunk_tokens.
+  int RoundUp(int tokens, int current) const;
   // Per layer, per K/V (or combined), the tensors for a buffer of `cap` tokens with `seq` used.
   void AppendViews(void* base, int cap, int seq, const Ort::MemoryInfo& mem,
                    std::vector<Ort::Value>& out) const;
 
-  KvPool& pool_;
+  KvPool& pool_;  // non-owning: the model's pool outlives its caches
   KvShape shape_;
-  bool shared_;
   KvMode mode_;
   int max_length_;
   int chunk_tokens_;
-  // shared: a_ only. ping-pong: a_ holds the past, b_ receives the present.
-  KvBlock a_, b_;
-  int cap_a_ = 0, cap_b_ = 0;
-  // Shared static mode: the tokens per row of the current layout (<= cap_a_); see the top.
-  int width_ = 0;
-  // Shared static mode: widens the layout to at least `tokens` (in place; no allocation).
-  void EnsureWidth(int tokens);
-  // BeginSteps' copy of the committed past, compact ([.., saved_width_, ..] per tensor).
-  KvBlock saved_;
-  int saved_width_ = 0;
-  // Slot mode (slot_ set): the charge for cap_a_ tokens; a_ and b_ stay empty.
-  std::function<KvSlotView()> slot_;
-  KvCharge charge_;
 };
 
 }  // namespace ebb::internal

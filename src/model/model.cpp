@@ -858,10 +858,17 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                           ? cfg.pad_token_id
                           : (cfg.eos_token_ids.empty() ? 0 : cfg.eos_token_ids[0]);
   info.bos_token_id = cfg.bos_token_id;
-  const size_t elem = impl->io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
-  info.kv_bytes_per_token = cfg.is_encoder ? 0
-                                           : 2ull * cfg.num_hidden_layers *
-                                                 cfg.num_key_value_heads * cfg.head_size * elem;
+  if (!cfg.is_encoder) {
+    KvShape& kv = impl->kv_shape;
+    kv.num_layers = info.num_layers;
+    kv.kv_heads = info.num_kv_heads;
+    kv.head_size = info.head_size;
+    kv.batch = 1;
+    kv.combined = impl->io.combined_kv;
+    kv.elem_type = impl->io.kv_type;
+    kv.elem_bytes = impl->io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
+  }
+  info.kv_bytes_per_token = cfg.is_encoder ? 0 : impl->kv_shape.BytesPerToken();
   // The one load line (the model manager adds none): what, how long, what it costs in memory.
   const ProcessMemory pm = ReadProcessMemory();
   const std::string cost = fmt::format(

@@ -17,10 +17,12 @@
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
 #include "kv/kv_pool.h"
+#include "kv/kv_shape.h"
 #include "memory/memory_pressure.h"
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
 #include "model/model_host.h"
+#include "model/step_runner.h"
 #include "ort/env_arena.h"
 
 namespace ebb::internal {
@@ -80,11 +82,16 @@ class ModelImpl final : public Model {
   ModelInfo info;
   DecoderIo io;       // decoders
   EncoderIo encoder;  // encoders (info.is_encoder)
+  // Decoders: the KV geometry of one sequence (batch 1), resolved once at load from the config
+  // and the graph's KV inputs; users copy it and set `batch`. Encoders: all zero.
+  KvShape kv_shape;
   uint64_t weights_bytes = 0;
   // Declared before the session so that it is released after it: the env arena the session
   // allocates from must outlive the session.
   std::unique_ptr<EnvArenaLease> env_arena;
   std::unique_ptr<Ort::Session> session;
+  // Every Run() on the session goes through it (model/step_runner.h).
+  StepRunner runner{*this};
   // The cache entry whose files the session maps its weights from (model_cache.h); empty: the
   // weights are ORT's anonymous copies.
   std::filesystem::path weights_entry;

@@ -11,7 +11,7 @@
 
 namespace ebb::internal {
 
-struct ModelImpl;
+class ModelImpl;
 
 // `ort_message`: ORT's exception text. `context`: what was running, e.g. "" or " (batched decode
 // step of 3 generators)". `prefill_chunk`: the request's prefill_chunk_size, for the hint when

@@ -1,0 +1,34 @@
+#include "kv/kv_cache_slot.h"
+
+#include <utility>
+
+#include "ebb/error.h"
+
+namespace ebb::internal {
+
+KvCacheSlot::KvCacheSlot(KvPool& pool, const KvShape& shape, KvMode mode, int max_length,
+                         int chunk_tokens, std::function<KvSlotView()> slot)
+    : KvCache(pool, shape, mode, max_length, chunk_tokens), slot_(std::move(slot)) {
+  if (!slot_ || shape_.batch != 1 || shape_.combined) {
+    throw Error(ErrorCode::Internal, "KV slot view does not fit the cache (a bug in ebb)");
+  }
+  if (mode_ == KvMode::kStatic) Reserve(max_length_);
+}
+
+void KvCacheSlot::Reserve(int total_tokens) {
+  if (total_tokens <= cap_) return;
+  const int cap = RoundUp(total_tokens, cap_);
+  // The new charge is taken before the old one is returned: a refusal changes nothing.
+  charge_ = pool_.Charge(BytesFor(cap), "KV cache");
+  cap_ = cap;
+}
+
+void KvCacheSlot::BindStep(int /*past*/, int /*new_tokens*/, const Ort::MemoryInfo& mem,
+                           std::vector<Ort::Value>& past_values,
+                           std::vector<Ort::Value>& present_values) {
+  const KvSlotView view = slot_();
+  AppendSlotViews(view, 1, shape_, mem, past_values);
+  AppendSlotViews(view, 1, shape_, mem, present_values);
+}
+
+}  // namespace ebb::internal
