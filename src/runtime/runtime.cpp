@@ -320,16 +320,4 @@ std::string ToJson(const std::vector<ModelSummary>& models) {
   return list.dump();
 }
 
-std::string_view RequestOutcomeName(RequestOutcome outcome) {
-  switch (outcome) {
-    case RequestOutcome::kCompleted:
-      return "completed";
-    case RequestOutcome::kCancelled:
-      return "cancelled";
-    case RequestOutcome::kError:
-      return "error";
-  }
-  return "?";
-}
-
 }  // namespace ebb
