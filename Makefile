@@ -80,11 +80,14 @@ tsan: bootstrap
 	  build/tsan/tests/integration/integration_tests --gtest_filter='Concurrency*:Tier2*'
 
 # Clang's thread-safety analysis (-Wthread-safety -Werror=thread-safety; the annotations are in
-# src/core/thread_annotations.h) over every file of the Debug build, library and tests: compile
-# only (-fsyntax-only), nothing is linked or run. Needs clang++ (bootstrap installs it).
+# src/core/thread_annotations.h) over the Debug build's files, library and tests, that include
+# the annotations (ninja's dependency records; every file when the tree is not built, or with
+# TS_ARGS=--all): compile only (-fsyntax-only), nothing is linked or run. Run after make test.
+# Needs clang++ (bootstrap installs it).
+TS_ARGS ?=
 thread-safety: bootstrap
 	cmake -S . -B $(BUILD_DBG) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DEBB_WERROR=ON
-	$(PYTHON3) tools/check_thread_safety.py $(BUILD_DBG) -j $(JOBS)
+	$(PYTHON3) tools/check_thread_safety.py $(BUILD_DBG) -j $(JOBS) $(TS_ARGS)
 
 # Long soak tests (label soak): the 200-iteration create/destroy loop with 64 MiB of KV each.
 soak: build-debug

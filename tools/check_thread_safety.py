@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Clang's thread-safety analysis over ebb's library and tests (`make thread-safety`).
 
-Runs `clang++ -fsyntax-only -Wthread-safety -Werror=thread-safety` on every C++ file of a CMake
+Runs `clang++ -fsyntax-only -Wthread-safety -Werror=thread-safety` on the C++ files of a CMake
 build tree's compile_commands.json (the Debug build: the library, the CLI, the server and the
-tests), in parallel. Compile only: nothing is generated, linked or run, so it takes a fraction
-of a build. The annotations (GUARDED_BY, REQUIRES, ...) are in src/core/thread_annotations.h;
+tests) that include src/core/thread_annotations.h, in parallel: the analysis can report nothing
+in a file that sees no annotation. Which files those are comes from the build's own dependency
+records (`ninja -t deps`, so the tree must have been built, as CI's `make test` has); without
+them, or with --all, every file is checked. Compile only: nothing is generated, linked or run. The annotations (GUARDED_BY, REQUIRES, ...) are in src/core/thread_annotations.h;
 GCC builds see none of them. Only thread-safety diagnostics fail the check: other clang
 warnings are GCC's business in the real builds.
 
-  tools/check_thread_safety.py [BUILD_DIR] [-j N]     (default build/debug, N = cores)
+  tools/check_thread_safety.py [BUILD_DIR] [-j N] [--all]   (default build/debug, N = cores)
 Exits 1 listing the diagnostics, 2 when clang++ or the compile database is missing.
 """
 import argparse
@@ -40,10 +42,29 @@ def clang_command(entry, clang):
     return out + FLAGS
 
 
+def annotated_sources(build_dir):
+    """Sources whose objects depend on thread_annotations.h, from ninja's deps log; None when
+    the log has no record of it (not built yet, or not a Ninja tree)."""
+    try:
+        out = subprocess.run(["ninja", "-C", str(build_dir), "-t", "deps"], capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    objects, obj, any_header = set(), None, False
+    for line in out.splitlines():
+        if line and not line.startswith(" "):
+            obj = line.split(":")[0]
+        elif line.strip().endswith("core/thread_annotations.h"):
+            objects.add(obj)
+            any_header = True
+    return objects if any_header else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build_dir", nargs="?", default="build/debug")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--all", action="store_true", help="every file, not only annotated ones")
     a = ap.parse_args()
     clang = shutil.which("clang++")
     db = pathlib.Path(a.build_dir) / "compile_commands.json"
@@ -53,6 +74,11 @@ def main():
         return 2
     entries = [e for e in json.loads(db.read_text())
                if e["file"].endswith((".cpp", ".cc")) and "/_deps/" not in e["file"]]
+    objects = None if a.all else annotated_sources(a.build_dir)
+    if objects is not None:
+        # compile_commands.json's "output" is the object, relative to the build directory.
+        entries = [e for e in entries if e.get("output") in objects or
+                   any(f" -o {o} " in f" {e.get('command', '')} " for o in objects)]
 
     def run(e):
         r = subprocess.run(clang_command(e, clang), cwd=e["directory"], capture_output=True,
