@@ -13,7 +13,7 @@ PYTHON3    ?= /usr/bin/python3
 CMAKE_GEN  := -G Ninja
 CTEST_ARGS ?=
 
-.PHONY: run test bootstrap build build-debug demo-model demo-models install sanitize-test tsan bench fuzz soak deploy-test format clean \
+.PHONY: run test bootstrap build build-debug demo-model demo-models install sanitize-test tsan bench fuzz soak deploy-test format format-check thread-safety clean \
         bench-deps bench-llamacpp bench-llamacpp-check
 
 # Reruns when the script or the pinned test clients change (a stamp, so that an existing .deps/
@@ -79,6 +79,16 @@ tsan: bootstrap
 	TSAN_OPTIONS=ignore_noninstrumented_modules=1 EBB_TEST_MODELS=build/tsan/test-models \
 	  build/tsan/tests/integration/integration_tests --gtest_filter='Concurrency*:Tier2*'
 
+# Clang's thread-safety analysis (-Wthread-safety -Werror=thread-safety; the annotations are in
+# src/core/thread_annotations.h) over the Debug build's files, library and tests, that include
+# the annotations (ninja's dependency records; every file when the tree is not built, or with
+# TS_ARGS=--all): compile only (-fsyntax-only), nothing is linked or run. Run after make test.
+# Needs clang++ (bootstrap installs it).
+TS_ARGS ?=
+thread-safety: bootstrap
+	cmake -S . -B $(BUILD_DBG) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DEBB_WERROR=ON
+	$(PYTHON3) tools/check_thread_safety.py $(BUILD_DBG) -j $(JOBS) $(TS_ARGS)
+
 # Long soak tests (label soak): the 200-iteration create/destroy loop with 64 MiB of KV each.
 soak: build-debug
 	cd $(BUILD_DBG) && ctest -L soak --output-on-failure
@@ -127,8 +137,14 @@ bench-llamacpp: bootstrap bench-deps
 bench-llamacpp-check: bench-llamacpp
 	$(PYTHON3) bench/vs_llamacpp.py --check --build-dir $(BUILD_REL)
 
+# clang-format (.clang-format, Debian 12's clang-format 14) over src/ include/ tests/ python/src/
+# fuzz/ bench/: `format` rewrites the files, `format-check` lists those that differ and fails
+# (CI runs it first: seconds).
 format:
-	find include src tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i
+	tools/check_format.sh --fix
+
+format-check:
+	tools/check_format.sh
 
 clean:
 	rm -rf build

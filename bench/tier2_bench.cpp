@@ -81,10 +81,11 @@ int main(int argc, char** argv) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const ebb::ProcessMemory pm = ebb::ReadProcessMemory();
-  std::printf("%-28s requests %d  peak_rss %7.1f MiB  final_rss %7.1f MiB  p50 %7.1f ms  p99 "
-              "%7.1f ms  shrinks %llu\n",
-              setting.c_str(), requests, pm.peak_rss_bytes / 1048576.0, pm.rss_bytes / 1048576.0,
-              Percentile(latency_ms, 0.5), Percentile(latency_ms, 0.99),
-              static_cast<unsigned long long>(model->memory_stats().num_shrinks));
+  std::printf(
+      "%-28s requests %d  peak_rss %7.1f MiB  final_rss %7.1f MiB  p50 %7.1f ms  p99 "
+      "%7.1f ms  shrinks %llu\n",
+      setting.c_str(), requests, pm.peak_rss_bytes / 1048576.0, pm.rss_bytes / 1048576.0,
+      Percentile(latency_ms, 0.5), Percentile(latency_ms, 0.99),
+      static_cast<unsigned long long>(model->memory_stats().num_shrinks));
   return 0;
 }

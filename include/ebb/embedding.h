@@ -79,6 +79,9 @@ struct EBB_API EmbedOptions {
   // stay within max_padding x its real tokens, or within 128 tokens (a Run that small costs
   // about the same whatever its padding). 0 = no limit (batches cut by the two caps above only).
   double max_padding = 1.25;
+
+  // Field by field (a test ties each option-table default to its field's default with it).
+  bool operator==(const EmbedOptions&) const = default;
 };
 
 struct EBB_API EmbedRequest {

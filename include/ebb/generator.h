@@ -60,6 +60,8 @@ struct EBB_API GeneratorParams {
   // whole map ("" clears it). Throws ebb::Error(InvalidArgument) for a bad value, an unknown key
   // (with a suggestion) or a key of another scope (naming where it belongs).
   void Set(std::string_view key, std::string_view value);
+  // Field by field (a test ties each option-table default to its field's default with it).
+  bool operator==(const GeneratorParams&) const = default;
 };
 
 // One token's log-probability (natural log).

@@ -76,6 +76,12 @@ struct ModelManagerOptions {
   // other models to end, so that one of them becomes idle and can be evicted (or their KV is
   // freed). Zero fails at once; the wait ends early when nothing that could free memory runs.
   std::chrono::milliseconds evict_wait = std::chrono::seconds(30);
+  // The manager's clock, for keep-alive expiry and evict_wait: a steady time point, called with
+  // the manager's lock held (it must be quick and must not call the manager). Empty (the
+  // default) = std::chrono::steady_clock::now. A test that injects a fake clock calls
+  // ModelManager::Tick() after moving it; the timer thread also re-reads it at least once a
+  // second of real time.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 // A model as the manager reports it.
@@ -178,6 +184,12 @@ class EBB_API ModelManager {
   std::vector<ManagedModel> List() const;
   // One model (NotFound as in Acquire).
   ManagedModel Get(const std::string& id) const;
+
+  // Runs the keep-alive timer's check now, on the calling thread: unloads every idle model
+  // whose keep-alive has run out on the manager's clock (ModelManagerOptions::clock), then wakes
+  // the loads waiting for room (evict_wait) to re-read the clock. The timer thread does the same
+  // by itself; a test that moves an injected clock calls this instead of sleeping.
+  void Tick();
 
   // Counters since construction.
   uint64_t num_evictions() const;

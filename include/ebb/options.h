@@ -37,6 +37,11 @@ struct OptionSpec {
   std::string_view default_value;  // as the docs show it
   std::string_view values;         // enum choices "a|b", or a range "0 to 1"; "" = any of type
   std::string_view doc;            // one line
+  // Other spellings of enum choices, "ALIAS=choice|ALIAS=choice": ONNX Runtime's own names
+  // (execution_mode ORT_SEQUENTIAL, arena_extend_strategy 0), so that a value copied from ORT's
+  // docs or a genai_config.json means the same on every surface. Every setter and the
+  // genai_config.json path accept them and read them as the choice. "" = none.
+  std::string_view aliases = {};
 };
 
 EBB_API std::span<const OptionSpec> OptionTable();
@@ -135,6 +140,9 @@ struct EBB_API ModelOptions {
   // keys are checked here. A misspelled ebb key throws ebb::Error(InvalidArgument) with a
   // "did you mean" suggestion; a key of another scope (e.g. "temperature") names its scope.
   void Set(std::string_view key, std::string_view value);
+
+  // Field by field (tests tie each option-table default to its field's default with it).
+  bool operator==(const ModelOptions&) const = default;
 };
 
 }  // namespace ebb

@@ -509,6 +509,7 @@ PYBIND11_MODULE(_ebb, m) {
           d["unit"] = std::string(s.unit);
           d["default"] = std::string(s.default_value);
           d["values"] = std::string(s.values);
+          d["aliases"] = std::string(s.aliases);  // "ORT_SEQUENTIAL=sequential|..."
           d["doc"] = std::string(s.doc);
           out.append(d);
         }

@@ -27,6 +27,13 @@ std::string Scopes(const OptionSpec& s) {
   return out;
 }
 
+// "A=x|B=y" (OptionSpec::aliases) as "A=x, B=y": readable, and wrappable at the spaces.
+std::string AliasText(std::string_view aliases) {
+  std::string out;
+  for (char c : aliases) out += c == '|' ? std::string(", ") : std::string(1, c);
+  return out;
+}
+
 std::string Escape(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -93,6 +100,7 @@ std::string OptionTableText(size_t width) {
     out += line(rows[i++]);
     std::string more;
     if (!s.values.empty()) more = "values: " + std::string(s.values) + ". ";
+    if (!s.aliases.empty()) more += "ONNX Runtime's spellings: " + AliasText(s.aliases) + ". ";
     more += s.doc;
     AppendWrapped(out, more, 4, width);
   }
@@ -113,7 +121,8 @@ std::string OptionTableMarkdown() {
   for (const auto& s : OptionTable()) {
     md += "| `" + std::string(s.key) + "` | " + Scopes(s) + " | " +
           std::string(OptionTypeName(s.type)) + " | " + Escape(s.unit) + " | " +
-          Escape(s.default_value) + " | " + Escape(s.values) + " | " +
+          Escape(s.default_value) + " | " + Escape(s.values) +
+          (s.aliases.empty() ? "" : " (also ORT's " + AliasText(s.aliases) + ")") + " | " +
           (internal::IsAdminOnlyOption(s.key) ? "yes" : "") + " | " + Escape(s.doc) + " |\n";
   }
   return md;
@@ -143,6 +152,7 @@ void RegisterOptionsCommand(CLI::App& app) {
                      {"unit", s.unit},
                      {"default", s.default_value},
                      {"values", s.values},
+                     {"aliases", s.aliases},
                      {"admin_only", internal::IsAdminOnlyOption(s.key)},
                      {"doc", s.doc}});
       }

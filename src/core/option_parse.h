@@ -29,6 +29,12 @@ void CheckRunOptionEntry(const std::string& key, const std::string& value);
 // Checks `value` against the spec's type and range (without applying it).
 void ValidateOptionValue(const OptionSpec& spec, std::string_view value);
 
+// An enum row's choice for `value`: the choice itself, or the choice an alias names
+// (spec.aliases, e.g. ORT_SEQUENTIAL -> sequential). Throws InvalidArgument listing the choices
+// and aliases otherwise. The one enum validator: setters and genai_config.json's session_options
+// (BuildSessionOptions) both call it, so a value means the same on every path.
+std::string CanonicalEnumValue(const OptionSpec& spec, std::string_view value);
+
 // Throws InvalidArgument for a key that is in no scope of the table: "unknown option 'x'
 // (did you mean 'y'?)" listing the keys of `scope`.
 [[noreturn]] void ThrowUnknownKey(std::string_view key, OptionScope scope,

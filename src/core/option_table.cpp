@@ -36,7 +36,8 @@ constexpr std::array kTable = {
                "hard cap on the process-wide CPU arena; a step that needs more fails with "
                "resource_exhausted"},
     OptionSpec{"arena_extend_strategy", T::kEnum, kRt | kSe, "", "kNextPowerOfTwo",
-               "kNextPowerOfTwo|kSameAsRequested", "how the process-wide CPU arena grows"},
+               "kNextPowerOfTwo|kSameAsRequested", "how the process-wide CPU arena grows",
+               "0=kNextPowerOfTwo|1=kSameAsRequested"},
     OptionSpec{"arena.initial_chunk_size_bytes", T::kSize, kRt | kSe, "bytes", "ORT's", "",
                "first region of the process-wide CPU arena"},
     OptionSpec{"arena.max_dead_bytes_per_chunk", T::kSize, kRt | kSe, "bytes", "ORT's", "",
@@ -117,9 +118,12 @@ constexpr std::array kTable = {
                "ORT's per-shape allocation plans (ebb's default is off: RSS crept with mixed "
                "prompt lengths)"},
     OptionSpec{"execution_mode", T::kEnum, kSe, "", "sequential", "sequential|parallel",
-               "run operators one at a time or in parallel"},
+               "run operators one at a time or in parallel",
+               "ORT_SEQUENTIAL=sequential|ORT_PARALLEL=parallel"},
     OptionSpec{"graph_optimization_level", T::kEnum, kSe, "", "all", "disable|basic|extended|all",
-               "ORT's graph optimisations"},
+               "ORT's graph optimisations",
+               "ORT_DISABLE_ALL=disable|0=disable|ORT_ENABLE_BASIC=basic|1=basic|"
+               "ORT_ENABLE_EXTENDED=extended|2=extended|ORT_ENABLE_ALL=all|99=all"},
     OptionSpec{"use_env_allocators", T::kBool, kSe, "", "0", "",
                "allocate from the process-wide env arena (set up with ORT's defaults when no "
                "arena.* key is given)"},
@@ -331,18 +335,30 @@ void ValidateOptionValue(const OptionSpec& spec, std::string_view value) {
     case OptionType::kSize:
       ParseByteSize(value, spec.key);
       break;
-    case OptionType::kEnum: {
-      for (const auto& choice : Split(spec.values, '|')) {
-        if (choice == value) return;
-      }
-      std::string choices(spec.values);
-      std::replace(choices.begin(), choices.end(), '|', ' ');
-      throw Error(ErrorCode::InvalidArgument, std::string(spec.key) + "='" + std::string(value) +
-                                                  "' is not one of: " + choices);
-    }
+    case OptionType::kEnum:
+      CanonicalEnumValue(spec, value);
+      break;
     case OptionType::kString:
       break;
   }
+}
+
+std::string CanonicalEnumValue(const OptionSpec& spec, std::string_view value) {
+  for (const auto& choice : Split(spec.values, '|')) {
+    if (choice == value) return choice;
+  }
+  std::string aliases;
+  for (const auto& alias :
+       spec.aliases.empty() ? std::vector<std::string>{} : Split(spec.aliases, '|')) {
+    const auto eq = alias.find('=');
+    if (eq != std::string::npos && alias.substr(0, eq) == value) return alias.substr(eq + 1);
+    aliases += " " + alias.substr(0, eq);
+  }
+  std::string choices(spec.values);
+  std::replace(choices.begin(), choices.end(), '|', ' ');
+  throw Error(ErrorCode::InvalidArgument,
+              std::string(spec.key) + "='" + std::string(value) + "' is not one of: " + choices +
+                  (aliases.empty() ? "" : " (or ONNX Runtime's" + aliases + ")"));
 }
 
 void ThrowUnknownKey(std::string_view key, OptionScope scope, std::string_view extra_hint) {

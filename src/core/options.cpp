@@ -117,6 +117,9 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
   }
   if (!HasScope(*spec, OptionScope::kModel)) internal::ThrowWrongScope(*spec, OptionScope::kModel);
   internal::ValidateOptionValue(*spec, v);
+  // An integer key's value: its range is the table row's, which ValidateOptionValue just
+  // checked (written once, in the row).
+  const auto table_int = [&] { return internal::ParseInt(k, v, INT64_MIN, INT64_MAX); };
   if (k == "kv_cache.mode") {
     kv_mode = ParseKvMode(v);
   } else if (k == "kv_cache.max_bytes") {
@@ -124,19 +127,19 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
   } else if (k == "kv_cache.retain_bytes") {
     kv_retain_bytes = ParseByteSize(v, k);
   } else if (k == "kv_cache.chunk_tokens") {
-    kv_chunk_tokens = static_cast<int32_t>(internal::ParseInt(k, v, 1, 1 << 20));
+    kv_chunk_tokens = static_cast<int32_t>(table_int());
   } else if (k == "prefill_chunk_size") {
-    prefill_chunk_size = static_cast<int32_t>(internal::ParseInt(k, v, 0, INT32_MAX));
+    prefill_chunk_size = static_cast<int32_t>(table_int());
   } else if (k == "decode_batch.max_rows") {
-    decode_batch_max_rows = static_cast<int32_t>(internal::ParseInt(k, v, 1, 64));
+    decode_batch_max_rows = static_cast<int32_t>(table_int());
   } else if (k == "decode_batch.policy") {
     decode_batch_no_wait = internal::Trim(v) == "no-wait";  // the table checked the value
   } else if (k == "decode_batch.max_wait_us") {
-    decode_batch_max_wait_us = static_cast<int32_t>(internal::ParseInt(k, v, 0, 1000000));
+    decode_batch_max_wait_us = static_cast<int32_t>(table_int());
   } else if (k == "memory.limit") {
     memory_limit_bytes = ParseByteSize(v, k);
   } else if (k == "memory.shrink_every") {
-    shrink_every = static_cast<uint32_t>(internal::ParseInt(k, v, 0, UINT32_MAX));
+    shrink_every = static_cast<uint32_t>(table_int());
   } else if (k == "memory.shrink_above") {
     shrink_above_bytes = ParseByteSize(v, k);
   } else if (k == "memory.release_file_pages") {
@@ -152,7 +155,7 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
   } else if (k == "model_cache.max_bytes") {
     model_cache_max_bytes = ParseByteSize(v, k);
   } else if (k == "memory.release_weights_after_s") {
-    release_weights_after_s = static_cast<int32_t>(internal::ParseInt(k, v, 0, 31536000));
+    release_weights_after_s = static_cast<int32_t>(table_int());
   } else if (k == "memory.release_weights_on_pressure") {
     release_weights_on_pressure = internal::ParseBool(k, v);
   } else if (k == "memory.pressure_cgroup") {

@@ -76,7 +76,7 @@ KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what) {
   {
     // Check and charge under one lock, so that concurrent allocations cannot all pass the check
     // and together go over the budget. Every failure below uncharges.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (max_bytes_ > 0 && (size > max_bytes_ || stats_.in_use_bytes > max_bytes_ - size)) {
       ++stats_.num_refusals;
       throw Error(ErrorCode::ResourceExhausted,
@@ -96,7 +96,7 @@ KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what) {
     try {
       admit(size);  // may throw: then only our charge is undone
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stats_.in_use_bytes -= size;
       stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
       throw;
@@ -109,7 +109,7 @@ KvCharge KvPool::Charge(uint64_t bytes, const char* what) {
   if (bytes == 0) return KvCharge();
   const uint64_t size = PageRound(bytes);
   Admit(size, what);  // may throw; nothing charged then
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++stats_.num_allocations;
   stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
   stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
@@ -119,7 +119,7 @@ KvCharge KvPool::Charge(uint64_t bytes, const char* what) {
 void KvPool::Uncharge(uint64_t bytes) noexcept {
   ReleaseFn release;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     release = release_;
     stats_.in_use_bytes -= bytes;
     stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
@@ -132,7 +132,7 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
   const uint64_t size = PageRound(bytes);
   const ReleaseFn release = Admit(size, what);  // may throw; nothing charged then
   auto uncharge = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stats_.in_use_bytes -= size;
     stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
   };
@@ -140,7 +140,7 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
   void* data = nullptr;
   bool os_map = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // Best fit among retained regions of at least `size`, but not more than twice as big.
     auto it = retained_.lower_bound(size);
     if (it != retained_.end() && it->first <= 2 * size) {
@@ -165,7 +165,7 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
     data = p;
     os_map = true;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (os_map) ++stats_.num_os_maps;
   ++stats_.num_allocations;
   stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
@@ -177,7 +177,7 @@ void KvPool::Release(void* data, uint64_t bytes) noexcept {
   bool keep = false;
   ReleaseFn release;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     release = release_;
     stats_.in_use_bytes -= bytes;
     if (stats_.retained_bytes + bytes <= retain_bytes_) {
@@ -194,7 +194,7 @@ void KvPool::Release(void* data, uint64_t bytes) noexcept {
 uint64_t KvPool::Trim() {
   std::multimap<uint64_t, void*> regions;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     regions.swap(retained_);
     stats_.retained_bytes = 0;
     stats_.reserved_bytes = stats_.in_use_bytes;
@@ -208,12 +208,12 @@ uint64_t KvPool::Trim() {
 }
 
 KvStats KvPool::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 void KvPool::set_admit_fn(AdmitFn fn, ReleaseFn release) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   admit_ = std::move(fn);
   release_ = std::move(release);
 }

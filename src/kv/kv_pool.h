@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/thread_annotations.h"
 #include "ebb/stats.h"
 
 namespace ebb::internal {
@@ -105,14 +106,14 @@ class KvPool {
   void Release(void* data, uint64_t bytes) noexcept;
   void Uncharge(uint64_t bytes) noexcept;
 
-  mutable std::mutex mu_;
-  uint64_t max_bytes_;     // guarded by mu_
-  uint64_t retain_bytes_;  // guarded by mu_
-  AdmitFn admit_;          // guarded by mu_
-  ReleaseFn release_;      // guarded by mu_
-  KvStats stats_;          // guarded by mu_
+  mutable Mutex mu_;
+  uint64_t max_bytes_ EBB_GUARDED_BY(mu_);
+  uint64_t retain_bytes_ EBB_GUARDED_BY(mu_);
+  AdmitFn admit_ EBB_GUARDED_BY(mu_);
+  ReleaseFn release_ EBB_GUARDED_BY(mu_);
+  KvStats stats_ EBB_GUARDED_BY(mu_);
   // Retained regions by size (bytes -> address), reused best-fit.
-  std::multimap<uint64_t, void*> retained_;  // guarded by mu_
+  std::multimap<uint64_t, void*> retained_ EBB_GUARDED_BY(mu_);
 };
 
 }  // namespace ebb::internal

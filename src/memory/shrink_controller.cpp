@@ -26,7 +26,7 @@ Ort::RunOptions ShrinkController::BeginRun(bool* shrink) {
   Ort::RunOptions ro;
   std::string devices;  // the user's memory.enable_memory_arena_shrinkage, forwarded as ORT does
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [k, v] : run_options_) {
       if (k == kShrinkKey) {
         devices = v;
@@ -70,7 +70,7 @@ void ShrinkController::EndRun(bool shrink, bool ok) {
 }
 
 void ShrinkController::ShrinkNow() {
-  std::lock_guard<std::mutex> serial(shrink_mu_);
+  MutexLock serial(shrink_mu_);
   pending_step_shrink_ = true;
   if (in_flight_.load() > 0) return;  // rides on the end of the running step
   if (!has_cpu_arena_) {
@@ -111,7 +111,7 @@ void ShrinkController::EndRequest() {
   // trims the heap once per request so that the key does what users set it for.
   bool ort_shrinks = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ort_shrinks = run_options_.count(kShrinkKey) > 0;
   }
   if (ort_shrinks) TrimHeap();
@@ -127,7 +127,7 @@ void ShrinkController::SetRunOption(const std::string& key, const std::string& v
     CheckShrinkDevices(value);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     run_options_[key] = value;
   }
   if (key == kShrinkKey) {
@@ -176,12 +176,12 @@ void ShrinkController::CheckShrinkDevices(const std::string& value) const {
 }
 
 void ShrinkController::ClearRunOption(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   run_options_.erase(key);
 }
 
 std::map<std::string, std::string> ShrinkController::RunOptions() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return run_options_;
 }
 

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/thread_annotations.h"
+
 namespace ebb::internal {
 
 class ShrinkController {
@@ -64,8 +66,8 @@ class ShrinkController {
   const std::string providers_;
   std::function<void()> minimal_step_;
   std::function<void()> trim_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> run_options_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::string> run_options_ EBB_GUARDED_BY(mu_);
   std::atomic<int> in_flight_{0};
   std::atomic<bool> pending_step_shrink_{false};
   std::atomic<bool> after_next_request_{false};
@@ -74,7 +76,7 @@ class ShrinkController {
   std::atomic<uint64_t> above_bytes_{0};
   std::atomic<uint64_t> num_shrinks_{0};
   std::atomic<uint64_t> num_requests_{0};
-  std::mutex shrink_mu_;  // serialises idle shrinks
+  Mutex shrink_mu_;  // serialises idle shrinks
 };
 
 }  // namespace ebb::internal

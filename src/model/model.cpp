@@ -349,7 +349,7 @@ ModelImpl::~ModelImpl() {
 }
 
 uint64_t ModelImpl::AcquireGeneratorSlot(bool in_call) {
-  std::lock_guard<std::mutex> lock(slot_mu_);
+  MutexLock lock(slot_mu_);
   if (released_) {
     throw Error(ErrorCode::FailedPrecondition,
                 "model '" + id + "' was unloaded; load it again to generate");
@@ -372,7 +372,7 @@ uint64_t ModelImpl::AcquireGeneratorSlot(bool in_call) {
 }
 
 void ModelImpl::BeginCall(uint64_t slot) {
-  std::lock_guard<std::mutex> lock(slot_mu_);
+  MutexLock lock(slot_mu_);
   SlotState& st = slots_.at(slot);
   // While an unload waits, the open generations it waits for go on; nothing new starts.
   if (released_ && (st.detached || !st.request_open)) {
@@ -388,7 +388,7 @@ void ModelImpl::BeginCall(uint64_t slot) {
 
 void ModelImpl::EndCall(uint64_t slot, bool request_open) noexcept {
   {
-    std::lock_guard<std::mutex> lock(slot_mu_);
+    MutexLock lock(slot_mu_);
     auto it = slots_.find(slot);
     if (it == slots_.end()) return;
     it->second.in_call = false;
@@ -410,7 +410,7 @@ void ModelImpl::CheckWeightsIntact() const {
 
 WeightsRelease ModelImpl::ReleaseWeights() {
   WeightsRelease r;
-  std::lock_guard<std::mutex> lock(slot_mu_);
+  MutexLock lock(slot_mu_);
   if (released_) {
     r.reason = "model '" + id + "' was unloaded";
     return r;
@@ -446,7 +446,7 @@ WeightsRelease ModelImpl::ReleaseWeights() {
 }
 
 std::string ModelImpl::WeightsState() const {
-  std::lock_guard<std::mutex> lock(slot_mu_);
+  MutexLock lock(slot_mu_);
   return weights_entry.empty() ? "anonymous"
          : weights_broken()    ? "broken"
          : weights_released_   ? "released"
@@ -457,7 +457,7 @@ WeightsMemory ModelImpl::WeightsStats() const {
   WeightsMemory w;
   w.state = WeightsState();
   {
-    std::lock_guard<std::mutex> lock(slot_mu_);
+    MutexLock lock(slot_mu_);
     w.num_releases = num_weight_releases_;
   }
   if (weights_entry.empty()) {
@@ -486,7 +486,7 @@ void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
     if (on_pressure) previous = ReadPressure(pressure);
     std::string pressure_reason;  // the last sample's reason, from pressure_at_ms on
     int64_t pressure_at_ms = -1;
-    std::unique_lock<std::mutex> lock(slot_mu_);
+    MutexLock lock(slot_mu_);
     while (!stop_idle_release_) {
       const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
@@ -494,20 +494,21 @@ void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
       const int64_t idle_ms = now - std::max(last_used_ms_.load(), loaded_unix_ms);
       const bool releasable = slots_.empty() && !weights_released_ && !released_;
       if (releasable && after_ms > 0 && idle_ms >= after_ms) {
-        lock.unlock();
+        MutexUnlock unlocked(slot_mu_);
         EBB_LOG_INFO("'{}' idle for {} s (memory.release_weights_after_s): releasing its weights",
                      id, idle_ms / 1000);
         ReleaseWeights();
-        lock.lock();
         continue;
       }
       if (on_pressure) {
-        // Sampled without the lock: a request may start meanwhile, which ReleaseWeights sees.
-        lock.unlock();
-        const PressureSample sample = ReadPressure(pressure);
-        std::string reason = PressureReason(previous, sample);
-        previous = NextBaseline(previous, sample);
-        lock.lock();
+        std::string reason;
+        {
+          // Sampled without the lock: a request may start meanwhile, which ReleaseWeights sees.
+          MutexUnlock unlocked(slot_mu_);
+          const PressureSample sample = ReadPressure(pressure);
+          reason = PressureReason(previous, sample);
+          previous = NextBaseline(previous, sample);
+        }
         // Pressure seen while the model was busy still counts once it is idle, for as long as
         // PSI's own window (a counter that rose is seen by one sample only).
         if (!reason.empty()) {
@@ -518,19 +519,18 @@ void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
         if (recent && slots_.empty() && !weights_released_ && !released_ &&
             idle_ms >= kPressureMinIdleMs) {
           pressure_at_ms = -1;
-          lock.unlock();
+          MutexUnlock unlocked(slot_mu_);  // then wait a poll period before the next sample
           EBB_LOG_INFO(
               "memory pressure on {}: {}; releasing the weights of idle '{}' "
               "(memory.release_weights_on_pressure)",
               pressure.Describe(), pressure_reason, id);
           ReleaseWeights();
-          lock.lock();  // then wait a poll period before the next sample
         }
       }
       int64_t wait_ms = after_ms > 0 && releasable ? std::max<int64_t>(after_ms - idle_ms, 10)
                                                    : std::max<int64_t>(after_ms, kPressurePollMs);
       if (on_pressure) wait_ms = std::min(wait_ms, kPressurePollMs);
-      idle_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+      idle_cv_.wait_for(slot_mu_, std::chrono::milliseconds(wait_ms));
     }
   });
 }
@@ -538,7 +538,7 @@ void ModelImpl::StartWeightsRelease(int32_t after_idle_s, bool on_pressure,
 void ModelImpl::ReleaseGeneratorSlot(uint64_t slot) noexcept {
   bool free_now = false;
   {
-    std::lock_guard<std::mutex> lock(slot_mu_);
+    MutexLock lock(slot_mu_);
     slots_.erase(slot);
     free_now = slots_.empty() && free_on_last_slot_;
     if (free_now) free_on_last_slot_ = false;
@@ -554,12 +554,12 @@ void ModelImpl::ReleaseGeneratorSlot(uint64_t slot) noexcept {
 }
 
 int ModelImpl::live_generators() const {
-  std::lock_guard<std::mutex> lock(slot_mu_);
+  MutexLock lock(slot_mu_);
   return static_cast<int>(slots_.size());
 }
 
 bool ModelImpl::released() const {
-  std::lock_guard<std::mutex> lock(slot_mu_);
+  MutexLock lock(slot_mu_);
   return released_;
 }
 
@@ -572,13 +572,13 @@ void ModelImpl::Touch() {
 void ModelImpl::Release(ReleaseMode mode) {
   int detached = 0;
   {
-    std::unique_lock<std::mutex> lock(slot_mu_);
+    MutexLock lock(slot_mu_);
     if (released_) return;
     released_ = true;
     stop_idle_release_ = true;
     idle_cv_.notify_all();
     const std::thread::id self = std::this_thread::get_id();
-    slot_cv_.wait(lock, [&] {
+    const auto quiet = [&]() EBB_REQUIRES(slot_mu_) {
       for (const auto& [slot, st] : slots_) {
         if (st.in_call) return false;
         if (mode == ReleaseMode::kWaitForRequests && st.request_open && st.thread != self) {
@@ -586,7 +586,8 @@ void ModelImpl::Release(ReleaseMode mode) {
         }
       }
       return true;
-    });
+    };
+    while (!quiet()) slot_cv_.wait(slot_mu_);
     detached = static_cast<int>(slots_.size());
     for (auto& [slot, st] : slots_) st.detached = true;
     if (detached > 0) free_on_last_slot_ = true;

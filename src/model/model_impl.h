@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "ebb/chat_template.h"
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
@@ -120,13 +121,13 @@ class ModelImpl final : public Model {
   // whether its generation is open (started, not done), and on which thread it last ran.
   // AcquireGeneratorSlot throws FailedPrecondition when the model was unloaded; `in_call` starts
   // the slot inside a call (Embed).
-  uint64_t AcquireGeneratorSlot(bool in_call = false);
-  void ReleaseGeneratorSlot(uint64_t slot) noexcept;
+  uint64_t AcquireGeneratorSlot(bool in_call = false) EBB_EXCLUDES(slot_mu_);
+  void ReleaseGeneratorSlot(uint64_t slot) noexcept EBB_EXCLUDES(slot_mu_);
   // Throws FailedPrecondition when the model was unloaded while the holder was idle (the
   // generator is detached; see Release).
-  void BeginCall(uint64_t slot);
-  void EndCall(uint64_t slot, bool request_open) noexcept;
-  int live_generators() const;
+  void BeginCall(uint64_t slot) EBB_EXCLUDES(slot_mu_);
+  void EndCall(uint64_t slot, bool request_open) noexcept EBB_EXCLUDES(slot_mu_);
+  int live_generators() const EBB_EXCLUDES(slot_mu_);
   // Unload: refuse new generators and calls, wait for the calls that are running, and for
   // kWaitForRequests also for open generations whose last call ran on another thread (a
   // generation the calling thread holds cannot progress while it waits: waiting on it would
@@ -136,8 +137,8 @@ class ModelImpl final : public Model {
   // destructors (Runtime, ebb_runtime_free), which must never wait on objects only their caller
   // can release. Idempotent.
   enum class ReleaseMode { kWaitForRequests, kDetach };
-  void Release(ReleaseMode mode = ReleaseMode::kWaitForRequests);
-  bool released() const;
+  void Release(ReleaseMode mode = ReleaseMode::kWaitForRequests) EBB_EXCLUDES(slot_mu_);
+  bool released() const EBB_EXCLUDES(slot_mu_);
   // Whether a mapped weights file faulted (truncated or changed under the process): the step
   // that read it computed on zero pages. CheckWeightsIntact throws Unavailable then; every
   // Run() site calls it after a successful Run, before its outputs are used.
@@ -145,9 +146,10 @@ class ModelImpl final : public Model {
   void CheckWeightsIntact() const;
   // RuntimeHandle::ReleaseWeights (ebb/runtime_handle.h). Thread-safe; holds the slot lock
   // while it advises the kernel, so no request starts meanwhile.
-  WeightsRelease ReleaseWeights();
-  WeightsMemory WeightsStats() const;
-  std::string WeightsState() const;  // WeightsStats().state, without reading /proc
+  WeightsRelease ReleaseWeights() EBB_EXCLUDES(slot_mu_);
+  WeightsMemory WeightsStats() const EBB_EXCLUDES(slot_mu_);
+  // WeightsStats().state, without reading /proc.
+  std::string WeightsState() const EBB_EXCLUDES(slot_mu_);
   // File-backed weights with memory.release_weights_after_s > 0 or
   // memory.release_weights_on_pressure: a thread that releases them once the model has been idle
   // that long, or when the memory it lives in is under pressure (memory/memory_pressure.h; read
@@ -173,18 +175,20 @@ class ModelImpl final : public Model {
     bool detached = false;   // by Release: every later call is refused
     std::thread::id thread;  // of the last BeginCall (or the acquire)
   };
-  mutable std::mutex slot_mu_;
-  std::condition_variable slot_cv_;
-  std::map<uint64_t, SlotState> slots_;  // guarded by slot_mu_
-  uint64_t next_slot_ = 1;               // guarded by slot_mu_
-  bool released_ = false;                // guarded by slot_mu_
-  bool free_on_last_slot_ = false;       // guarded by slot_mu_
+  // slot_mu_ is ebb::Mutex (core/thread_annotations.h) so that `make thread-safety` checks
+  // these; its condition variables are condition_variable_any, waited on with it.
+  mutable Mutex slot_mu_;
+  std::condition_variable_any slot_cv_;
+  std::map<uint64_t, SlotState> slots_ EBB_GUARDED_BY(slot_mu_);
+  uint64_t next_slot_ EBB_GUARDED_BY(slot_mu_) = 1;
+  bool released_ EBB_GUARDED_BY(slot_mu_) = false;
+  bool free_on_last_slot_ EBB_GUARDED_BY(slot_mu_) = false;
   // File-backed weights whose pages were released; charged to memory.limit again (and so
   // "active") when the next generator takes a slot.
-  bool weights_released_ = false;     // guarded by slot_mu_
-  uint64_t num_weight_releases_ = 0;  // guarded by slot_mu_
-  bool stop_idle_release_ = false;    // guarded by slot_mu_
-  std::condition_variable idle_cv_;
+  bool weights_released_ EBB_GUARDED_BY(slot_mu_) = false;
+  uint64_t num_weight_releases_ EBB_GUARDED_BY(slot_mu_) = 0;
+  bool stop_idle_release_ EBB_GUARDED_BY(slot_mu_) = false;
+  std::condition_variable_any idle_cv_;
   std::thread idle_release_thread_;
   std::atomic<int64_t> last_used_ms_{0};
 };

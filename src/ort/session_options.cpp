@@ -77,12 +77,19 @@ void CheckArenaSize(const std::string& key, const std::string& value, const std:
   }
 }
 
-GraphOptimizationLevel ParseOptLevel(const std::string& key, const std::string& v) {
-  if (v == "disable" || v == "ORT_DISABLE_ALL" || v == "0") return ORT_DISABLE_ALL;
-  if (v == "basic" || v == "ORT_ENABLE_BASIC" || v == "1") return ORT_ENABLE_BASIC;
-  if (v == "extended" || v == "ORT_ENABLE_EXTENDED" || v == "2") return ORT_ENABLE_EXTENDED;
-  if (v == "all" || v == "ORT_ENABLE_ALL" || v == "99") return ORT_ENABLE_ALL;
-  Bad(key, v, "expected disable, basic, extended or all");
+// The choice `value` names in the option table's row for `key` (its choices and ORT's aliases):
+// the validator ModelOptions::Set uses, so genai_config.json's session_options and
+// --session-option accept the same spellings (issue 22).
+std::string TableChoice(const std::string& key, const std::string& value) {
+  return CanonicalEnumValue(*FindOption(key), value);
+}
+
+GraphOptimizationLevel ParseOptLevel(const std::string& key, const std::string& value) {
+  const std::string v = TableChoice(key, value);
+  if (v == "disable") return ORT_DISABLE_ALL;
+  if (v == "basic") return ORT_ENABLE_BASIC;
+  if (v == "extended") return ORT_ENABLE_EXTENDED;
+  return ORT_ENABLE_ALL;
 }
 
 // `ep` is a canonical name (CanonicalProviderName); `where` says who asked for it.
@@ -271,13 +278,7 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
       } else if (key == "enable_mem_pattern") {
         ParseBool(key, value) ? so.EnableMemPattern() : so.DisableMemPattern();
       } else if (key == "execution_mode") {
-        if (value == "sequential" || value == "ORT_SEQUENTIAL") {
-          so.SetExecutionMode(ORT_SEQUENTIAL);
-        } else if (value == "parallel" || value == "ORT_PARALLEL") {
-          so.SetExecutionMode(ORT_PARALLEL);
-        } else {
-          Bad(key, value, "expected sequential or parallel");
-        }
+        so.SetExecutionMode(TableChoice(key, value) == "parallel" ? ORT_PARALLEL : ORT_SEQUENTIAL);
       } else if (key == "graph_optimization_level") {
         so.SetGraphOptimizationLevel(ParseOptLevel(key, value));
       } else if (key == "profile_file_prefix") {
@@ -304,13 +305,8 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
         *use_env_allocators = ParseBool(key, value);
         so.AddConfigEntry("session.use_env_allocators", *use_env_allocators ? "1" : "0");
       } else if (key == "arena_extend_strategy") {
-        if (value == "kNextPowerOfTwo" || value == "0") {
-          arena_cfg["arena_extend_strategy"] = 0;
-        } else if (value == "kSameAsRequested" || value == "1") {
-          arena_cfg["arena_extend_strategy"] = 1;
-        } else {
-          Bad(key, value, "expected kNextPowerOfTwo or kSameAsRequested");
-        }
+        // OrtArenaCfg's numbers: 0 = kNextPowerOfTwo, 1 = kSameAsRequested.
+        arena_cfg["arena_extend_strategy"] = TableChoice(key, value) == "kSameAsRequested" ? 1 : 0;
       } else if (key.starts_with("arena.")) {
         const std::string name = key.substr(6);
         static const char* const kArenaKeys[] = {

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/option_parse.h"
 #include "core/strings.h"
+#include "core/thread_annotations.h"
 #include "ebb/error.h"
 #include "ebb/runtime_handle.h"
 #include "model/genai_config.h"
@@ -64,7 +65,9 @@ std::string_view ManagerEventName(ManagerEvent event) {
   return "?";
 }
 
-// Thread-safety: mu guards everything below it; the timer thread waits on cv.
+// Thread-safety: mu guards everything below it (annotated; `make thread-safety` checks it); the
+// timer thread waits on cv. Calls that must run without mu (loads, unloads, the listener) run in
+// a MutexUnlock scope, which takes mu again when it ends, also on a throw.
 struct ModelManager::State {
   Runtime* runtime = nullptr;  // borrowed; outlives the manager
   ModelManagerOptions options;
@@ -94,25 +97,34 @@ struct ModelManager::State {
     bool warned_folder_gone = false;  // logged once that its folder was deleted while loaded
   };
 
-  // Marks the end of an unload of `id` (lock held) and wakes the requests waiting for it.
-  void EndUnloading(const std::string& id) {
+  // Marks the end of an unload of `id` and wakes the requests waiting for it.
+  void EndUnloading(const std::string& id) EBB_REQUIRES(mu) {
     entries[id].unloading = false;
     cv.notify_all();
   }
 
-  mutable std::mutex mu;
-  std::condition_variable cv;  // load finished, lease ended, timer changes, stop
-  std::map<std::string, Entry> entries;
-  bool stop = false;
-  uint64_t evictions = 0;
-  uint64_t expirations = 0;
-  std::function<void(ManagerEvent, const std::string&)> listener;
+  // The manager's clock (ModelManagerOptions::clock, else steady_clock).
+  Clock::time_point Now() const { return options.clock ? options.clock() : Clock::now(); }
+  // The real steady time at which `t` on the manager's clock falls, for condition-variable
+  // waits (the same point with the real clock). A fake clock that does not move meanwhile makes
+  // the wait end by its real length; Tick wakes it earlier.
+  Clock::time_point RealTime(Clock::time_point t) const {
+    return options.clock ? Clock::now() + (t - Now()) : t;
+  }
+
+  mutable Mutex mu;
+  std::condition_variable_any cv;  // load finished, lease ended, timer changes, stop
+  std::map<std::string, Entry> entries EBB_GUARDED_BY(mu);
+  bool stop EBB_GUARDED_BY(mu) = false;
+  uint64_t evictions EBB_GUARDED_BY(mu) = 0;
+  uint64_t expirations EBB_GUARDED_BY(mu) = 0;
+  std::function<void(ManagerEvent, const std::string&)> listener EBB_GUARDED_BY(mu);
   std::thread timer;
 
-  void Emit(ManagerEvent e, const std::string& id) {
+  void Emit(ManagerEvent e, const std::string& id) EBB_EXCLUDES(mu) {
     std::function<void(ManagerEvent, const std::string&)> l;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       l = listener;
     }
     if (l) {
@@ -205,8 +217,8 @@ struct ModelManager::State {
   }
 
   // Bytes charged to memory.limit now (weights + KV in use), and the limit.
-  // Loads in progress count with the weights they made room for. Caller holds mu.
-  std::pair<uint64_t, uint64_t> Usage() const {
+  // Loads in progress count with the weights they made room for.
+  std::pair<uint64_t, uint64_t> Usage() const EBB_REQUIRES(mu) {
     const MemoryStats s = runtime->Stats();
     uint64_t reserved = 0;
     for (const auto& [id, e] : entries) reserved += e.reserved_bytes;
@@ -215,9 +227,9 @@ struct ModelManager::State {
 
   // Makes `need` more bytes fit under memory.limit: first releases the file-backed weights of
   // idle models (least recently used first; they stay loaded, and their next request reads the
-  // pages back), then evicts idle models, least recently used first. Caller holds `lock`
-  // (released around each unload). Returns whether it fits.
-  bool MakeRoom(std::unique_lock<std::mutex>& lock, const std::string& for_id, uint64_t need) {
+  // pages back), then evicts idle models, least recently used first. Caller holds mu (released
+  // around each unload). Returns whether it fits.
+  bool MakeRoom(const std::string& for_id, uint64_t need) EBB_REQUIRES(mu) {
     for (;;) {
       const auto [used, limit] = Usage();
       if (limit == 0 || used + need <= limit) return true;
@@ -258,32 +270,35 @@ struct ModelManager::State {
       auto model = std::move(e.model);
       e.expiry_set = false;
       e.unloading = true;
-      lock.unlock();
-      try {
-        runtime->Unload(victim, /*force=*/false);
-        EBB_LOG_INFO("evicted idle model '{}' to make room for '{}' ({} needed)", victim, for_id,
-                     internal::FormatBytes(need));
-      } catch (const Error& err) {
+      std::string refused;  // why the runtime would not unload it
+      {
+        MutexUnlock unlocked(mu);
+        try {
+          runtime->Unload(victim, /*force=*/false);
+          EBB_LOG_INFO("evicted idle model '{}' to make room for '{}' ({} needed)", victim, for_id,
+                       internal::FormatBytes(need));
+          model.reset();
+        } catch (const Error& err) {
+          refused = err.what();
+        }
+      }
+      if (!refused.empty()) {
         // A generator started on it outside the manager: put it back and stop evicting it.
-        lock.lock();
         entries[victim].model = std::move(model);
         EndUnloading(victim);
-        EBB_LOG_WARN("could not evict '{}': {}", victim, err.what());
+        EBB_LOG_WARN("could not evict '{}': {}", victim, refused);
         return false;
       }
-      model.reset();
-      lock.lock();
       EndUnloading(victim);
       ++evictions;
-      lock.unlock();
+      MutexUnlock unlocked(mu);
       Emit(ManagerEvent::kEvicted, victim);
-      lock.lock();
     }
   }
 
   // Whether a model other than `for_id` has requests or generators running, or is being
   // loaded: when they end, a model can be evicted, KV is freed, or a reservation settles.
-  bool OthersRunning(const std::string& for_id) const {
+  bool OthersRunning(const std::string& for_id) const EBB_REQUIRES(mu) {
     for (const auto& [id, e] : entries) {
       if (id == for_id) continue;
       if (e.loading || e.unloading) return true;
@@ -295,13 +310,12 @@ struct ModelManager::State {
   // MakeRoom, and while it cannot but models busy now may be idle in a moment, waits for that
   // (bounded by evict_wait) rather than fail a request that a short wait would serve. Throws
   // ResourceExhausted naming what holds the memory. `what` is "load" or "use".
-  void WaitForRoom(std::unique_lock<std::mutex>& lock, const std::string& id, uint64_t need,
-                   const char* what) {
-    const auto deadline = Clock::now() + options.evict_wait;
-    bool fits = MakeRoom(lock, id, need);
-    while (!fits && !stop && OthersRunning(id) && Clock::now() < deadline) {
-      cv.wait_until(lock, deadline);
-      fits = MakeRoom(lock, id, need);
+  void WaitForRoom(const std::string& id, uint64_t need, const char* what) EBB_REQUIRES(mu) {
+    const auto deadline = Now() + options.evict_wait;
+    bool fits = MakeRoom(id, need);
+    while (!fits && !stop && OthersRunning(id) && Now() < deadline) {
+      cv.wait_until(mu, RealTime(deadline));
+      fits = MakeRoom(id, need);
     }
     if (stop) throw Error(ErrorCode::Unavailable, "the model manager is shutting down");
     if (fits) return;
@@ -318,7 +332,7 @@ struct ModelManager::State {
                     "memory limit");
   }
 
-  std::string BusyText() const {
+  std::string BusyText() const EBB_REQUIRES(mu) {
     std::string s;
     for (const auto& [id, e] : entries) {
       if (!e.model) continue;
@@ -331,7 +345,8 @@ struct ModelManager::State {
 
   // Loads `id` if needed and takes a lease. Throws.
   std::shared_ptr<Model> AcquireModel(const std::string& id, const OptionList& extra,
-                                      bool explicit_load, std::optional<bool> pin) {
+                                      bool explicit_load, std::optional<bool> pin)
+      EBB_EXCLUDES(mu) {
     ManagedModelSpec spec;
     try {
       spec = Resolve(id);
@@ -340,7 +355,7 @@ struct ModelManager::State {
       // until it is unloaded, as a process that has a file open keeps reading it; it is still
       // charged to memory.limit. Once unloaded, the id is gone.
       if (err.code() != ErrorCode::NotFound || explicit_load) throw;
-      std::unique_lock<std::mutex> lock(mu);
+      MutexLock lock(mu);
       auto it = entries.find(id);
       if (it == entries.end() || !it->second.model || it->second.unloading) throw;
       Entry& e = it->second;
@@ -360,11 +375,11 @@ struct ModelManager::State {
     opts.insert(opts.end(), spec.options.begin(), spec.options.end());
     opts.insert(opts.end(), extra.begin(), extra.end());
 
-    std::unique_lock<std::mutex> lock(mu);
+    MutexLock lock(mu);
     Entry& e = entries[id];
     for (;;) {
       if (e.unloading) {
-        cv.wait(lock, [&] { return stop || !e.unloading; });
+        while (!stop && e.unloading) cv.wait(mu);
         if (stop) throw Error(ErrorCode::Unavailable, "the model manager is shutting down");
         continue;
       }
@@ -375,14 +390,15 @@ struct ModelManager::State {
         EBB_LOG_WARN("reloading model '{}': a weights file it maps was truncated or changed", id);
         auto broken = std::move(e.model);
         e.unloading = true;
-        lock.unlock();
-        try {
-          runtime->Unload(id, /*force=*/true);
-        } catch (const Error& err) {
-          EBB_LOG_WARN("unloading broken model '{}': {}", id, err.what());
+        {
+          MutexUnlock unlocked(mu);
+          try {
+            runtime->Unload(id, /*force=*/true);
+          } catch (const Error& err) {
+            EBB_LOG_WARN("unloading broken model '{}': {}", id, err.what());
+          }
+          broken.reset();
         }
-        broken.reset();
-        lock.lock();
         EndUnloading(id);
         continue;
       }
@@ -398,7 +414,7 @@ struct ModelManager::State {
           // holding a lease so that no unload or expiry takes it while this waits.
           ++e.leases;
           try {
-            WaitForRoom(lock, id, e.model->weights_bytes(), "use");
+            WaitForRoom(id, e.model->weights_bytes(), "use");
           } catch (...) {
             --e.leases;
             cv.notify_all();
@@ -419,7 +435,7 @@ struct ModelManager::State {
       }
       if (!e.loading) break;
       const uint64_t gen = e.load_generation;
-      cv.wait(lock, [&] { return stop || e.load_generation != gen; });
+      while (!stop && e.load_generation == gen) cv.wait(mu);
       if (stop) throw Error(ErrorCode::Unavailable, "the model manager is shutting down");
       if (!e.model && e.load_error) std::rethrow_exception(e.load_error);
     }
@@ -431,10 +447,10 @@ struct ModelManager::State {
       // anything for it.
       internal::CheckModelFolderConfined(spec.path);
       const uint64_t need = internal::EstimateWeightsBytes(spec.path);
-      WaitForRoom(lock, id, need, "load");
+      WaitForRoom(id, need, "load");
       e.reserved_bytes = need;
       const Tier2Settings tier2 = e.tier2;
-      lock.unlock();
+      MutexUnlock unlocked(mu);  // the load runs without the lock; a throw takes it again
       ModelOptions mo;
       for (const auto& [k, v] : opts) mo.Set(k, v);
       model = runtime->Load(id, spec.path, mo);
@@ -447,9 +463,7 @@ struct ModelManager::State {
       if (!tier2.run_options.empty() || tier2.shrink_every || tier2.shrink_above) {
         EBB_LOG_INFO("'{}': applied the Tier 2 settings remembered for it", id);
       }
-      lock.lock();
     } catch (...) {
-      if (!lock.owns_lock()) lock.lock();
       Entry& f = entries[id];
       f.loading = false;
       f.reserved_bytes = 0;
@@ -471,14 +485,14 @@ struct ModelManager::State {
     ++f.leases;
     f.expiry_set = false;
     cv.notify_all();
-    lock.unlock();
+    lock.Unlock();
     // Model::Load logged the load (with its time and memory): no second line here.
     Emit(ManagerEvent::kLoaded, id);
     return model;
   }
 
-  void ReleaseLease(const std::string& id, std::optional<KeepAlive> requested) {
-    std::unique_lock<std::mutex> lock(mu);
+  void ReleaseLease(const std::string& id, std::optional<KeepAlive> requested) EBB_EXCLUDES(mu) {
+    MutexLock lock(mu);
     auto it = entries.find(id);
     if (it == entries.end()) return;
     Entry& e = it->second;
@@ -486,46 +500,52 @@ struct ModelManager::State {
     e.last_used_unix_ms = NowUnixMs();
     const KeepAlive ka = Effective(e.admin_keep_alive, requested);
     if (e.leases == 0 && ka.count() >= 0) {
-      e.expires = Clock::now() + ka;
+      e.expires = Now() + ka;
       e.expiry_set = true;
     }
     cv.notify_all();
   }
 
   // The keep-alive timer: unloads idle models whose keep-alive ran out.
-  void TimerLoop() {
-    std::unique_lock<std::mutex> lock(mu);
+  void TimerLoop() EBB_EXCLUDES(mu) {
+    MutexLock lock(mu);
     while (!stop) {
-      const auto now = Clock::now();
-      std::string due;
-      auto next = now + std::chrono::seconds(1);
-      for (const auto& [id, e] : entries) {
-        // An entry a forced unload is waiting on (unloading, its model still in the entry until
-        // its leases end) is that unload's to finish: expiring it here as well let the two
-        // unloads interleave, and the second freed a model a new request had been given.
-        if (!e.model || !e.expiry_set || e.leases > 0 || e.pinned || e.loading || e.unloading) {
-          continue;
-        }
-        if (e.expires <= now) {
-          due = id;
-          break;
-        }
-        next = std::min(next, e.expires);
-      }
-      if (due.empty()) {
-        cv.wait_until(lock, next);
+      auto next = Now() + std::chrono::seconds(1);
+      if (!ExpireOne(&next)) cv.wait_until(mu, RealTime(next));
+    }
+  }
+
+  // One step of the timer (mu released around the unload): unloads one idle model whose
+  // keep-alive ran out on the manager's clock and returns true, or returns false with `*next`
+  // lowered to the earliest expiry still to come.
+  bool ExpireOne(Clock::time_point* next) EBB_REQUIRES(mu) {
+    const auto now = Now();
+    std::string due;
+    for (const auto& [id, e] : entries) {
+      // An entry a forced unload is waiting on (unloading, its model still in the entry until
+      // its leases end) is that unload's to finish: expiring it here as well let the two
+      // unloads interleave, and the second freed a model a new request had been given.
+      if (!e.model || !e.expiry_set || e.leases > 0 || e.pinned || e.loading || e.unloading) {
         continue;
       }
-      Entry& e = entries[due];
-      if (e.model->num_live_generators() > 0) {
-        e.expires = now + std::chrono::seconds(1);  // someone generates outside a lease
-        continue;
+      if (e.expires <= now) {
+        due = id;
+        break;
       }
-      auto model = std::move(e.model);
-      e.expiry_set = false;
-      e.unloading = true;
-      lock.unlock();
-      bool ok = true;
+      *next = std::min(*next, e.expires);
+    }
+    if (due.empty()) return false;
+    Entry& e = entries[due];
+    if (e.model->num_live_generators() > 0) {
+      e.expires = now + std::chrono::seconds(1);  // someone generates outside a lease
+      return true;
+    }
+    auto model = std::move(e.model);
+    e.expiry_set = false;
+    e.unloading = true;
+    bool ok = true;
+    {
+      MutexUnlock unlocked(mu);
       EBB_LOG_INFO("keep-alive of '{}' ran out: unloading it", due);  // Unload logs "unloaded"
       try {
         runtime->Unload(due, false);
@@ -534,26 +554,25 @@ struct ModelManager::State {
         EBB_LOG_WARN("keep-alive could not unload '{}': {}", due, err.what());
       }
       model.reset();
-      lock.lock();
-      EndUnloading(due);
-      if (!ok) {
-        // Someone unloaded it already or it is busy: forget it.
-        if (runtime->Contains(due)) {
-          entries[due].model = runtime->Get(due);
-          entries[due].expires = Clock::now() + std::chrono::seconds(1);
-          entries[due].expiry_set = true;
-        }
-        continue;
-      }
-      ++expirations;
-      lock.unlock();
-      Emit(ManagerEvent::kExpired, due);
-      lock.lock();
     }
+    EndUnloading(due);
+    if (!ok) {
+      // Someone unloaded it already or it is busy: forget it.
+      if (runtime->Contains(due)) {
+        entries[due].model = runtime->Get(due);
+        entries[due].expires = Now() + std::chrono::seconds(1);
+        entries[due].expiry_set = true;
+      }
+      return true;
+    }
+    ++expirations;
+    MutexUnlock unlocked(mu);
+    Emit(ManagerEvent::kExpired, due);
+    return true;
   }
 
   ManagedModel Describe(const std::string& id, const Entry* e,
-                        const std::optional<ManagedModelSpec>& spec) const {
+                        const std::optional<ManagedModelSpec>& spec) const EBB_REQUIRES(mu) {
     ManagedModel m;
     m.id = id;
     if (spec) m.path = spec->path;
@@ -565,8 +584,7 @@ struct ModelManager::State {
       m.options = e->options;
       m.remembered = e->tier2;
       if (e->model && e->expiry_set && e->leases == 0 && !m.pinned) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(e->expires - Clock::now());
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(e->expires - Now());
         m.expires_at_unix_ms = NowUnixMs() + std::max<int64_t>(0, left.count());
       }
       if (e->model) m.path = e->model->info().path;
@@ -629,19 +647,35 @@ ModelManager::ModelManager(Runtime& runtime, ModelManagerOptions options)
     state_->models_dir_real = std::filesystem::canonical(options.models_dir, ec);
   }
   state_->options = std::move(options);
-  for (const auto& [id, spec] : state_->options.models) {
-    if (spec.pin) state_->entries[id].pinned = true;
+  {
+    MutexLock lock(state_->mu);  // no other thread yet; taken for the analysis
+    for (const auto& [id, spec] : state_->options.models) {
+      if (spec.pin) state_->entries[id].pinned = true;
+    }
   }
   state_->timer = std::thread([s = state_.get()] { s->TimerLoop(); });
 }
 
 ModelManager::~ModelManager() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->stop = true;
   }
   state_->cv.notify_all();
   if (state_->timer.joinable()) state_->timer.join();
+}
+
+void ModelManager::Tick() {
+  {
+    MutexLock lock(state_->mu);
+    // A model whose generators run outside a lease is put off by a second each time: one pass
+    // over the entries at most, so Tick never spins on it.
+    for (size_t i = 0, n = state_->entries.size(); i < n && !state_->stop; ++i) {
+      auto next = state_->Now();
+      if (!state_->ExpireOne(&next)) break;
+    }
+  }
+  state_->cv.notify_all();  // the timer and the loads waiting for room re-read the clock
 }
 
 ModelManager::Lease ModelManager::Acquire(const std::string& id,
@@ -666,14 +700,14 @@ void ModelManager::Unload(const std::string& id, bool force) {
   std::shared_ptr<Model> model;
   bool managed = false;
   {
-    std::unique_lock<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     auto it = state_->entries.find(id);
     if (it != state_->entries.end()) {
       // A load in progress registers the model in the runtime before the entry has it: wait
       // for it (and for another unload), so the unload never frees a model that a request is
       // about to be given.
       State::Entry& e = it->second;
-      state_->cv.wait(lock, [&] { return state_->stop || (!e.loading && !e.unloading); });
+      while (!state_->stop && (e.loading || e.unloading)) state_->cv.wait(state_->mu);
     }
     if (it == state_->entries.end() || !it->second.model) {
       if (!state_->runtime->Contains(id)) {
@@ -692,7 +726,7 @@ void ModelManager::Unload(const std::string& id, bool force) {
       // running ones finish first: force waits for their leases, as documented.
       e.unloading = true;
       managed = true;
-      state_->cv.wait(lock, [&] { return e.leases == 0; });
+      while (e.leases != 0) state_->cv.wait(state_->mu);
       model = std::move(e.model);
       e.expiry_set = false;
     }
@@ -700,7 +734,7 @@ void ModelManager::Unload(const std::string& id, bool force) {
   try {
     state_->runtime->Unload(id, force);
   } catch (...) {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     if (managed) {
       state_->entries[id].model = std::move(model);
       state_->EndUnloading(id);
@@ -709,7 +743,7 @@ void ModelManager::Unload(const std::string& id, bool force) {
   }
   model.reset();
   if (managed) {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->EndUnloading(id);
   }
   state_->Emit(ManagerEvent::kUnloaded, id);
@@ -720,7 +754,7 @@ void ModelManager::RememberTier2(
     const std::vector<std::pair<std::string, std::optional<std::string>>>& run,
     std::optional<uint32_t> shrink_every, std::optional<uint64_t> shrink_above) {
   state_->Resolve(id);  // NotFound for an unknown id
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   Tier2Settings& t = state_->entries[id].tier2;
   for (const auto& [k, v] : run) {
     // ebb's policy keys sent as run options are the policies (RuntimeHandle::SetRunOption).
@@ -740,14 +774,14 @@ void ModelManager::RememberTier2(
 
 void ModelManager::Pin(const std::string& id, bool pin) {
   state_->Resolve(id);  // NotFound for an unknown id
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->entries[id].pinned = pin;
   state_->cv.notify_all();
 }
 
 std::vector<ManagedModel> ModelManager::List() const {
   std::vector<std::string> ids = state_->KnownIds();
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   for (const auto& [id, e] : state_->entries) {
     if (e.model && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
@@ -774,7 +808,7 @@ std::vector<ManagedModel> ModelManager::List() const {
 ManagedModel ModelManager::Get(const std::string& id) const {
   std::optional<ManagedModelSpec> spec;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     auto it = state_->entries.find(id);
     if (it == state_->entries.end() || !it->second.model) spec = state_->Resolve(id);
   }
@@ -782,7 +816,7 @@ ManagedModel ModelManager::Get(const std::string& id) const {
     if (m.id == id) return m;
   }
   if (spec) {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     return state_->Describe(id, nullptr, spec);
   }
   throw Error(ErrorCode::NotFound,
@@ -826,17 +860,17 @@ void ModelManager::CheckModels() const {
 }
 
 uint64_t ModelManager::num_evictions() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->evictions;
 }
 uint64_t ModelManager::num_expirations() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->expirations;
 }
 
 void ModelManager::SetEventListener(
     std::function<void(ManagerEvent, const std::string& id)> listener) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->listener = std::move(listener);
 }
 

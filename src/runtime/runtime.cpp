@@ -306,16 +306,4 @@ void Runtime::RemoveObserver(const RequestObserver* observer) {
           v.end());
 }
 
-std::string_view RequestOutcomeName(RequestOutcome outcome) {
-  switch (outcome) {
-    case RequestOutcome::kCompleted:
-      return "completed";
-    case RequestOutcome::kCancelled:
-      return "cancelled";
-    case RequestOutcome::kError:
-      return "error";
-  }
-  return "?";
-}
-
 }  // namespace ebb

@@ -34,7 +34,7 @@ void Admission::NoteProgress() const {
 }
 
 Admission::Ticket Admission::Enter() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (draining_) {
     throw ApiException({503, "unavailable_error",
                         "the service is shutting down and accepts no new requests; retry against "
@@ -56,7 +56,7 @@ Admission::Ticket Admission::Enter() {
   if (running_ == 0 && queued_ == 0) NoteProgress();
   const uint64_t mine = next_++;
   ++queued_;
-  cv_.wait(lock, [&] { return running_ < parallel_ && serving_ == mine; });
+  while (!(running_ < parallel_ && serving_ == mine)) cv_.wait(mu_);
   --queued_;
   ++serving_;
   ++running_;
@@ -67,7 +67,7 @@ Admission::Ticket Admission::Enter() {
 
 void Admission::Leave() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --running_;
     NoteProgress();  // a request ended (any outcome)
   }
@@ -75,11 +75,11 @@ void Admission::Leave() {
 }
 
 void Admission::Drain() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   draining_ = true;
 }
 Readiness Admission::Check() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (draining_) {
     return {false, "draining",
             "the service is shutting down (SIGTERM): running requests finish, new ones get 503"};
@@ -98,19 +98,19 @@ Readiness Admission::Check() const {
 }
 
 bool Admission::draining() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return draining_;
 }
 int Admission::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return running_;
 }
 int Admission::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return queued_;
 }
 uint64_t Admission::rejected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return rejected_;
 }
 

@@ -20,6 +20,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/thread_annotations.h"
+
 namespace ebb::server {
 
 // What /ready answers (docs/http_api.md#draining-and-readiness).
@@ -79,14 +81,14 @@ class Admission {
   const std::chrono::milliseconds stall_timeout_;
   // steady_clock nanoseconds of the last progress (or of the moment work began after idling).
   mutable std::atomic<int64_t> last_progress_ns_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int running_ = 0;        // guarded by mu_
-  int queued_ = 0;         // guarded by mu_
-  uint64_t next_ = 0;      // guarded by mu_: FIFO ticket numbers
-  uint64_t serving_ = 0;   // guarded by mu_: the next number allowed to run
-  uint64_t rejected_ = 0;  // guarded by mu_
-  bool draining_ = false;  // guarded by mu_
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;  // waited on with mu_ (annotated: core/thread_annotations.h)
+  int running_ EBB_GUARDED_BY(mu_) = 0;
+  int queued_ EBB_GUARDED_BY(mu_) = 0;
+  uint64_t next_ EBB_GUARDED_BY(mu_) = 0;     // FIFO ticket numbers
+  uint64_t serving_ EBB_GUARDED_BY(mu_) = 0;  // the next number allowed to run
+  uint64_t rejected_ EBB_GUARDED_BY(mu_) = 0;
+  bool draining_ EBB_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ebb::server

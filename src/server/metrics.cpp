@@ -90,13 +90,13 @@ void Histogram::Observe(double value) {
 }
 
 void Metrics::OnRequestStart(const RequestStart& start) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   models_[start.model_id];
   ++in_flight_;
 }
 
 void Metrics::OnRequestEnd(const RequestEnd& end) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   --in_flight_;
   PerModel& m = models_[end.model_id];
   ++m.outcomes[static_cast<size_t>(end.outcome)];
@@ -111,34 +111,34 @@ void Metrics::OnRequestEnd(const RequestEnd& end) {
 }
 
 void Metrics::OnHttpResponse(const std::string& route, int status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++http_[{route, status}];
 }
 
 void Metrics::OnRefused(const std::string& route, int status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++refused_[{route, status}];
 }
 
 void Metrics::OnStreamError(const std::string& route, int status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++stream_errors_[{route, status}];
 }
 
 void Metrics::OnManagerEvent(ManagerEvent event, const std::string& /*model*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++events_[std::string(ManagerEventName(event))];
 }
 
 uint64_t Metrics::requests(RequestOutcome outcome) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint64_t n = 0;
   for (const auto& [id, m] : models_) n += m.outcomes[static_cast<size_t>(outcome)];
   return n;
 }
 
 std::map<std::string, Metrics::Usage> Metrics::usage() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, Usage> out;
   for (const auto& [id, m] : models_) {
     Usage& u = out[id];
@@ -297,7 +297,7 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
   w.Family("ebb_model_pinned", "gauge", "1 when the model is pinned (never evicted).");
   for (const auto& m : list) w.Sample("ebb_model_pinned", L(m.id), m.pinned ? 1 : 0);
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   w.Family("ebb_requests_total", "counter",
            "Finished requests (generations and embedding calls) by model and outcome.");
   for (const auto& [id, m] : models_) {
@@ -342,7 +342,7 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
            "Requests refused with 429 because the queue was full.");
   w.Sample("ebb_requests_rejected_total", "", static_cast<double>(admission.rejected()));
 
-  auto event = [&](const char* name) -> double {
+  auto event = [&](const char* name) EBB_REQUIRES(mu_) -> double {
     auto it = events_.find(name);
     return it == events_.end() ? 0 : static_cast<double>(it->second);
   };

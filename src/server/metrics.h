@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "ebb/model_manager.h"
 #include "ebb/observer.h"
 #include "ebb/runtime.h"
@@ -73,13 +74,13 @@ class Metrics final : public RequestObserver {
     Histogram tpot{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
     Histogram duration{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
   };
-  mutable std::mutex mu_;
-  std::map<std::string, PerModel> models_;                         // guarded by mu_
-  std::map<std::pair<std::string, int>, uint64_t> http_;           // guarded by mu_
-  std::map<std::pair<std::string, int>, uint64_t> refused_;        // guarded by mu_
-  std::map<std::pair<std::string, int>, uint64_t> stream_errors_;  // guarded by mu_
-  std::map<std::string, uint64_t> events_;                         // guarded by mu_: by event name
-  int64_t in_flight_ = 0;                                          // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, PerModel> models_ EBB_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, int>, uint64_t> http_ EBB_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, int>, uint64_t> refused_ EBB_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, int>, uint64_t> stream_errors_ EBB_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> events_ EBB_GUARDED_BY(mu_);  // by event name
+  int64_t in_flight_ EBB_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ebb::server

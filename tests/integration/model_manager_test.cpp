@@ -224,6 +224,60 @@ TEST(ModelManager, KeepAliveUnloadsAndARequestMayOnlyShortenIt) {
 // request succeeds: a request for a model being unloaded waits and loads it again; a forced
 // unload waits for the leases of running requests; KV in use returns to 0 and the counters
 // equal what was sent.
+// Issue 22 item 7: the manager reads an injected clock, so keep-alive expiry is driven here by
+// moving a fake clock (and Tick), not by sleeping through it.
+TEST(ModelManager, KeepAliveExpiresOnTheInjectedClockWithoutSleeping) {
+  Runtime rt;
+  auto o = ThreeModels(/*keep_alive=*/std::chrono::minutes(5));
+  std::mutex clock_mu;
+  auto now = std::chrono::steady_clock::time_point{} + std::chrono::hours(1000);
+  o.clock = [&] {
+    std::lock_guard<std::mutex> lock(clock_mu);
+    return now;
+  };
+  const auto advance = [&](std::chrono::milliseconds by) {
+    std::lock_guard<std::mutex> lock(clock_mu);
+    now += by;
+  };
+  std::mutex expired_mu;
+  std::vector<std::string> expired;  // by Tick, or by the timer thread if it re-read the clock
+  ModelManager m(rt, o);             // after what its listener and clock use: destroyed first
+  m.SetEventListener([&](ManagerEvent e, const std::string& id) {
+    std::lock_guard<std::mutex> lock(expired_mu);
+    if (e == ManagerEvent::kExpired) expired.push_back(id);
+  });
+  m.Acquire("a").Reset();
+  m.Acquire("b", /*keep_alive=*/std::chrono::minutes(1)).Reset();  // a request may shorten it
+  const auto expires_a = m.Get("a").expires_at_unix_ms;
+  EXPECT_GT(expires_a, 0);
+  advance(std::chrono::seconds(59));
+  m.Tick();
+  EXPECT_TRUE(Loaded(m, "a"));
+  EXPECT_TRUE(Loaded(m, "b"));
+  advance(std::chrono::seconds(2));  // b's minute is over; a has 4 left
+  m.Tick();
+  EXPECT_TRUE(Loaded(m, "a"));
+  EXPECT_FALSE(Loaded(m, "b"));
+  advance(std::chrono::minutes(3));
+  m.Tick();
+  EXPECT_TRUE(Loaded(m, "a")) << "4 min 1 s of 5";
+  {
+    auto lease = m.Acquire("a");  // a request restarts the keep-alive when it ends
+    advance(std::chrono::hours(1));
+    m.Tick();
+    EXPECT_TRUE(Loaded(m, "a")) << "a model with a running request never expires";
+  }
+  advance(std::chrono::minutes(4));
+  m.Tick();
+  EXPECT_TRUE(Loaded(m, "a"));
+  advance(std::chrono::minutes(1));
+  m.Tick();
+  EXPECT_FALSE(Loaded(m, "a"));
+  std::lock_guard<std::mutex> lock(expired_mu);
+  EXPECT_EQ(expired, (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(m.num_expirations(), 2u);
+}
+
 TEST(ModelManager, ForcedUnloadsAndExpiriesUnderLoadLoseNoRequest) {
   Runtime rt;
   ModelManager m(rt, ThreeModels(/*keep_alive=*/0ms));

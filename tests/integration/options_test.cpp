@@ -437,3 +437,70 @@ TEST(ShrinkController, ARunOptionOrtRefusesDoesNotBlockIdleShrinksForever) {
 
 }  // namespace
 }  // namespace ebb
+
+namespace ebb {
+namespace {
+
+// Issue 22, bug 4: one key, two validators. `--session-option execution_mode=ORT_SEQUENTIAL`
+// was refused ("not one of: sequential parallel") while the same value in genai_config.json's
+// session_options loaded (BuildSessionOptions had its own, wider, list); arena_extend_strategy=1
+// likewise. Now the table's enum rows carry ORT's spellings and both paths use them.
+TEST(OptionTableIssue22, OrtSpellingsMeanTheSameOnTheCliAndInGenaiConfig) {
+  const std::vector<std::pair<std::string, std::string>> ort_spellings = {
+      {"execution_mode", "ORT_SEQUENTIAL"},
+      {"execution_mode", "ORT_PARALLEL"},
+      {"arena_extend_strategy", "0"},
+      {"arena_extend_strategy", "1"},
+      {"graph_optimization_level", "ORT_ENABLE_BASIC"},
+      {"graph_optimization_level", "99"},
+  };
+  for (const auto& [key, value] : ort_spellings) {
+    SCOPED_TRACE(key + "=" + value);
+    ModelOptions cli;
+    EXPECT_NO_THROW(cli.Set("session_options." + key, value));
+    EXPECT_NO_THROW(internal::BuildSessionOptions({{key, value}}, {}, ModelOptions{}));
+    if (key == "arena_extend_strategy") {
+      RuntimeOptions ro;
+      EXPECT_NO_THROW(ro.Set(key, value));
+    }
+  }
+  // A value neither spelling knows is refused by both, with the same words.
+  for (const std::string key : {"execution_mode", "arena_extend_strategy"}) {
+    SCOPED_TRACE(key);
+    std::string from_set, from_config;
+    try {
+      ModelOptions cli;
+      cli.Set("session_options." + key, "ORT_SOMETIMES");
+    } catch (const Error& e) {
+      from_set = e.what();
+    }
+    try {
+      internal::BuildSessionOptions({{key, "ORT_SOMETIMES"}}, {}, ModelOptions{});
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      from_config = e.what();
+    }
+    ASSERT_FALSE(from_set.empty()) << "Set accepted ORT_SOMETIMES";
+    ASSERT_FALSE(from_config.empty()) << "the config path accepted ORT_SOMETIMES";
+    EXPECT_THAT(from_config, HasSubstr(from_set));
+  }
+}
+
+// The same through a model folder: ORT_PARALLEL and arena_extend_strategy=1 in genai_config.json
+// load, as they do from --session-option.
+TEST(OptionTableIssue22, OrtSpellingsInGenaiConfigLoadAsFromTheCli) {
+  const auto dir = std::filesystem::temp_directory_path() / "ebb-config-ort-spellings";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(Tiny(), dir, std::filesystem::copy_options::recursive);
+  auto cfg = nlohmann::json::parse(ReadFile(dir / "genai_config.json"));
+  cfg["model"]["decoder"]["session_options"]["execution_mode"] = "ORT_PARALLEL";
+  std::ofstream(dir / "genai_config.json") << cfg.dump(2);
+  EXPECT_NO_THROW(Model::Load(dir));
+  ModelOptions cli;
+  cli.Set("session_options.execution_mode", "ORT_PARALLEL");
+  EXPECT_NO_THROW(Model::Load(Tiny(), cli));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ebb

@@ -1,4 +1,5 @@
-// ParseByteSize at its edges (issue 10: values above INT64_MAX overflowed llround).
+// ParseByteSize at its edges (issue 10: values above INT64_MAX overflowed llround); the option
+// table's defaults against the fields they describe, and its enum aliases (issue 22).
 #include "ebb/options.h"
 
 #include <gmock/gmock.h>
@@ -7,7 +8,10 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/option_parse.h"
+#include "ebb/embedding.h"
 #include "ebb/error.h"
+#include "ebb/generator.h"
 
 namespace ebb {
 namespace {
@@ -50,6 +54,85 @@ TEST(ParseByteSize, UnitsAndBadForms) {
   ExpectRefused("12XB", "is not a size");
   ExpectRefused("-1", "is not a size");
   ExpectRefused("1.2.3", "is not a size");
+}
+
+// Rows whose default is a description, not a value a setter takes: what the field's default
+// means instead. Any other row's default, set through its setter, must leave the struct as
+// default-constructed (issue 22: a default was written up to four times and nothing tied them).
+bool DefaultIsADescription(std::string_view key) {
+  static const std::string_view kDescribed[] = {
+      "execution_provider",  // "" = the config's list
+      "chat_template",       // "" = the folder's template
+      "model_cache.dir",     // "" = $EBB_MODEL_CACHE_DIR, else auto
+      "max_length",          // 0 = the config's search.max_length, else the context
+      "logit_bias",          // empty = none
+      "do_sample",          "top_k", "top_p", "temperature",
+      "repetition_penalty",  // unset = the config's
+      "embed.normalize",     // unset = modules.json's Normalize module
+  };
+  for (std::string_view k : kDescribed) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+TEST(OptionTableIssue22, EveryDefaultIsTheFieldsDefault) {
+  int checked = 0;
+  for (const OptionSpec& s : OptionTable()) {
+    const std::string key(s.key), def(s.default_value);
+    SCOPED_TRACE(key + " default '" + def + "'");
+    if (DefaultIsADescription(key)) continue;
+    if (HasScope(s, OptionScope::kModel)) {
+      ModelOptions set;
+      set.Set(key, def);
+      EXPECT_TRUE(set == ModelOptions{}) << "ModelOptions' field default differs from the table";
+      ++checked;
+    }
+    if (HasScope(s, OptionScope::kRequest) && key.starts_with("embed.")) {
+      EmbedRequest set;
+      set.Set(key, def);
+      EXPECT_TRUE(set.options == EmbedOptions{}) << "EmbedOptions' default differs";
+      ++checked;
+    } else if (HasScope(s, OptionScope::kRequest) && !HasScope(s, OptionScope::kModel)) {
+      GeneratorParams set;
+      set.Set(key, def);
+      EXPECT_TRUE(set == GeneratorParams{}) << "GeneratorParams' default differs";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 29) << "the rows of ModelOptions, GeneratorParams and EmbedOptions";
+}
+
+// Every alias names one of its row's choices, and every setter path reads it as that choice.
+TEST(OptionTableIssue22, EnumAliasesNameAChoiceOfTheirRow) {
+  int aliases = 0;
+  for (const OptionSpec& s : OptionTable()) {
+    if (s.aliases.empty()) continue;
+    ASSERT_EQ(s.type, OptionType::kEnum) << s.key;
+    std::string_view rest = s.aliases;
+    while (!rest.empty()) {
+      const auto bar = rest.find('|');
+      const std::string_view alias = rest.substr(0, bar);
+      rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+      const auto eq = alias.find('=');
+      ASSERT_NE(eq, std::string_view::npos) << s.key << ": '" << alias << "'";
+      const std::string name(alias.substr(0, eq)), choice(alias.substr(eq + 1));
+      EXPECT_EQ(internal::CanonicalEnumValue(s, name), choice) << s.key;
+      EXPECT_EQ(internal::CanonicalEnumValue(s, choice), choice) << s.key << ": not a choice";
+      ++aliases;
+    }
+  }
+  EXPECT_GE(aliases, 4);
+  const OptionSpec* mode = FindOption("execution_mode");
+  ASSERT_NE(mode, nullptr);
+  try {
+    internal::ValidateOptionValue(*mode, "ORT_SOMETIMES");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not one of: sequential parallel (or ONNX Runtime's "
+                                    "ORT_SEQUENTIAL ORT_PARALLEL)"));
+  }
+  EXPECT_THROW(internal::ValidateOptionValue(*mode, ""), Error) << "an empty value is no alias";
 }
 
 }  // namespace

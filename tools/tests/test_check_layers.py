@@ -43,7 +43,7 @@ def test_parts_of_one_band_may_not_include_each_other(tmp_path):
 
 def test_public_headers_expose_no_internals(tmp_path):
     root = tree(tmp_path, {"include/ebb/model.h": "namespace internal { struct X; }\n",
-                           "include/ebb/gen.h": '#include "model/model_impl.h"\n'})
+                           "include/ebb/generation.h": '#include "model/model_impl.h"\n'})
     r = run(root)
     assert r.returncode == 1
     assert "exposes ebb's internals" in r.stdout
@@ -53,3 +53,41 @@ def test_public_headers_expose_no_internals(tmp_path):
 def test_an_unknown_folder_is_an_error(tmp_path):
     root = tree(tmp_path, {"src/newthing/a.cpp": "\n"})
     assert run(root).returncode == 2
+
+
+def copy_of_the_tree(tmp_path):
+    """src/ and include/ebb/ of the repository, for planting one violation in."""
+    import shutil
+    for part in ("src", "include"):
+        shutil.copytree(REPO / part, tmp_path / part,
+                        ignore=shutil.ignore_patterns("*.o", "*.a", "*.so"))
+    return tmp_path
+
+
+def test_a_public_header_including_a_higher_layers_header_fails(tmp_path):
+    # Issue 22: public headers had no band, so ebb/model.h could include ebb/runtime.h unseen.
+    root = copy_of_the_tree(tmp_path)
+    assert run(root).returncode == 0
+    model_h = root / "include" / "ebb" / "model.h"
+    model_h.write_text('#include "ebb/runtime.h"\n' + model_h.read_text())
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert ('include/ebb/model.h includes "ebb/runtime.h": include/ebb/runtime.h (implemented in '
+            'src/runtime/) (band 4) is above src/model/ (band 2)') in r.stdout
+    assert "check_layers: 1 violation(s)" in r.stdout
+
+
+def test_a_source_file_including_a_higher_layers_public_header_fails(tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    kv = next((root / "src" / "kv").glob("*.cpp"))
+    kv.write_text('#include "ebb/generator.h"\n' + kv.read_text())
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert "include/ebb/generator.h (implemented in src/generate/) (band 3) is above src/kv/" in r.stdout
+
+
+def test_a_public_header_without_a_band_is_an_error(tmp_path):
+    root = tree(tmp_path, {"include/ebb/new_thing.h": "\n"})
+    r = run(root)
+    assert r.returncode == 2
+    assert "include/ebb/new_thing.h has no band" in r.stderr
