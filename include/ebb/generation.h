@@ -187,7 +187,7 @@ class EBB_API Generation {
  private:
   struct Impl;
   explicit Generation(std::unique_ptr<Impl> impl);
-  Impl& impl() const;  // throws FailedPrecondition on a moved-from Generation
+  Impl& live() const;  // throws FailedPrecondition on a moved-from Generation
   std::unique_ptr<Impl> impl_;
 };
 

@@ -326,7 +326,7 @@ Generation Generation::Start(std::shared_ptr<Model> model, GenerateRequest req) 
   return Generation(std::move(g));
 }
 
-Generation::Impl& Generation::impl() const {
+Generation::Impl& Generation::live() const {
   if (!impl_) {
     throw Error(ErrorCode::FailedPrecondition,
                 "this Generation was moved from; use the one it was moved to");
@@ -335,7 +335,7 @@ Generation::Impl& Generation::impl() const {
 }
 
 std::optional<GenerationPiece> Generation::Next() {
-  Impl& g = impl();
+  Impl& g = live();
   if (g.finished_called) {
     throw Error(ErrorCode::FailedPrecondition, "Generation::Next after Finish: start a new one");
   }
@@ -352,7 +352,7 @@ bool Generation::done() const noexcept {
 }
 
 GenerateResult Generation::Finish() {
-  Impl& g = impl();
+  Impl& g = live();
   if (g.finished_called) {
     throw Error(ErrorCode::FailedPrecondition, "Generation::Finish called twice");
   }
@@ -369,7 +369,7 @@ GenerateResult Generation::Finish() {
 }
 
 const std::vector<int32_t>& Generation::prompt_ids(size_t row) const {
-  return impl().res.rows.at(row).prompt_ids;
+  return live().res.rows.at(row).prompt_ids;
 }
 
 int32_t Generation::max_length() const noexcept { return impl_ ? impl_->res.max_length : 0; }

@@ -11,6 +11,7 @@
 
 #include "ebb/embedding.h"
 #include "ebb/error.h"
+#include "ebb/generation.h"
 #include "ebb/generator.h"
 #include "ebb/log.h"
 #include "ebb/model.h"
@@ -85,14 +86,24 @@ TEST(OptionTable, EveryKeyIsAcceptedByEachOfItsSurfacesAndRefusedElsewhere) {
             << "typed session keys are checked at Set";
       }
     }
-    // Per request: generation keys on GeneratorParams, embed.* keys on EmbedRequest.
+    // Per request: generation keys on GenerateRequest (the loop's own keys there, the others
+    // on its GeneratorParams, which refuses the loop's), embed.* keys on EmbedRequest.
+    GenerateRequest gr;
     GeneratorParams gp;
     EmbedRequest er;
     const bool embed_key = key.starts_with("embed.");
+    const bool loop_key =
+        key == "max_new_tokens" || key == "stop" || key == "add_generation_prompt";
     if (HasScope(s, OptionScope::kRequest) && !embed_key) {
-      EXPECT_NO_THROW(gp.Set(key, v));
-      EXPECT_THROW(gp.Set(key, "not-a-value"), Error);
+      EXPECT_NO_THROW(gr.Set(key, v));
+      EXPECT_THROW(gr.Set(key, key == "stop" ? "" : "not-a-value"), Error);
+      if (loop_key) {
+        EXPECT_THROW(gp.Set(key, v), Error);
+      } else {
+        EXPECT_NO_THROW(gp.Set(key, v));
+      }
     } else {
+      EXPECT_THROW(gr.Set(key, v), Error);
       EXPECT_THROW(gp.Set(key, v), Error);
     }
     if (HasScope(s, OptionScope::kRequest) && embed_key) {

@@ -11,6 +11,7 @@
 #include "core/option_parse.h"
 #include "ebb/embedding.h"
 #include "ebb/error.h"
+#include "ebb/generation.h"
 #include "ebb/generator.h"
 
 namespace ebb {
@@ -66,9 +67,13 @@ bool DefaultIsADescription(std::string_view key) {
       "model_cache.dir",     // "" = $EBB_MODEL_CACHE_DIR, else auto
       "max_length",          // 0 = the config's search.max_length, else the context
       "logit_bias",          // empty = none
-      "do_sample",          "top_k", "top_p", "temperature",
+      "do_sample",
+      "top_k",
+      "top_p",
+      "temperature",
       "repetition_penalty",  // unset = the config's
       "embed.normalize",     // unset = modules.json's Normalize module
+      "stop",                // "(none)" = no stop string
   };
   for (std::string_view k : kDescribed) {
     if (k == key) return true;
@@ -94,9 +99,13 @@ TEST(OptionTableIssue22, EveryDefaultIsTheFieldsDefault) {
       EXPECT_TRUE(set.options == EmbedOptions{}) << "EmbedOptions' default differs";
       ++checked;
     } else if (HasScope(s, OptionScope::kRequest) && !HasScope(s, OptionScope::kModel)) {
-      GeneratorParams set;
+      GenerateRequest set;  // the loop's keys, and GeneratorParams' through it
       set.Set(key, def);
-      EXPECT_TRUE(set == GeneratorParams{}) << "GeneratorParams' default differs";
+      const GenerateRequest fresh;
+      EXPECT_TRUE(set.params == GeneratorParams{}) << "GeneratorParams' default differs";
+      EXPECT_EQ(set.max_new_tokens, fresh.max_new_tokens) << "GenerateRequest's default differs";
+      EXPECT_EQ(set.add_generation_prompt, fresh.add_generation_prompt);
+      EXPECT_EQ(set.stop, fresh.stop);
       ++checked;
     }
   }
