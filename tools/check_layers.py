@@ -39,8 +39,9 @@ PUBLIC_HEADERS = {
     "stats.h": "core",
     "version.h": "ort", "tokenizer.h": "tokenizer", "chat_template.h": "template",
     "model.h": "model",
-    # Model::runtime()'s handle; implemented in src/runtime/runtime_handle.cpp (issue 22 item 7).
-    "runtime_handle.h": "model",
+    # Model::controls(); implemented in src/model/model_controls.cpp. runtime_handle.h is its
+    # former name, a header that includes it.
+    "model_controls.h": "model", "runtime_handle.h": "model",
     "generator.h": "generate", "generation.h": "generate", "embedding.h": "embed",
     "runtime.h": "runtime", "model_manager.h": "runtime",
     "ebb.h": "c_api",

@@ -122,13 +122,13 @@ EBB_API ebb_error* ebb_model_decode(const ebb_model* model, const int32_t* ids, 
                                     int skip_special_tokens, char** out_text);
 EBB_API void ebb_ids_free(int32_t* ids);
 
-/* ---- Tier 2 controls (the model's RuntimeHandle, ebb/runtime_handle.h) ----------------------- */
+/* ---- Tier 2 controls (the model's ModelControls, ebb/model_controls.h) ----------------------- */
 /* Any thread, while generations run. */
 EBB_API ebb_error* ebb_model_shrink_arena(ebb_model* model);
 EBB_API ebb_error* ebb_model_shrink_after_next_run(ebb_model* model);
 EBB_API ebb_error* ebb_model_shrink_every(ebb_model* model, uint32_t n);         /* 0: off */
 EBB_API ebb_error* ebb_model_shrink_above(ebb_model* model, uint64_t rss_bytes); /* 0: off */
-/* Hands back the resident pages of file-backed weights (RuntimeHandle::ReleaseWeights); writes
+/* Hands back the resident pages of file-backed weights (ModelControls::ReleaseWeights); writes
  * {"released", "reason", "resident_before_bytes", "resident_after_bytes"} (free with
  * ebb_string_free). Not an error when nothing can be released: "released" is false and
  * "reason" says why. */

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "ebb/export.h"
+#include "ebb/model_controls.h"
 #include "ebb/options.h"
-#include "ebb/runtime_handle.h"
 #include "ebb/stats.h"
 
 namespace ebb {
@@ -88,7 +88,10 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   // /proc reads memory_stats() does: cheap enough for every request.
   std::string weights_state() const;
   // Tier 2 controls: shrink now / after the next request / every N, run options, stats.
-  RuntimeHandle& runtime() { return handle_; }
+  ModelControls& controls() { return controls_; }
+  // The same object as controls(), under the name Python users asked for (model.runtime) and
+  // that code written before issue 22 calls.
+  ModelControls& runtime() { return controls_; }
 
   // The folder's tokenizer.json, loaded with the model (a tokenizer.json that does not load
   // fails Load). nullptr when the folder has none. Owned by the model; immutable.
@@ -107,7 +110,7 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   Model() = default;  // only the library's concrete model derives from Model
 
  private:
-  RuntimeHandle handle_{this};
+  ModelControls controls_{this};
 };
 
 }  // namespace ebb

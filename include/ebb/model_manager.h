@@ -89,7 +89,7 @@ struct ModelManagerOptions {
 // remembered per id across unload, expiry and eviction, and applied again to every later load
 // of the id, so a service that runs for days does not silently revert them.
 struct Tier2Settings {
-  std::map<std::string, std::string> run_options;  // RuntimeHandle::SetRunOption keys
+  std::map<std::string, std::string> run_options;  // ModelControls::SetRunOption keys
   std::optional<uint32_t> shrink_every;            // ShrinkEvery
   std::optional<uint64_t> shrink_above;            // ShrinkAbove (bytes)
 };

@@ -2,7 +2,7 @@
 //
 // Every key ebb knows is a row of OptionTable(): its type, unit, default, scope and a one-line
 // doc. The C++ setters (RuntimeOptions::Set, ModelOptions::Set, GeneratorParams::Set,
-// RuntimeHandle::SetRunOption), the CLI flags (--option, --session-option, --run-option) and its
+// ModelControls::SetRunOption), the CLI flags (--option, --session-option, --run-option) and its
 // help, and docs/options.md all read that table, so a key means the same thing everywhere.
 #pragma once
 
@@ -114,7 +114,7 @@ struct EBB_API ModelOptions {
   uint64_t model_cache_max_bytes = 16ull << 30;
   // memory.release_weights_after_s: an idle model whose weights are file-backed (loaded from a
   // cache entry) releases its resident weight pages after this many seconds without a request,
-  // as RuntimeHandle::ReleaseWeights() does. 0 = never (default).
+  // as ModelControls::ReleaseWeights() does. 0 = never (default).
   int32_t release_weights_after_s = 0;
   // memory.release_weights_on_pressure: an idle model (no request for at least a second) whose
   // weights are file-backed releases them when the memory it lives in is under pressure (PSI,

@@ -62,7 +62,7 @@ using KvMemory = KvStats;
 //   "file-backed": the session runs from a cache entry's mapped files (clean page-cache pages,
 //                  shared by every process mapping them, dropped by the OS under pressure).
 //   "released":    file-backed, and the resident pages were handed back
-//                  (RuntimeHandle::ReleaseWeights or memory.release_weights_after_s); the next
+//                  (ModelControls::ReleaseWeights or memory.release_weights_after_s); the next
 //                  request reads them back in.
 //   "broken":      a mapped file was truncated or changed under the process (SIGBUS absorbed,
 //                  memory/mapped_file_guard.h): every request fails until the model is loaded
@@ -76,7 +76,7 @@ struct WeightsMemory {
   uint64_t num_releases = 0;         // ReleaseWeights that handed pages back
 };
 
-// What RuntimeHandle::ReleaseWeights did.
+// What ModelControls::ReleaseWeights did.
 struct WeightsRelease {
   bool released = false;  // pages were handed back and the weights are "released"
   std::string reason;     // when not: why (anonymous weights, requests running, ...)

@@ -31,8 +31,8 @@ from ._ebb import (  # noqa: F401  (re-exported)
     Internal,
     InvalidArgument,
     NotFound,
+    ModelControls,
     ResourceExhausted,
-    RuntimeHandle,
     Tokenizer,
     Unavailable,
     available_providers,
@@ -41,10 +41,14 @@ from ._ebb import (  # noqa: F401  (re-exported)
     parse_byte_size,
 )
 
+# The Tier 2 controls' name before issue 22; the same class.
+RuntimeHandle = ModelControls
+
 __version__ = _ebb.version()
 __all__ = [
     "Runtime", "Model", "GenerateResult", "EmbedResult", "connect", "RemoteRuntime", "RemoteModel",
-    "RemoteRuntimeHandle", "Generator", "RuntimeHandle", "Tokenizer",
+    "RemoteModelControls", "RemoteRuntimeHandle", "Generator", "ModelControls", "RuntimeHandle",
+    "Tokenizer",
     "Error", "InvalidArgument", "NotFound", "ResourceExhausted", "FailedPrecondition",
     "Cancelled", "DeadlineExceeded", "Unavailable", "Internal",
     "available_providers", "option_table", "ort_version", "parse_byte_size",
@@ -160,8 +164,13 @@ class Model:
         return self._impl.loaded
 
     @property
-    def runtime(self) -> RuntimeHandle:
+    def controls(self) -> ModelControls:
         """Tier 2 controls: shrink_arena(), shrink_every(n), set_option(k, v), stats(), ..."""
+        return self._impl.runtime
+
+    @property
+    def runtime(self) -> ModelControls:
+        """The same controls as ``controls`` (the name users asked for: ``model.runtime``)."""
         return self._impl.runtime
 
     @property
@@ -299,4 +308,5 @@ class Runtime:
 
 # ebb.connect(): the same calls against a running `ebb serve` (imported last: it uses the
 # classes above).
-from .remote import RemoteModel, RemoteRuntime, RemoteRuntimeHandle, connect  # noqa: E402
+from .remote import (  # noqa: E402
+    RemoteModel, RemoteModelControls, RemoteRuntime, RemoteRuntimeHandle, connect)

@@ -44,7 +44,8 @@ from ._ebb import (
 if TYPE_CHECKING:  # the package's result classes (ebb/__init__.py imports this module last)
     from . import EmbedResult, GenerateResult
 
-__all__ = ["connect", "service_url", "RemoteRuntime", "RemoteModel", "RemoteRuntimeHandle"]
+__all__ = ["connect", "service_url", "RemoteRuntime", "RemoteModel", "RemoteModelControls",
+           "RemoteRuntimeHandle"]
 
 _Value = Union[str, int, float, bool]
 
@@ -457,8 +458,13 @@ class RemoteModel:
             return False
 
     @property
-    def runtime(self) -> RemoteRuntimeHandle:
+    def controls(self) -> "RemoteRuntimeHandle":
         """Tier 2 controls: shrink_arena(), shrink_every(n), set_option(k, v), stats(), ..."""
+        return RemoteRuntimeHandle(self._c, self._id)
+
+    @property
+    def runtime(self) -> "RemoteRuntimeHandle":
+        """The same controls as ``controls`` (ebb.Model's two names)."""
         return RemoteRuntimeHandle(self._c, self._id)
 
     @property
@@ -749,3 +755,7 @@ def connect(url: Optional[str] = None, api_key: Optional[str] = None,
 # The extension's error classes are the ones raised here (so `except ebb.NotFound` catches
 # both runtimes' errors).
 assert _ebb.Error is Error
+
+
+# ebb.ModelControls' remote twin, under the name ebb.Model's controls have since issue 22.
+RemoteModelControls = RemoteRuntimeHandle

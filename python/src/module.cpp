@@ -448,7 +448,7 @@ struct PyModel {
 
 struct PyHandle {
   std::shared_ptr<ebb::Model> model;
-  ebb::RuntimeHandle& h() { return model->runtime(); }
+  ebb::ModelControls& h() { return model->controls(); }
 };
 
 struct PyTokenizer {
@@ -622,7 +622,7 @@ PYBIND11_MODULE(_ebb, m) {
             r.rt->SetMemoryLimit(o.memory_limit_bytes);
           });
 
-  py::class_<PyHandle>(m, "RuntimeHandle", "Tier 2 controls of one model (no reload).")
+  py::class_<PyHandle>(m, "ModelControls", "Tier 2 controls of one model (no reload).")
       .def(
           "shrink_arena",
           [](PyHandle& h) {

@@ -393,6 +393,16 @@ def test_closing_a_stream_early_cancels(model):
     assert kv_in_use(model) == 0
 
 
+def test_controls_is_the_runtime_handle_under_its_new_name(model):
+    """Issue 22 item 7: model.controls and model.runtime are the same Tier 2 controls."""
+    assert ebb.RuntimeHandle is ebb.ModelControls
+    assert isinstance(model.controls, ebb.ModelControls)
+    model.controls.shrink_every(4)
+    assert model.runtime.stats()["policies"]["shrink_every"] == 4
+    model.runtime.shrink_every(0)
+    assert ebb.RemoteModelControls is ebb.RemoteRuntimeHandle
+
+
 def _native_threads():
     return len(os.listdir("/proc/self/task"))
 

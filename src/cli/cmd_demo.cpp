@@ -33,7 +33,7 @@
 #include "ebb/generation.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
-#include "ebb/runtime_handle.h"
+#include "ebb/model_controls.h"
 #include "ebb/stats.h"
 #include "model/genai_config.h"
 

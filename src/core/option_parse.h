@@ -23,7 +23,7 @@ bool IsChatTemplateText(std::string_view value);
 
 // Checks an ORT run option entry as ORT would take it: the key 1 to 1024 bytes, the value at most
 // 4096, both valid UTF-8. Throws InvalidArgument naming the key; used wherever a run option is
-// set (ModelOptions::Set, RuntimeHandle::SetRunOption), so a bad key fails there, not later.
+// set (ModelOptions::Set, ModelControls::SetRunOption), so a bad key fails there, not later.
 void CheckRunOptionEntry(const std::string& key, const std::string& value);
 
 // Checks `value` against the spec's type and range (without applying it).

@@ -92,7 +92,7 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     return;
   }
   if (k.starts_with("run_options.") && k.size() > 12) {
-    // Checked now, as RuntimeHandle::SetRunOption checks it: a key ORT cannot take (or that no
+    // Checked now, as ModelControls::SetRunOption checks it: a key ORT cannot take (or that no
     // JSON can show, such as invalid UTF-8) fails this call, not the load or a later stats call.
     internal::CheckRunOptionEntry(after("run_options."), v);
     run_options[after("run_options.")] = v;

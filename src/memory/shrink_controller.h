@@ -1,4 +1,4 @@
-// ShrinkController — the state behind a model's RuntimeHandle: run options, shrink policies, and
+// ShrinkController — the state behind a model's ModelControls: run options, shrink policies, and
 // the counters they keep. One per model, owned by ModelImpl.
 //
 // Thread-safety: all methods are thread-safe. Generators call BeginRun/EndRun around every

@@ -105,7 +105,7 @@ class ModelImpl final : public Model {
   bool weights_charged = false;  // weights_bytes charged to the governor; released by Release()
   uint64_t arena_max_mem = 0;    // arena.max_mem when set (process-wide env arena)
   std::unique_ptr<KvPool> kv_pool;
-  // Run options (config, then user, then RuntimeHandle) and the shrink policies.
+  // Run options (config, then user, then ModelControls) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;
   std::unique_ptr<Tokenizer> tokenizer_owned;  // null: the folder has no tokenizer.json
   // decode_batch.max_rows > 1: the batcher of concurrent generators, created on first use by
@@ -144,7 +144,7 @@ class ModelImpl final : public Model {
   // Run() site calls it after a successful Run, before its outputs are used.
   bool weights_broken() const;
   void CheckWeightsIntact() const;
-  // RuntimeHandle::ReleaseWeights (ebb/runtime_handle.h). Thread-safe; holds the slot lock
+  // ModelControls::ReleaseWeights (ebb/model_controls.h). Thread-safe; holds the slot lock
   // while it advises the kernel, so no request starts meanwhile.
   WeightsRelease ReleaseWeights() EBB_EXCLUDES(slot_mu_);
   WeightsMemory WeightsStats() const EBB_EXCLUDES(slot_mu_);

@@ -15,7 +15,7 @@
 #include "core/strings.h"
 #include "core/thread_annotations.h"
 #include "ebb/error.h"
-#include "ebb/runtime_handle.h"
+#include "ebb/model_controls.h"
 #include "model/genai_config.h"
 #include "model/model_impl.h"
 #include "ort/session_options.h"
@@ -456,7 +456,7 @@ struct ModelManager::State {
       model = runtime->Load(id, spec.path, mo);
       // The Tier 2 settings made through the service before an unload, expiry or eviction
       // (they were checked when they were made).
-      RuntimeHandle& h = model->runtime();
+      ModelControls& h = model->runtime();
       for (const auto& [k, v] : tier2.run_options) h.SetRunOption(k, v);
       if (tier2.shrink_every) h.ShrinkEvery(*tier2.shrink_every);
       if (tier2.shrink_above) h.ShrinkAbove(*tier2.shrink_above);
@@ -757,7 +757,7 @@ void ModelManager::RememberTier2(
   MutexLock lock(state_->mu);
   Tier2Settings& t = state_->entries[id].tier2;
   for (const auto& [k, v] : run) {
-    // ebb's policy keys sent as run options are the policies (RuntimeHandle::SetRunOption).
+    // ebb's policy keys sent as run options are the policies (ModelControls::SetRunOption).
     if (v && k == "memory.shrink_every") {
       t.shrink_every = static_cast<uint32_t>(internal::ParseInt(k, *v, 0, UINT32_MAX));
     } else if (v && k == "memory.shrink_above") {

@@ -167,7 +167,7 @@ void Server::RegisterAdminRoutes() {
       const std::string id = req.matches[1];
       const Json body = BodyObject(req);
       auto model = LoadedModel(*runtime_, id);
-      RuntimeHandle& h = model->runtime();
+      ModelControls& h = model->runtime();
       // Check everything first, then apply: a bad field changes nothing.
       std::vector<std::pair<std::string, std::optional<std::string>>> run;
       if (auto it = body.find("run_options"); it != body.end() && !it->is_null()) {

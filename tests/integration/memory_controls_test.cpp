@@ -7,12 +7,13 @@
 #include <atomic>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/log.h"
 #include "ebb/model.h"
-#include "ebb/runtime_handle.h"
+#include "ebb/model_controls.h"
 #include "ebb/stats.h"
 #include "test_env.h"
 
@@ -286,13 +287,24 @@ TEST(Tier2, RunOptionsAreForwardedAndCleared) {
   EXPECT_EQ(m->runtime().Options().count("disable_synchronize_execution_providers"), 0u);
 }
 
+// Issue 22 item 7: the controls are Model::controls(); runtime() is the same object and
+// RuntimeHandle the same type, so code written against the old names keeps working.
+TEST(Tier2, ControlsAndRuntimeAreTheSameObjectAndRuntimeHandleIsAnAlias) {
+  auto m = Model::Load(Tiny());
+  EXPECT_EQ(&m->controls(), &m->runtime());
+  static_assert(std::is_same_v<RuntimeHandle, ModelControls>);
+  RuntimeHandle& old_name = m->runtime();
+  old_name.ShrinkEvery(3);
+  EXPECT_EQ(m->controls().Stats().shrink_every, 3u);
+}
+
 // Issue 24 items 11-14: one route for every Tier 2 key on every surface (they all call
-// RuntimeHandle::SetRunOption): an ebb policy key is applied as the policy and readable from the
+// ModelControls::SetRunOption): an ebb policy key is applied as the policy and readable from the
 // stats; a load-time key is refused naming where it belongs; a misspelled ORT key warns with a
 // suggestion; empty, oversize and non-UTF-8 keys are refused at once, and the model still serves.
 TEST(Tier2, EveryTier2KeyTakesOneRouteAndThePoliciesAreReadable) {
   auto m = Model::Load(Tiny());
-  RuntimeHandle h = m->runtime();
+  ModelControls h = m->runtime();
   h.SetRunOption("memory.shrink_every", "2");
   h.SetRunOption("memory.shrink_above", "64GiB");
   EXPECT_EQ(h.Options().count("memory.shrink_every"), 0u) << "not stored as an ORT run option";

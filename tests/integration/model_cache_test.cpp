@@ -31,7 +31,7 @@
 #include "ebb/model.h"
 #include "ebb/model_manager.h"
 #include "ebb/runtime.h"
-#include "ebb/runtime_handle.h"
+#include "ebb/model_controls.h"
 #include "model/model_impl.h"
 #include "model/prepacked_align.h"
 #include "model/probe_run.h"

@@ -430,7 +430,7 @@ TEST(ShrinkController, ARunOptionOrtRefusesDoesNotBlockIdleShrinksForever) {
   // controller believing a step was running, so every later idle shrink waited for it forever.
   auto m = Model::Load(Tiny());
   Generator(m, GeneratorParams{.max_length = 8}).AppendTokens(std::vector<int32_t>{1, 2});
-  // The public route refuses such a key at once (RuntimeHandle::SetRunOption); the
+  // The public route refuses such a key at once (ModelControls::SetRunOption); the
   // controller below it is what this regression is about, so the key goes in under the check.
   EXPECT_THROW(m->runtime().SetRunOption(std::string(5000, 'k'), "1"), Error);
   internal::ImplOf(*m).shrink->SetRunOption(std::string(5000, 'k'), "1");  // ORT refuses it

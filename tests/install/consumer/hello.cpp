@@ -2,7 +2,7 @@
 // pkg-config and with CMake): loads MODEL_DIR, generates 8 tokens, prints them and the KV stats.
 #include <ebb/generation.h>
 #include <ebb/model.h>
-#include <ebb/runtime_handle.h>
+#include <ebb/model_controls.h>
 #include <ebb/stats.h>
 
 #include <cstdio>

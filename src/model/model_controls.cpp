@@ -1,4 +1,4 @@
-#include "ebb/runtime_handle.h"
+#include "ebb/model_controls.h"
 
 #include "core/log.h"
 #include "core/option_parse.h"
@@ -15,18 +15,18 @@ namespace {
 internal::ShrinkController& C(Model* m) { return *internal::ImplOf(*m).shrink; }
 }  // namespace
 
-void RuntimeHandle::ShrinkArena() { C(model_).ShrinkNow(); }
-WeightsRelease RuntimeHandle::ReleaseWeights() {
+void ModelControls::ShrinkArena() { C(model_).ShrinkNow(); }
+WeightsRelease ModelControls::ReleaseWeights() {
   return internal::ImplOf(*model_).ReleaseWeights();
 }
-void RuntimeHandle::ShrinkAfterNextRun() { C(model_).ShrinkAfterNextRequest(); }
-void RuntimeHandle::ShrinkEvery(uint32_t n) { C(model_).ShrinkEvery(n); }
-void RuntimeHandle::ShrinkAbove(uint64_t rss_bytes) { C(model_).ShrinkAbove(rss_bytes); }
+void ModelControls::ShrinkAfterNextRun() { C(model_).ShrinkAfterNextRequest(); }
+void ModelControls::ShrinkEvery(uint32_t n) { C(model_).ShrinkEvery(n); }
+void ModelControls::ShrinkAbove(uint64_t rss_bytes) { C(model_).ShrinkAbove(rss_bytes); }
 // The one route of a Tier 2 key on every surface (C++, C, Python, HTTP PATCH, CLI): ebb's
 // shrink policies are applied as policies, ebb's load-time keys are refused naming where they
 // belong, and anything else is an ORT run config entry, with a warning when the pinned ORT does
 // not document it (ORT ignores unknown run keys without a word).
-void RuntimeHandle::SetRunOption(const std::string& key, const std::string& value) {
+void ModelControls::SetRunOption(const std::string& key, const std::string& value) {
   // Checked here so that a bad key fails this call, not every later request.
   internal::CheckRunOptionEntry(key, value);
   if (key == "memory.shrink_every") {
@@ -61,8 +61,8 @@ void RuntimeHandle::SetRunOption(const std::string& key, const std::string& valu
   }
   C(model_).SetRunOption(key, value);
 }
-void RuntimeHandle::ClearRunOption(const std::string& key) { C(model_).ClearRunOption(key); }
-std::map<std::string, std::string> RuntimeHandle::Options() const { return C(model_).RunOptions(); }
-MemoryStats RuntimeHandle::Stats() const { return model_->memory_stats(); }
+void ModelControls::ClearRunOption(const std::string& key) { C(model_).ClearRunOption(key); }
+std::map<std::string, std::string> ModelControls::Options() const { return C(model_).RunOptions(); }
+MemoryStats ModelControls::Stats() const { return model_->memory_stats(); }
 
 }  // namespace ebb

@@ -1,0 +1,64 @@
+// ebb/model_controls.h — Tier 2 controls of a loaded model, with no reload: shrink now, shrink
+// once after the next request, shrink every N requests, run options, statistics.
+//
+// A "request" is one generation (a generator reaching IsDone(), or destroyed before that), not
+// one token, or one ebb::Embed call on an encoder. A shrink gives back what ORT's CPU arena holds
+// but does not use (ORT shrinks only at the end of a Run() carrying
+// memory.enable_memory_arena_shrinkage, so an idle model runs one minimal step to trigger it),
+// unmaps the KV pool's retained blocks, and trims the heap (malloc_trim). A model without a CPU
+// arena (enable_cpu_mem_arena=0) skips the arena part: ORT refuses to shrink a device that has no
+// arena.
+// Ownership: owned by its Model (Model::controls(), also Model::runtime()); valid while the
+// model lives. Implemented in src/model/ (model_controls.cpp), beside the model it controls.
+// Thread-safety: every method may be called from any thread while generations run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "ebb/export.h"
+#include "ebb/stats.h"
+
+namespace ebb {
+
+class Model;
+
+class EBB_API ModelControls {
+ public:
+  // Shrinks now when no Run() is in flight on this model (a minimal one-token step); otherwise
+  // the shrink rides on the end of the next step of a running generator. Errors from the
+  // minimal step (e.g. the KV budget refusing one token) are logged, not thrown: the KV pool and
+  // the heap are still trimmed.
+  void ShrinkArena();
+  // Hands back the resident pages of the model's weights when they are file-backed (loaded from
+  // a compiled-model cache entry) and no request is running: madvise(MADV_PAGEOUT) on the entry's
+  // mappings, and memory.limit stops charging them until the next request, which reads them back
+  // in (identical results; its first token is slower, docs/benchmarks.md). Does nothing, and says
+  // why in the result, for anonymous weights (no cache entry) or while requests run.
+  WeightsRelease ReleaseWeights();
+  // One shot: shrink at the end of the next request.
+  void ShrinkAfterNextRun();
+  // Shrink at the end of every n-th request counted from this call; 0 turns it off.
+  void ShrinkEvery(uint32_t n);
+  // Shrink at the end of any request after which process RSS is above `bytes`; 0 turns it off.
+  void ShrinkAbove(uint64_t rss_bytes);
+
+  // ORT run config entries for every later Run() (forwarded as-is and logged).
+  void SetRunOption(const std::string& key, const std::string& value);
+  void ClearRunOption(const std::string& key);
+  std::map<std::string, std::string> Options() const;
+
+  MemoryStats Stats() const;
+
+ private:
+  friend class Model;
+  explicit ModelControls(Model* model) : model_(model) {}
+  Model* model_;  // non-owning: the model owns this handle
+};
+
+// The name before issue 22 (the handle is not the Runtime, ebb/runtime.h); kept so that code
+// written against it still compiles.
+using RuntimeHandle = ModelControls;
+
+}  // namespace ebb
