@@ -152,7 +152,7 @@ struct GenerationPiece {
 //
 // Ownership: a Generation keeps a shared reference to its Model and owns the request's
 // Generator and KV cache. The KV goes back to the pool as soon as the last row ends (before
-// Next returns the last piece's successor, nullopt), at Finish, or when the Generation is
+// Next hands out the pieces of that last step), at Finish, or when the Generation is
 // destroyed, whichever comes first. Movable, not copyable; a moved-from Generation is done()
 // and its other calls throw FailedPrecondition.
 // Thread-safety: one thread at a time (calls are not synchronised); request.cancel may be

@@ -455,6 +455,28 @@ TEST(GenerationPull, FinishBeforeTheEndCancelsTheRestKeepsTheTextAndFreesTheKv) 
   EXPECT_EQ(model->num_live_generators(), 0);
 }
 
+TEST(GenerationPull, AMovedFromGenerationIsDoneAndItsCallsFailCleanly) {
+  auto model = LoadLlama();
+  Generation g = Generation::Start(model, IdsRequest(40));
+  Generation h = std::move(g);
+  EXPECT_TRUE(g.done());  // NOLINT(bugprone-use-after-move): the contract under test
+  EXPECT_EQ(g.max_length(), 0);
+  for (int call = 0; call < 3; ++call) {
+    try {
+      if (call == 0) g.Next();
+      if (call == 1) g.Finish();
+      if (call == 2) g.prompt_ids(0);
+      ADD_FAILURE() << "call " << call << " on a moved-from Generation did not throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::FailedPrecondition);
+      EXPECT_THAT(e.what(), HasSubstr("moved from"));
+    }
+  }
+  EXPECT_TRUE(h.Next().has_value()) << "the one it was moved to still generates";
+  EXPECT_EQ(h.Finish().rows[0].finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
+}
+
 TEST(GenerationPull, CancelEndsEveryRowWithATokenlessPiece) {
   auto model = LoadLlama();
   GenerateRequest req = IdsRequest(200);
