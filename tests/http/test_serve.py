@@ -486,7 +486,9 @@ def test_keep_alive_unloads_and_client_keep_alive_needs_permission():
         assert s.model(TINY)["expires_at_unix_ms"] is not None
         assert wait_until(lambda: not s.model(TINY)["loaded"], 4), \
             "a client's longer keep-alive must be ignored unless allowed"
-        assert s.metric("ebb_model_expirations_total") == 1
+        # The expiry thread counts the event after the unload is visible: await it.
+        assert wait_until(lambda: s.metric("ebb_model_expirations_total") == 1, 4), \
+            s.metric("ebb_model_expirations_total")
         st, _, j = s.post("/v1/chat/completions", {**chat_body(TINY, max_tokens=2),
                                                    "keep_alive": "soon"})
         assert st == 400 and error_of(st, j)["param"] == "keep_alive"

@@ -90,6 +90,8 @@ def test_requests_survive_unloads_evictions_and_expiries():
         elapsed = time.monotonic() - t0
         # Let the last keep-alive run out so expiries are counted too.
         wait_until(lambda: not any(m["loaded"] for m in s.runtime()["models"]), 10)
+        # The expiry thread counts an expiry just after the unload is visible.
+        wait_until(lambda: s.metric("ebb_model_expirations_total") > 0, 2)
 
         total = CLIENTS * PER_CLIENT
         rt = s.runtime()
