@@ -95,6 +95,7 @@ struct GenerateRow {
 struct GenerateUsage {
   uint64_t prompt_tokens = 0;      // all rows
   uint64_t completion_tokens = 0;  // all rows: sum of generated_ids sizes
+  uint64_t cached_tokens = 0;      // of prompt_tokens, taken from the prefix cache
 };
 
 struct GenerateResult {

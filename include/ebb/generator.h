@@ -51,7 +51,11 @@ struct EBB_API GeneratorParams {
   // also gives that many most likely tokens at each step; > 0 turns logprobs on.
   bool logprobs = false;
   int32_t top_logprobs = 0;
-  uint64_t seed = 0;                          // same seed, same tokens
+  uint64_t seed = 0;  // same seed, same tokens
+  // cache_prompt: with the model's prefix cache on (prefix_cache.max_bytes > 0), start from the
+  // KV of the longest stored prefix of the prompt and store this request's prefix when it ends
+  // (batch_size 1; a larger batch only stores its rows). Same tokens either way.
+  bool cache_prompt = true;
   std::optional<KvMode> kv_mode;              // unset: the model's kv_cache.mode
   std::optional<int32_t> prefill_chunk_size;  // unset: the model's prefill_chunk_size
 
@@ -84,6 +88,7 @@ struct GeneratorStats {
   uint64_t prompt_tokens = 0;      // tokens fed by AppendTokens (all rows)
   uint64_t generated_tokens = 0;   // tokens sampled (all rows)
   uint64_t model_runs = 0;         // ORT Run() calls
+  uint64_t cached_tokens = 0;      // prompt tokens taken from the prefix cache (not prefilled)
   uint64_t kv_bytes = 0;           // KV memory this generator holds now
 };
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 
 #include "ebb/export.h"
@@ -29,7 +30,8 @@ class EBB_API ModelControls {
   // Shrinks now when no Run() is in flight on this model (a minimal one-token step); otherwise
   // the shrink rides on the end of the next step of a running generator. Errors from the
   // minimal step (e.g. the KV budget refusing one token) are logged, not thrown: the KV pool and
-  // the heap are still trimmed.
+  // the heap are still trimmed. It also drops the unpinned prefix cache at once (as
+  // ShrinkAfterNextRun, ShrinkAbove and ReleaseWeights do; ShrinkEvery does not).
   void ShrinkArena();
   // Hands back the resident pages of the model's weights when they are file-backed (loaded from
   // a compiled-model cache entry) and no request is running: madvise(MADV_PAGEOUT) on the entry's
@@ -37,6 +39,19 @@ class EBB_API ModelControls {
   // in (identical results; its first token is slower, docs/benchmarks.md). Does nothing, and says
   // why in the result, for anonymous weights (no cache entry) or while requests run.
   WeightsRelease ReleaseWeights();
+  // The prefix cache (docs/memory.md "Prefix cache"). PinPrefix prefills `tokens` (those of
+  // their whole blocks not stored yet) and keeps their whole blocks until UnpinPrefix: a system
+  // prompt that every request starts with. Pinned blocks count against prefix_cache.max_bytes
+  // and are never evicted or dropped by shrinks, releases or memory pressure. Throws
+  // FailedPrecondition when prefix_cache.max_bytes is 0, InvalidArgument for fewer tokens than
+  // one block or a bad token, ResourceExhausted when the blocks do not fit (nothing pinned).
+  PrefixPin PinPrefix(std::span<const int32_t> tokens);
+  PrefixPin UnpinPrefix(std::span<const int32_t> tokens);
+  // Drops every unpinned block now; returns the bytes freed.
+  uint64_t DropPrefixCache();
+  // Tier 2 prefix_cache.max_bytes (also SetRunOption("prefix_cache.max_bytes", ...)): a lower
+  // budget evicts at once; 0 turns the cache off (pinned blocks stay until unpinned).
+  void SetPrefixCacheMaxBytes(uint64_t bytes);
   // One shot: shrink at the end of the next request.
   void ShrinkAfterNextRun();
   // Shrink at the end of every n-th request counted from this call; 0 turns it off.

@@ -81,18 +81,20 @@ struct EBB_API ModelOptions {
   std::map<std::string, std::string> run_options;
 
   // ebb's own keys (docs/options.md):
-  KvMode kv_mode = KvMode::kStatic;  // kv_cache.mode
-  uint64_t kv_max_bytes = 0;         // kv_cache.max_bytes: per-model KV budget; 0 = none
-  uint64_t kv_retain_bytes = 0;      // kv_cache.retain_bytes: freed KV kept for reuse
-  int32_t kv_chunk_tokens = 256;     // kv_cache.chunk_tokens: dynamic-mode growth step
-  int32_t prefill_chunk_size = 256;  // prefill_chunk_size: tokens per prefill Run; 0 = all
-  uint64_t memory_limit_bytes = 0;   // memory.limit: sets the runtime-wide KV budget of all
-                                     // models (Runtime::SetMemoryLimit); 0 = leave it as is
-  uint32_t shrink_every = 0;         // memory.shrink_every: shrink every N requests; 0 = off
-  uint64_t shrink_above_bytes = 0;   // memory.shrink_above: shrink after a request that ends
-                                     // with process RSS above this; 0 = off
-  bool release_file_pages = true;    // memory.release_file_pages: after the session is created,
-                                     // let the kernel reclaim the model files' resident pages
+  KvMode kv_mode = KvMode::kStatic;     // kv_cache.mode
+  uint64_t kv_max_bytes = 0;            // kv_cache.max_bytes: per-model KV budget; 0 = none
+  uint64_t kv_retain_bytes = 0;         // kv_cache.retain_bytes: freed KV kept for reuse
+  int32_t kv_chunk_tokens = 256;        // kv_cache.chunk_tokens: dynamic-mode growth step
+  int32_t prefill_chunk_size = 256;     // prefill_chunk_size: tokens per prefill Run; 0 = all
+  uint64_t prefix_cache_max_bytes = 0;  // prefix_cache.max_bytes: KV of request prefixes kept
+                                        // for reuse (docs/memory.md "Prefix cache"); 0 = off
+  uint64_t memory_limit_bytes = 0;      // memory.limit: sets the runtime-wide KV budget of all
+                                        // models (Runtime::SetMemoryLimit); 0 = leave it as is
+  uint32_t shrink_every = 0;            // memory.shrink_every: shrink every N requests; 0 = off
+  uint64_t shrink_above_bytes = 0;      // memory.shrink_above: shrink after a request that ends
+                                        // with process RSS above this; 0 = off
+  bool release_file_pages = true;       // memory.release_file_pages: after the session is created,
+                                        // let the kernel reclaim the model files' resident pages
   // prefill_logits: "last" (true, default) rewrites a decoder's graph at load so that a Run
   // computes the LM head only at the position each row samples (src/model/last_logits.h);
   // "all" (false) loads the graph as it is ([B, S, vocab] logits per Run).

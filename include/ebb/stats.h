@@ -51,7 +51,8 @@ struct KvStats {
   uint64_t retain_limit_bytes = 0;  // kv_cache.retain_bytes
   uint64_t num_allocations = 0;     // allocations (and charges) that succeeded
   uint64_t num_os_maps = 0;         // of which needed a fresh mmap
-  uint64_t num_refusals = 0;        // allocations refused by the budget
+  uint64_t num_refusals = 0;        // allocations refused by the budget (a prefix cache block
+                                    // that does not fit is not stored, and not counted)
 };
 // The former name of KvStats (ModelSummary::kv and MemoryStats::kv were KvMemory).
 using KvMemory = KvStats;
@@ -82,6 +83,34 @@ struct WeightsRelease {
   std::string reason;     // when not: why (anonymous weights, requests running, ...)
   uint64_t resident_before_bytes = 0;
   uint64_t resident_after_bytes = 0;
+  uint64_t prefix_cache_freed_bytes = 0;  // unpinned prefix cache blocks dropped by the call
+};
+
+// A model's prefix (prompt) cache (docs/memory.md "Prefix cache"): KV of earlier requests'
+// token prefixes, in blocks of `block_tokens`, reused by later requests that start with the same
+// tokens. Its bytes come from the model's KV pool, so they are also in KvStats::in_use_bytes and
+// charged to kv_cache.max_bytes and memory.limit. A runtime's Stats() sums its models'.
+struct PrefixCacheStats {
+  uint64_t max_bytes = 0;         // prefix_cache.max_bytes; 0 = off
+  uint64_t bytes = 0;             // held now (<= max_bytes)
+  uint64_t pinned_bytes = 0;      // of which pinned (ModelControls::PinPrefix): never evicted
+  uint64_t blocks = 0;            // blocks held now
+  uint32_t block_tokens = 0;      // tokens per block (the match granularity)
+  uint64_t hits = 0;              // requests that reused at least one block
+  uint64_t misses = 0;            // requests that looked and reused nothing
+  uint64_t tokens_reused = 0;     // prompt tokens not prefilled, summed over requests
+  uint64_t tokens_stored = 0;     // tokens whose KV was copied into the cache
+  uint64_t evicted_blocks = 0;    // blocks dropped for room (LRU under max_bytes)
+  uint64_t reclaimed_blocks = 0;  // blocks dropped to admit other memory, by a shrink or a
+                                  // release (the cache gives memory back before a refusal)
+};
+
+// ModelControls::PinPrefix / UnpinPrefix.
+struct PrefixPin {
+  uint64_t tokens = 0;         // tokens given
+  uint64_t pinned_tokens = 0;  // of them, kept (whole blocks of PrefixCacheStats::block_tokens)
+  uint64_t pinned_bytes = 0;   // all pinned blocks of the model now
+  bool pinned = false;         // PinPrefix: kept now; UnpinPrefix: was pinned and is not now
 };
 
 // One model's view: its KV pool, its session's CPU arena, the shrinks ebb ran, and the process.
@@ -99,6 +128,7 @@ struct MemoryStats {
   // The model's weight files (a runtime's Stats(): all its models'), charged to memory.limit.
   uint64_t weights_bytes = 0;
   WeightsMemory weights;  // a model's; a runtime's Stats() sums the byte fields of its models
+  PrefixCacheStats prefix_cache;  // a model's; a runtime's Stats() sums its models'
   // memory.limit of the runtime (a model's stats: of the runtime it belongs to); 0 = none.
   uint64_t limit_bytes = 0;
   // What is charged to memory.limit: weights_bytes + kv.in_use_bytes (a model: its own share; a
@@ -116,5 +146,6 @@ EBB_API ProcessMemory ReadProcessMemory();
 // builds for that struct, the same value the CLI, the service and the Python package serve.
 EBB_API std::string ToJson(const MemoryStats& stats);
 EBB_API std::string ToJson(const WeightsRelease& release);
+EBB_API std::string ToJson(const PrefixPin& pin);
 
 }  // namespace ebb

@@ -58,6 +58,10 @@ constexpr std::array kTable = {
                "dynamic mode: growth step"},
     OptionSpec{"prefill_chunk_size", T::kInt, kMo | kRq, "tokens", "256", "0 to 2147483647",
                "feed long prompts in chunks of this many tokens; 0 = the whole prompt in one Run"},
+    OptionSpec{"prefix_cache.max_bytes", T::kSize, kMo | kRo, "bytes", "0", "",
+               "keep the KV of request prefixes (in blocks of 16 tokens) up to this many bytes, "
+               "inside kv_cache.max_bytes and memory.limit; a request that starts with the same "
+               "tokens prefills only the rest; 0 = off. Also a Tier 2 run option"},
     OptionSpec{"memory.shrink_every", T::kInt, kMo, "requests", "0", "0 to 4294967295",
                "shrink the CPU arena, KV pool and heap after every N-th request; 0 = off"},
     OptionSpec{"memory.shrink_above", T::kSize, kMo, "bytes", "0", "",
@@ -159,6 +163,9 @@ constexpr std::array kTable = {
                "on"},
     OptionSpec{"seed", T::kInt, kRq, "", "0", "0 to 9223372036854775807",
                "RNG seed for sampling: same seed, same tokens"},
+    OptionSpec{"cache_prompt", T::kBool, kRq, "", "true", "",
+               "reuse and store this request's prefix in the model's prefix cache (when "
+               "prefix_cache.max_bytes > 0); false = prefill every token, store nothing"},
     // ---- per request, the generation loop's own (GenerateRequest::Set) ----
     OptionSpec{"max_new_tokens", T::kInt, kRq, "tokens", "0", "0 to 2147483647",
                "generated tokens per row at most; 0 = until max_length (HTTP: max_tokens)"},

@@ -321,6 +321,7 @@ Generation Generation::Start(std::shared_ptr<Model> model, GenerateRequest req) 
     g->res.usage.prompt_tokens += g->res.rows[r].prompt_ids.size();
     g->texts.emplace_back(g->res.rows[r], g->model->tokenizer(), g->req.stop);
   }
+  g->res.usage.cached_tokens = g->gen->Stats().cached_tokens;
   g->finished.assign(n, false);
   g->n_unfinished = n;
   return Generation(std::move(g));

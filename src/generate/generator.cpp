@@ -17,6 +17,7 @@
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
+#include "kv/prefix_cache.h"
 #include "model/decoder_feed.h"
 #include "model/model_impl.h"
 #include "model/step_runner.h"
@@ -32,6 +33,8 @@ using internal::ModelImpl;
 // Set by RunShrinkStep around its generator: ebb's own minimal step is not a request (no policy
 // fires, no observer sees it, it does not count as served).
 thread_local bool t_internal_step = false;
+// Set by RunPrefillStep with t_internal_step: the internal step uses the prefix cache.
+thread_local bool t_internal_cache = false;
 
 // Holds one of the model's generator slots for the generator's whole life: declared first in
 // Impl, so it is released last, after the KV cache went back to the pool.
@@ -82,6 +85,7 @@ struct Generator::Impl {
   std::vector<bool> done;
   std::vector<int32_t> next_tokens;
   bool want_logprobs = false;
+  bool cache_prompt = true;  // GeneratorParams::cache_prompt (and the model has a prefix cache)
   std::vector<TokenLogprobs> next_logprobs;  // per row, when want_logprobs
   std::vector<float> row_logits;             // one row's logits for the sampler, reused
   std::vector<float> logits;                 // [batch, vocab], last position, float32
@@ -115,6 +119,9 @@ struct Generator::Impl {
     if (!request_open) return;
     request_open = false;
     if (internal_request) return;
+    // The whole sequence's KV (prompt and answer) for the next turn of a chat; a failed step
+    // stores nothing more (its prompt was stored after the prefill).
+    if (!failed && batch == 1) StorePrefixes();
     RequestEnd e;
     e.model_id = m.id;
     e.request_id = request_id;
@@ -209,6 +216,8 @@ struct Generator::Impl {
                                                   std::to_string(kMaxTopLogprobs));
     }
     want_logprobs = p.logprobs || p.top_logprobs > 0;
+    cache_prompt =
+        p.cache_prompt && m.prefix_cache != nullptr && (!internal_request || t_internal_cache);
     batch = p.batch_size;
     int32_t want = p.max_length > 0 ? p.max_length
                                     : (m.config.search.max_length > 0 ? m.config.search.max_length
@@ -352,19 +361,96 @@ struct Generator::Impl {
       started = true;
       t_first_append = t0;
     }
+    // A first prompt of one row may start from the prefix cache: its first `reused` tokens'
+    // KV is copied in and only the rest is prefilled.
+    const int reused = width == 0 && pending[0].empty() ? ImportPrefix(rows[0]) : 0;
     std::vector<std::vector<int32_t>> feed = pending;
-    for (int b = 0; b < batch; ++b) feed[b].insert(feed[b].end(), rows[b].begin(), rows[b].end());
-    Run(feed);  // throws: nothing was changed
+    for (int b = 0; b < batch; ++b) {
+      feed[b].insert(feed[b].end(), rows[b].begin() + (b == 0 ? reused : 0), rows[b].end());
+    }
+    try {
+      Run(feed);  // throws: nothing was changed (but the imported prefix, undone here)
+    } catch (...) {
+      if (reused > 0) {
+        lens[0] = 0;
+        width = 0;
+        mask[0].clear();
+      }
+      throw;
+    }
     for (int b = 0; b < batch; ++b) {
       sequences[b].insert(sequences[b].end(), rows[b].begin(), rows[b].end());
       pending[b].clear();
     }
+    stats.cached_tokens += static_cast<uint64_t>(reused);
+    StorePrefixes();
     MarkFullRows();
     stats.prompt_tokens += [&] {
       uint64_t n = 0;
       for (const auto& r : rows) n += r.size();
       return n;
     }();
+  }
+
+  // The prefix cache's longest match for a one-row first prompt (at least one token is left
+  // to prefill: its logits are needed), copied into the empty KV as the past. Returns the tokens
+  // reused (0: none). May throw ResourceExhausted from Reserve, with nothing changed.
+  int ImportPrefix(const std::vector<int32_t>& prompt) {
+    if (!cache_prompt || batch != 1 || prompt.size() < 2) return 0;
+    const internal::PrefixCache::Match match =
+        m.prefix_cache->Lookup(prompt, static_cast<int>(prompt.size()) - 1, !internal_request);
+    const int n = match.tokens();
+    if (n == 0) return 0;
+    kv->Reserve(static_cast<int>(prompt.size()));
+    constexpr int kBlock = internal::PrefixCache::kBlockTokens;
+    const auto write = [&] {
+      for (size_t i = 0; i < match.blocks.size(); ++i) {
+        kv->WritePositions(n, 0, static_cast<int>(i) * kBlock, kBlock,
+                           static_cast<const char*>(match.blocks[i]->memory.data()));
+      }
+    };
+    if (brow.batcher) {
+      // The row is the batcher's memory: written under its engine lock, as a step would.
+      std::unique_lock<std::mutex> engine = brow.batcher->LockEngine();
+      brow.batcher->EnsureColumns(n);
+      write();
+      brow.batcher->NoteWritten(brow.row, n);
+    } else {
+      write();
+    }
+    lens[0] = n;
+    width = n;
+    if (!right_padded) mask[0].assign(static_cast<size_t>(n), 1);
+    return n;
+  }
+
+  // Stores the KV of each row's tokens held in the cache (whole blocks the prefix cache does not
+  // have yet). Rows whose positions are not their tokens' (left padding) are skipped. Never
+  // throws: a store that does not fit stores less.
+  void StorePrefixes() {
+    if (!cache_prompt) return;
+    const auto store = [&] {
+      for (int b = 0; b < batch; ++b) {
+        const int held = std::min<int>(lens[b], static_cast<int>(sequences[b].size()));
+        if (!right_padded && (width != held || mask[b].size() != static_cast<size_t>(held) ||
+                              std::find(mask[b].begin(), mask[b].end(), 0) != mask[b].end())) {
+          continue;
+        }
+        m.prefix_cache->Store(sequences[b], held, [&](int start, char* dst) {
+          kv->ReadPositions(width, b, start, internal::PrefixCache::kBlockTokens, dst);
+        });
+      }
+    };
+    try {
+      if (brow.batcher) {
+        std::unique_lock<std::mutex> engine = brow.batcher->LockEngine();
+        store();
+      } else {
+        store();
+      }
+    } catch (const std::exception& e) {
+      EBB_LOG_WARN("prefix cache: storing '{}' failed: {}", m.id, e.what());
+    }
   }
 
   // Runs `feed` (per row, appended after the KV contents) through the model, in chunks where
@@ -626,6 +712,23 @@ void RunShrinkStep(Model& model) {
     g.AppendTokens(std::vector<int32_t>{model.info().pad_token_id});
   } catch (...) {
     t_internal_step = false;
+    throw;
+  }
+}
+void RunPrefillStep(Model& model, std::span<const int32_t> tokens) {
+  GeneratorParams p;
+  p.max_length = static_cast<int32_t>(std::min<size_t>(tokens.size() + 1, INT32_MAX));
+  p.kv_mode = KvMode::kDynamic;
+  t_internal_step = true;
+  t_internal_cache = true;
+  try {
+    Generator g(model.shared_from_this(), p);
+    t_internal_step = false;
+    t_internal_cache = false;
+    g.AppendTokens(tokens);
+  } catch (...) {
+    t_internal_step = false;
+    t_internal_cache = false;
     throw;
   }
 }

@@ -119,6 +119,8 @@ void GeneratorParams::Set(std::string_view key, std::string_view value) {
     top_logprobs = static_cast<int32_t>(internal::ParseInt(key, value, 0, 20));
   } else if (key == "seed") {
     seed = static_cast<uint64_t>(internal::ParseInt(key, value, 0, INT64_MAX));
+  } else if (key == "cache_prompt") {
+    cache_prompt = internal::ParseBool(key, value);
   } else if (key == "kv_cache.mode") {
     kv_mode = ParseKvMode(value);
   } else if (key == "prefill_chunk_size") {

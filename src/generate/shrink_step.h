@@ -4,12 +4,19 @@
 // never constructs a Generator.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 namespace ebb {
 class Model;
 namespace internal {
 
 // Throws what a Generator throws (e.g. FailedPrecondition after an unload).
 void RunShrinkStep(Model& model);
+// ModelControls::PinPrefix's prefill: `tokens` in one row, stored by the model's prefix cache.
+// Not a request either (no observer sees it, no hit or miss is counted). Throws what a Generator
+// throws (InvalidArgument for a prompt past the context, ResourceExhausted, ...).
+void RunPrefillStep(Model& model, std::span<const int32_t> tokens);
 
 }  // namespace internal
 }  // namespace ebb

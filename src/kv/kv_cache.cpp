@@ -1,6 +1,7 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ebb/error.h"
 #include "kv/kv_cache_pingpong.h"
@@ -86,6 +87,28 @@ void KvCache::AppendViews(void* base, int cap, int seq, const Ort::MemoryInfo& m
     } else {
       make(layer, {B, H, seq, D});
       make(layer == nullptr ? nullptr : layer + slot_elems * shape_.elem_bytes, {B, H, seq, D});
+    }
+  }
+}
+
+void KvCache::ReadPositions(int width, int row, int start, int n, char* dst) {
+  const size_t d = static_cast<size_t>(shape_.head_size) * shape_.elem_bytes;  // one position
+  const size_t run = d * static_cast<size_t>(n);
+  for (int t = 0; t < 2 * shape_.num_layers; ++t) {
+    for (int h = 0; h < shape_.kv_heads; ++h) {
+      std::memcpy(dst, PositionZero(width, t, row, h, false) + d * static_cast<size_t>(start), run);
+      dst += run;
+    }
+  }
+}
+
+void KvCache::WritePositions(int width, int row, int start, int n, const char* src) {
+  const size_t d = static_cast<size_t>(shape_.head_size) * shape_.elem_bytes;
+  const size_t run = d * static_cast<size_t>(n);
+  for (int t = 0; t < 2 * shape_.num_layers; ++t) {
+    for (int h = 0; h < shape_.kv_heads; ++h) {
+      std::memcpy(PositionZero(width, t, row, h, true) + d * static_cast<size_t>(start), src, run);
+      src += run;
     }
   }
 }

@@ -99,8 +99,21 @@ class KvCache {
   // Bytes held from (or charged to) the pool.
   virtual uint64_t bytes() const = 0;
 
+  // Copies of positions for the prefix cache (kv/prefix_cache.h), in its compact layout:
+  // [tensor (layer-major, K then V)][head][n][head_size]. `width` is the committed past's width
+  // (the generator's KV columns); `row` a batch row. Read: positions [start, start + n) of a
+  // committed past. Write: the same positions of a past of `width` tokens that the next step
+  // will read (Reserve(width) first; on an empty cache, as the first thing). A slot cache is
+  // read and written under its batcher's engine lock, after EnsureColumns(width).
+  void ReadPositions(int width, int row, int start, int n, char* dst);
+  void WritePositions(int width, int row, int start, int n, const char* src);
+
  protected:
   KvCache(KvPool& pool, const KvShape& shape, KvMode mode, int max_length, int chunk_tokens);
+  // Where position 0 of (tensor, row, head) is in a past of `width` tokens; its positions follow
+  // head_size elements apart. WritePositions calls it with for_write (a static shared buffer then
+  // lays itself out at least `width` wide).
+  virtual char* PositionZero(int width, int tensor, int row, int head, bool for_write) = 0;
   // Bytes of a buffer of `tokens` tokens; throws ResourceExhausted on a 64-bit overflow.
   uint64_t BytesFor(int tokens) const;
   // The capacity to grow to from `current` tokens for a step of `tokens`: max_length in static

@@ -100,4 +100,18 @@ void KvCachePingPong::Rewind(int width, int new_width) {
   }
 }
 
+char* KvCachePingPong::PositionZero(int width, int tensor, int row, int head, bool /*for_write*/) {
+  // The past is in a_: per tensor a compact [B, H, width, D] at its capacity-strided slot; a
+  // combined layer is one compact [2, B, H, width, D] over its two slots.
+  const size_t d = static_cast<size_t>(shape_.head_size) * shape_.elem_bytes;
+  const size_t heads = static_cast<size_t>(shape_.batch) * shape_.kv_heads;
+  const size_t slot = heads * static_cast<size_t>(cap_a_) * d;
+  const size_t tensor_bytes = heads * static_cast<size_t>(width) * d;
+  const size_t layer = static_cast<size_t>(tensor / 2), kv = static_cast<size_t>(tensor % 2);
+  const size_t base =
+      shape_.combined ? 2 * layer * slot + kv * tensor_bytes : static_cast<size_t>(tensor) * slot;
+  return static_cast<char*>(a_.data()) + base +
+         (static_cast<size_t>(row) * shape_.kv_heads + head) * static_cast<size_t>(width) * d;
+}
+
 }  // namespace ebb::internal

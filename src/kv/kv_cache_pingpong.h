@@ -29,6 +29,9 @@ class KvCachePingPong final : public KvCache {
   void Rewind(int width, int new_width) override;
   uint64_t bytes() const override { return a_.bytes() + b_.bytes() + saved_.bytes(); }
 
+ protected:
+  char* PositionZero(int width, int tensor, int row, int head, bool for_write) override;
+
  private:
   // Copies the first `width` tokens of each tensor between a buffer of `src_cap` tokens
   // (tensors at capacity-strided slots) and one of `dst_cap`.

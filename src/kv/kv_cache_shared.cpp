@@ -59,4 +59,13 @@ void KvCacheShared::EnsureWidth(int tokens) {
   width_ = new_width;
 }
 
+char* KvCacheShared::PositionZero(int width, int tensor, int row, int head, bool for_write) {
+  // [B, H, stride, D] per tensor (a combined [2, B, H, stride, D] tensor is the same bytes).
+  if (for_write && mode_ == KvMode::kStatic) EnsureWidth(width);
+  const size_t stride = static_cast<size_t>(mode_ == KvMode::kStatic ? width_ : cap_);
+  const size_t d = static_cast<size_t>(shape_.head_size) * shape_.elem_bytes;
+  const size_t rows = static_cast<size_t>(tensor) * shape_.batch + static_cast<size_t>(row);
+  return static_cast<char*>(buf_.data()) + (rows * shape_.kv_heads + head) * stride * d;
+}
+
 }  // namespace ebb::internal

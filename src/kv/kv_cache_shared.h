@@ -23,6 +23,9 @@ class KvCacheShared final : public KvCache {
                 std::vector<Ort::Value>& present_values) override;
   uint64_t bytes() const override { return buf_.bytes(); }
 
+ protected:
+  char* PositionZero(int width, int tensor, int row, int head, bool for_write) override;
+
  private:
   // Static mode: widens the layout to at least `tokens` (in place; no allocation).
   void EnsureWidth(int tokens);

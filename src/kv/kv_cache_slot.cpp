@@ -31,4 +31,14 @@ void KvCacheSlot::BindStep(int /*past*/, int /*new_tokens*/, const Ort::MemoryIn
   AppendSlotViews(view, 1, shape_, mem, present_values);
 }
 
+char* KvCacheSlot::PositionZero(int /*width*/, int tensor, int /*row*/, int head,
+                                bool /*for_write*/) {
+  // The row's tensor i is [1, H, stride_tokens, D] at base + i * tensor_stride_bytes (engine
+  // lock held by the caller, so the row does not move).
+  const KvSlotView view = slot_();
+  const size_t d = static_cast<size_t>(shape_.head_size) * shape_.elem_bytes;
+  return view.base + static_cast<size_t>(tensor) * view.tensor_stride_bytes +
+         static_cast<size_t>(head) * static_cast<size_t>(view.stride_tokens) * d;
+}
+
 }  // namespace ebb::internal

@@ -26,6 +26,9 @@ class KvCacheSlot final : public KvCache {
                 std::vector<Ort::Value>& present_values) override;
   uint64_t bytes() const override { return charge_.bytes(); }
 
+ protected:
+  char* PositionZero(int width, int tensor, int row, int head, bool for_write) override;
+
  private:
   std::function<KvSlotView()> slot_;
   KvCharge charge_;  // for cap_ tokens

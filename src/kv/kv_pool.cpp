@@ -70,31 +70,47 @@ void KvCharge::Reset() {
   bytes_ = 0;
 }
 
-KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what) {
+KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what, bool may_reclaim) {
   AdmitFn admit;
   ReleaseFn release;
-  {
-    // Check and charge under one lock, so that concurrent allocations cannot all pass the check
-    // and together go over the budget. Every failure below uncharges.
-    MutexLock lock(mu_);
-    if (max_bytes_ > 0 && (size > max_bytes_ || stats_.in_use_bytes > max_bytes_ - size)) {
-      ++stats_.num_refusals;
-      throw Error(ErrorCode::ResourceExhausted,
-                  std::string(what) + " needs " + FormatBytes(size) + " (" + std::to_string(size) +
-                      " bytes) but the model's KV budget " +
-                      "kv_cache.max_bytes=" + std::to_string(max_bytes_) + " (" +
-                      FormatBytes(max_bytes_) + ") has " + std::to_string(stats_.in_use_bytes) +
-                      " bytes in use; lower max_length or the batch size, or raise "
-                      "kv_cache.max_bytes (kv_cache.mode=static reserves max_length up front; "
-                      "dynamic grows as needed)");
+  for (int attempt = 0;; ++attempt) {
+    ReclaimFn reclaim;
+    uint64_t shortfall = 0;
+    {
+      // Check and charge under one lock, so that concurrent allocations cannot all pass the
+      // check and together go over the budget. Every failure below uncharges.
+      MutexLock lock(mu_);
+      const bool over =
+          max_bytes_ > 0 && (size > max_bytes_ || stats_.in_use_bytes > max_bytes_ - size);
+      if (!over) {
+        stats_.in_use_bytes += size;
+        admit = admit_;
+        release = release_;
+        break;
+      }
+      // The prefix cache gives its memory back before anything is refused: once, outside the
+      // lock (its blocks return to this pool).
+      if (may_reclaim && attempt == 0 && size <= max_bytes_ && reclaim_) {
+        reclaim = reclaim_;
+        shortfall = stats_.in_use_bytes + size - max_bytes_;
+      } else {
+        // A prefix cache block that does not fit is simply not stored: not a refusal.
+        if (may_reclaim) ++stats_.num_refusals;
+        throw Error(ErrorCode::ResourceExhausted,
+                    std::string(what) + " needs " + FormatBytes(size) + " (" +
+                        std::to_string(size) + " bytes) but the model's KV budget " +
+                        "kv_cache.max_bytes=" + std::to_string(max_bytes_) + " (" +
+                        FormatBytes(max_bytes_) + ") has " + std::to_string(stats_.in_use_bytes) +
+                        " bytes in use; lower max_length or the batch size, or raise "
+                        "kv_cache.max_bytes (kv_cache.mode=static reserves max_length up front; "
+                        "dynamic grows as needed)");
+      }
     }
-    stats_.in_use_bytes += size;
-    admit = admit_;
-    release = release_;
+    reclaim(shortfall);
   }
   if (admit) {
     try {
-      admit(size);  // may throw: then only our charge is undone
+      admit(size, may_reclaim);  // may throw: then only our charge is undone
     } catch (...) {
       MutexLock lock(mu_);
       stats_.in_use_bytes -= size;
@@ -108,7 +124,7 @@ KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what) {
 KvCharge KvPool::Charge(uint64_t bytes, const char* what) {
   if (bytes == 0) return KvCharge();
   const uint64_t size = PageRound(bytes);
-  Admit(size, what);  // may throw; nothing charged then
+  Admit(size, what, /*may_reclaim=*/true);  // may throw; nothing charged then
   MutexLock lock(mu_);
   ++stats_.num_allocations;
   stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
@@ -127,10 +143,10 @@ void KvPool::Uncharge(uint64_t bytes) noexcept {
   if (release) release(bytes);
 }
 
-KvBlock KvPool::Allocate(uint64_t bytes, const char* what) {
+KvBlock KvPool::Allocate(uint64_t bytes, const char* what, bool may_reclaim) {
   if (bytes == 0) return KvBlock();
   const uint64_t size = PageRound(bytes);
-  const ReleaseFn release = Admit(size, what);  // may throw; nothing charged then
+  const ReleaseFn release = Admit(size, what, may_reclaim);  // may throw; nothing charged then
   auto uncharge = [&] {
     MutexLock lock(mu_);
     stats_.in_use_bytes -= size;
@@ -210,6 +226,11 @@ uint64_t KvPool::Trim() {
 KvStats KvPool::Stats() const {
   MutexLock lock(mu_);
   return stats_;
+}
+
+void KvPool::set_reclaim_fn(ReclaimFn fn) {
+  MutexLock lock(mu_);
+  reclaim_ = std::move(fn);
 }
 
 void KvPool::set_admit_fn(AdmitFn fn, ReleaseFn release) {

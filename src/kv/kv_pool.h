@@ -72,7 +72,12 @@ class KvPool {
  public:
   // Admission hook: called with the bytes about to be added to in-use; throws to refuse
   // (used for the runtime-wide memory.limit). Called without the pool's lock held.
-  using AdmitFn = std::function<void(uint64_t bytes)>;
+  // `may_reclaim`: the hook may first make room by dropping prefix caches (false for a prefix
+  // cache's own blocks: caches never evict one another to grow).
+  using AdmitFn = std::function<void(uint64_t bytes, bool may_reclaim)>;
+  // Called (without the pool's lock) when the pool's own budget would refuse `bytes`: drops what
+  // the model's prefix cache holds, least recently used first, and returns the bytes freed.
+  using ReclaimFn = std::function<uint64_t(uint64_t bytes)>;
   // Called with bytes that leave "in use" (a block returned, or an admitted allocation that
   // failed), so the admission hook's accounting stays exact.
   using ReleaseFn = std::function<void(uint64_t bytes)>;
@@ -85,7 +90,8 @@ class KvPool {
   // Allocates `bytes` (rounded up to the page size). Throws ebb::Error(ResourceExhausted) naming
   // the bytes needed, in use and allowed, and the option to change, when over budget or when
   // the OS refuses the mapping. `what` describes the request for the message.
-  KvBlock Allocate(uint64_t bytes, const char* what = "KV cache");
+  // Before refusing for kv_cache.max_bytes it asks the reclaim hook for room (`may_reclaim`).
+  KvBlock Allocate(uint64_t bytes, const char* what = "KV cache", bool may_reclaim = true);
   // Charges `bytes` (rounded up to the page size) as in use without mapping anything: the same
   // budget and admission checks and errors as Allocate(), nothing charged on failure.
   KvCharge Charge(uint64_t bytes, const char* what = "KV cache");
@@ -96,13 +102,14 @@ class KvPool {
   // Every field of KvStats (ebb/stats.h), read under the pool's lock.
   KvStats Stats() const;
   void set_admit_fn(AdmitFn fn, ReleaseFn release);
+  void set_reclaim_fn(ReclaimFn fn);
 
  private:
   friend class KvBlock;
   friend class KvCharge;
   // Budget check, charge and admission hook; throws with nothing charged. Returns the hook
   // that undoes the admission (to call when a later step fails).
-  ReleaseFn Admit(uint64_t size, const char* what);
+  ReleaseFn Admit(uint64_t size, const char* what, bool may_reclaim);
   void Release(void* data, uint64_t bytes) noexcept;
   void Uncharge(uint64_t bytes) noexcept;
 
@@ -111,6 +118,7 @@ class KvPool {
   uint64_t retain_bytes_ EBB_GUARDED_BY(mu_);
   AdmitFn admit_ EBB_GUARDED_BY(mu_);
   ReleaseFn release_ EBB_GUARDED_BY(mu_);
+  ReclaimFn reclaim_ EBB_GUARDED_BY(mu_);
   KvStats stats_ EBB_GUARDED_BY(mu_);
   // Retained regions by size (bytes -> address), reused best-fit.
   std::multimap<uint64_t, void*> retained_ EBB_GUARDED_BY(mu_);

@@ -8,7 +8,38 @@
 
 namespace ebb::internal {
 
-void MemoryGovernor::Admit(uint64_t bytes) {
+bool MemoryGovernor::Fits(uint64_t bytes, uint64_t* shortfall) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t used = ChargedBytes(weights_, in_use_);
+  if (limit_ == 0 || used + bytes <= limit_) return true;
+  *shortfall = used + bytes - limit_;
+  return false;
+}
+
+void MemoryGovernor::Reclaim(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(reclaim_mu_);
+  uint64_t freed = 0;
+  for (auto& [id, fn] : reclaimers_) {
+    if (freed >= bytes) break;
+    freed += fn(bytes - freed);
+  }
+}
+
+uint64_t MemoryGovernor::AddReclaimer(ReclaimFn fn) {
+  std::lock_guard<std::mutex> lock(reclaim_mu_);
+  const uint64_t id = next_reclaimer_++;
+  reclaimers_.emplace(id, std::move(fn));
+  return id;
+}
+
+void MemoryGovernor::RemoveReclaimer(uint64_t id) {
+  std::lock_guard<std::mutex> lock(reclaim_mu_);
+  reclaimers_.erase(id);
+}
+
+void MemoryGovernor::Admit(uint64_t bytes, bool may_reclaim) {
+  uint64_t shortfall = 0;
+  if (may_reclaim && !Fits(bytes, &shortfall)) Reclaim(shortfall);
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t used = ChargedBytes(weights_, in_use_);
   if (limit_ > 0 && used + bytes > limit_) {
@@ -31,6 +62,8 @@ void MemoryGovernor::Release(uint64_t bytes) {
 }
 
 void MemoryGovernor::ChargeWeights(uint64_t bytes, const std::string& model_id) {
+  uint64_t shortfall = 0;
+  if (!Fits(bytes, &shortfall)) Reclaim(shortfall);
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t used = ChargedBytes(weights_, in_use_);
   if (limit_ > 0 && used + bytes > limit_) {

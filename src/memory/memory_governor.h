@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -31,13 +33,23 @@ struct GovernorUsage {
 
 class MemoryGovernor {
  public:
+  // Drops a model's prefix cache (least recently used first) until about `bytes` were freed;
+  // returns the bytes freed.
+  using ReclaimFn = std::function<uint64_t(uint64_t bytes)>;
+
   // Reserves `bytes` against memory.limit or throws ebb::Error(ResourceExhausted) with the bytes
   // needed, in use and allowed, and the option to change. Nothing is reserved on failure.
-  void Admit(uint64_t bytes);
+  // Before refusing, and when `may_reclaim`, it asks every registered reclaimer (the models'
+  // prefix caches) for the shortfall once: a request is not refused for memory a cache holds.
+  void Admit(uint64_t bytes, bool may_reclaim = true);
   void Release(uint64_t bytes);
   // Charges a model's weights or throws ebb::Error(ResourceExhausted) naming the model, the
   // bytes and what is in use; nothing is charged on failure.
   void ChargeWeights(uint64_t bytes, const std::string& model_id);
+  // A model's prefix cache registers at load and unregisters before it is destroyed;
+  // RemoveReclaimer waits for a reclaim that is running.
+  uint64_t AddReclaimer(ReclaimFn fn);
+  void RemoveReclaimer(uint64_t id);
   void ReleaseWeights(uint64_t bytes);
 
   void set_limit(uint64_t bytes);
@@ -50,6 +62,14 @@ class MemoryGovernor {
   int num_models() const;
 
  private:
+  // Asks the reclaimers for `bytes` (without mu_ held: their blocks come back through Release).
+  void Reclaim(uint64_t bytes);
+  // Whether `bytes` more fit under the limit; else the shortfall in *shortfall.
+  bool Fits(uint64_t bytes, uint64_t* shortfall) const;
+
+  std::mutex reclaim_mu_;  // held while reclaimers run; taken before mu_, never after
+  std::map<uint64_t, ReclaimFn> reclaimers_;  // guarded by reclaim_mu_
+  uint64_t next_reclaimer_ = 1;               // guarded by reclaim_mu_
   mutable std::mutex mu_;
   uint64_t limit_ = 0;    // guarded by mu_
   uint64_t in_use_ = 0;   // KV, guarded by mu_

@@ -69,7 +69,9 @@ void ShrinkController::EndRun(bool shrink, bool ok) {
   ++num_shrinks_;
 }
 
-void ShrinkController::ShrinkNow() {
+void ShrinkController::ShrinkNow(bool drop_cache) {
+  // The prefix cache's blocks are copies no step reads: they go back now, whatever the arena.
+  if (drop_cache && drop_cache_) drop_cache_();
   MutexLock serial(shrink_mu_);
   pending_step_shrink_ = true;
   if (in_flight_.load() > 0) return;  // rides on the end of the running step
@@ -96,14 +98,14 @@ void ShrinkController::EndRequest() {
   const uint64_t n = ++num_requests_;
   bool shrink = after_next_request_.exchange(false);
   const uint32_t every = every_n_.load();
-  if (every > 0 && (n - every_base_.load()) % every == 0) shrink = true;
+  const bool periodic = every > 0 && (n - every_base_.load()) % every == 0;
   const uint64_t above = above_bytes_.load();
   if (above > 0) {
     const ProcessMemory pm = ReadProcessMemory();
     if (pm.rss_bytes > 0 && static_cast<uint64_t>(pm.rss_bytes) > above) shrink = true;
   }
-  if (shrink) {
-    ShrinkNow();
+  if (shrink || periodic) {
+    ShrinkNow(/*drop_cache=*/shrink);
     return;
   }
   // ORT's own shrink key frees arena regions at the end of every Run(), but glibc keeps the

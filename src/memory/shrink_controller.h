@@ -37,7 +37,11 @@ class ShrinkController {
   // End of a request (a generation). Applies the policies.
   void EndRequest();
 
-  void ShrinkNow();
+  // `drop_cache`: also drop the model's unpinned prefix cache (set_drop_cache), at once. Every
+  // shrink does but shrink_every's (docs/memory.md "Prefix cache": a periodic shrink that emptied
+  // the cache would make its hit rate depend on N).
+  void ShrinkNow(bool drop_cache = true);
+  void set_drop_cache(std::function<void()> fn) { drop_cache_ = std::move(fn); }
   void ShrinkAfterNextRequest() { after_next_request_ = true; }
   // Counts requests from this call on: the n-th, 2n-th, ... request after it shrinks.
   void ShrinkEvery(uint32_t n) {
@@ -66,6 +70,7 @@ class ShrinkController {
   const std::string providers_;
   std::function<void()> minimal_step_;
   std::function<void()> trim_;
+  std::function<void()> drop_cache_;  // set once at load, before any request
   mutable Mutex mu_;
   std::map<std::string, std::string> run_options_ EBB_GUARDED_BY(mu_);
   std::atomic<int> in_flight_{0};

@@ -415,6 +415,9 @@ WeightsRelease ModelImpl::ReleaseWeights() {
     r.reason = "model '" + id + "' was unloaded";
     return r;
   }
+  // The prefix cache is memory an idle model holds too: its unpinned blocks go, whatever the
+  // weights (their copies are read by no step).
+  if (prefix_cache) r.prefix_cache_freed_bytes = prefix_cache->Drop(UINT64_MAX);
   if (weights_entry.empty()) {
     r.reason =
         "the weights of '" + id +
@@ -619,6 +622,11 @@ void ModelImpl::FreeResources() {
     std::lock_guard<std::mutex> lock(decode_batcher_mu);
     decode_batcher.reset();
   }
+  // The cache's blocks go back to the pool first (no reclaim may run on it after this).
+  if (prefix_reclaimer != 0 && host) host->governor().RemoveReclaimer(prefix_reclaimer);
+  prefix_reclaimer = 0;
+  if (kv_pool) kv_pool->set_reclaim_fn(nullptr);
+  prefix_cache.reset();
   session.reset();
   if (kv_pool) kv_pool->Trim();
   env_arena.reset();
@@ -695,7 +703,7 @@ std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path
 
 std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
                                      const std::filesystem::path& dir, const ModelOptions& options,
-                                     std::function<void(Model&)> shrink_step) {
+                                     ModelSteps steps) {
   EnsureOrtApi();
   const auto load_start = std::chrono::steady_clock::now();
   auto impl = std::make_shared<ModelImpl>();
@@ -822,7 +830,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   // The runtime-wide budget (memory.limit) sees every KV allocation of every model. The pool
   // holds the governor by reference: the model holds the host, which owns the governor.
   MemoryGovernor& gov = impl->host->governor();
-  impl->kv_pool->set_admit_fn([&gov](uint64_t b) { gov.Admit(b); },
+  impl->kv_pool->set_admit_fn([&gov](uint64_t b, bool may_reclaim) { gov.Admit(b, may_reclaim); },
                               [&gov](uint64_t b) { gov.Release(b); });
   // memory.limit covers the weights too: refused here (ResourceExhausted), the load fails, frees
   // what it built and leaves the runtime's limit as it was.
@@ -870,6 +878,16 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     kv.elem_bytes = impl->io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
   }
   info.kv_bytes_per_token = cfg.is_encoder ? 0 : impl->kv_shape.BytesPerToken();
+  if (!cfg.is_encoder) {
+    // The prefix cache (off at prefix_cache.max_bytes=0; Tier 2 can turn it on). It gives its
+    // memory back before the model's KV budget or memory.limit refuses anything (any model's).
+    impl->prefix_cache = std::make_unique<PrefixCache>(*impl->kv_pool, info.kv_bytes_per_token,
+                                                       options.prefix_cache_max_bytes);
+    PrefixCache* prefixes = impl->prefix_cache.get();
+    impl->kv_pool->set_reclaim_fn([prefixes](uint64_t bytes) { return prefixes->Drop(bytes); });
+    impl->prefix_reclaimer =
+        gov.AddReclaimer([prefixes](uint64_t bytes) { return prefixes->Drop(bytes); });
+  }
   // The one load line (the model manager adds none): what, how long, what it costs in memory.
   const ProcessMemory pm = ReadProcessMemory();
   const std::string cost = fmt::format(
@@ -901,11 +919,15 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   const ProviderPlan providers = ResolveProviders(cfg.provider_options, options);
   mi.shrink = std::make_unique<ShrinkController>(
       mi.has_cpu_arena, providers.has_gpu(), providers.Describe(),
-      [raw, step = std::move(shrink_step)] { step(*raw); },
+      [raw, step = std::move(steps.shrink)] { step(*raw); },
       [&mi] {
         if (mi.kv_pool) mi.kv_pool->Trim();
         TrimHeap();
       });
+  mi.prefill_step = std::move(steps.prefill);
+  if (mi.prefix_cache) {
+    mi.shrink->set_drop_cache([&mi] { mi.prefix_cache->Drop(UINT64_MAX); });
+  }
   // Run options: the config's, then the user's. An empty value means "unset" (genai_config.json
   // writes "memory.enable_memory_arena_shrinkage": "" for "off").
   for (const auto& [k, v] : cfg.run_options) {
@@ -1020,6 +1042,7 @@ MemoryStats Model::memory_stats() const {
   s.ort_shrink_every_run = m.shrink->RunOptions().count("memory.enable_memory_arena_shrinkage") > 0;
   s.weights_bytes = m.weights_bytes;
   s.weights = m.WeightsStats();
+  if (m.prefix_cache) s.prefix_cache = m.prefix_cache->Stats();
   s.limit_bytes = m.host->governor().limit();
   // This model's share of the charge (its weights are charged from load to unload).
   s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, s.kv.in_use_bytes);

@@ -6,6 +6,7 @@
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/version.h"
+#include "kv/prefix_cache.h"
 #include "memory/shrink_controller.h"
 #include "model/model_impl.h"
 #include "ort/session_options.h"
@@ -19,6 +20,81 @@ void ModelControls::ShrinkArena() { C(model_).ShrinkNow(); }
 WeightsRelease ModelControls::ReleaseWeights() {
   return internal::ImplOf(*model_).ReleaseWeights();
 }
+PrefixPin ModelControls::PinPrefix(std::span<const int32_t> tokens) {
+  internal::ModelImpl& m = internal::ImplOf(*model_);
+  if (!m.prefix_cache) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "model '" + m.id + "' is an encoder: it has no KV and no prefix cache");
+  }
+  constexpr size_t kBlock = internal::PrefixCache::kBlockTokens;
+  if (!m.prefix_cache->enabled()) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "the prefix cache of model '" + m.id +
+                    "' is off (prefix_cache.max_bytes=0); set prefix_cache.max_bytes (at load, "
+                    "or as a run option) before pinning a prefix");
+  }
+  if (tokens.size() < kBlock) {
+    throw Error(ErrorCode::InvalidArgument, "a pinned prefix needs at least " +
+                                                std::to_string(kBlock) +
+                                                " tokens (one block); "
+                                                "got " +
+                                                std::to_string(tokens.size()));
+  }
+  PrefixPin out;
+  out.tokens = tokens.size();
+  const size_t whole = tokens.size() / kBlock * kBlock;
+  // Prefill what is not stored yet (a request that would store it anyway), then pin what is.
+  if (m.prefix_cache->Lookup(tokens, static_cast<int>(whole), false).tokens() <
+      static_cast<int>(whole)) {
+    m.prefill_step(*model_, tokens);
+  }
+  const int pinned = m.prefix_cache->Pin(tokens.first(whole));
+  if (pinned < static_cast<int>(whole)) {
+    m.prefix_cache->Unpin(tokens.first(static_cast<size_t>(pinned)));
+    const PrefixCacheStats st = m.prefix_cache->Stats();
+    throw Error(ErrorCode::ResourceExhausted,
+                "the prefix's " + std::to_string(whole) +
+                    " tokens did not fit in the prefix "
+                    "cache of model '" +
+                    m.id + "' (" + std::to_string(pinned) + " stored; prefix_cache.max_bytes=" +
+                    std::to_string(st.max_bytes) + ", " + std::to_string(st.pinned_bytes) +
+                    " bytes pinned, or kv_cache.max_bytes / "
+                    "memory.limit had no room); raise prefix_cache.max_bytes or unpin others; "
+                    "nothing was pinned");
+  }
+  out.pinned_tokens = static_cast<uint64_t>(pinned);
+  out.pinned = true;
+  out.pinned_bytes = m.prefix_cache->Stats().pinned_bytes;
+  EBB_LOG_INFO("pinned a prefix of {} tokens in the prefix cache of '{}'", pinned, m.id);
+  return out;
+}
+
+PrefixPin ModelControls::UnpinPrefix(std::span<const int32_t> tokens) {
+  internal::ModelImpl& m = internal::ImplOf(*model_);
+  PrefixPin out;
+  out.tokens = tokens.size();
+  if (m.prefix_cache) {
+    out.pinned = m.prefix_cache->Unpin(tokens);
+    out.pinned_bytes = m.prefix_cache->Stats().pinned_bytes;
+  }
+  return out;
+}
+
+uint64_t ModelControls::DropPrefixCache() {
+  internal::ModelImpl& m = internal::ImplOf(*model_);
+  return m.prefix_cache ? m.prefix_cache->Drop(UINT64_MAX) : 0;
+}
+
+void ModelControls::SetPrefixCacheMaxBytes(uint64_t bytes) {
+  internal::ModelImpl& m = internal::ImplOf(*model_);
+  if (!m.prefix_cache) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "model '" + m.id + "' is an encoder: it has no KV and no prefix cache");
+  }
+  m.prefix_cache->SetMaxBytes(bytes);
+  EBB_LOG_INFO("prefix_cache.max_bytes of '{}' set to {}", m.id, bytes);
+}
+
 void ModelControls::ShrinkAfterNextRun() { C(model_).ShrinkAfterNextRequest(); }
 void ModelControls::ShrinkEvery(uint32_t n) { C(model_).ShrinkEvery(n); }
 void ModelControls::ShrinkAbove(uint64_t rss_bytes) { C(model_).ShrinkAbove(rss_bytes); }
@@ -32,6 +108,10 @@ void ModelControls::SetRunOption(const std::string& key, const std::string& valu
   if (key == "memory.shrink_every") {
     ShrinkEvery(static_cast<uint32_t>(internal::ParseInt(key, value, 0, UINT32_MAX)));
     EBB_LOG_INFO("run option {}='{}' applied as the shrink policy (ShrinkEvery)", key, value);
+    return;
+  }
+  if (key == "prefix_cache.max_bytes") {
+    SetPrefixCacheMaxBytes(ParseByteSize(value, key));
     return;
   }
   if (key == "memory.shrink_above") {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "ebb/tokenizer.h"
 #include "kv/kv_pool.h"
 #include "kv/kv_shape.h"
+#include "kv/prefix_cache.h"
 #include "memory/memory_pressure.h"
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
@@ -105,6 +107,11 @@ class ModelImpl final : public Model {
   bool weights_charged = false;  // weights_bytes charged to the governor; released by Release()
   uint64_t arena_max_mem = 0;    // arena.max_mem when set (process-wide env arena)
   std::unique_ptr<KvPool> kv_pool;
+  // Decoders: KV of earlier requests' prefixes (kv/prefix_cache.h), in kv_pool's memory; freed
+  // (and its reclaimer unregistered) before the pool. Null for encoders.
+  std::unique_ptr<PrefixCache> prefix_cache;
+  uint64_t prefix_reclaimer = 0;  // its MemoryGovernor reclaimer id; 0 = none
+  std::function<void(Model&, std::span<const int32_t>)> prefill_step;  // ModelSteps::prefill
   // Run options (config, then user, then ModelControls) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;
   std::unique_ptr<Tokenizer> tokenizer_owned;  // null: the folder has no tokenizer.json
@@ -203,12 +210,21 @@ inline const ModelImpl& ImplOf(const Model& m) { return static_cast<const ModelI
 std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path& dir,
                                                      const std::string& value);
 
-// Loads a model folder for `host` under `id`. `shrink_step` runs one minimal Run() on the model
-// (an idle shrink; see ShrinkController); the runtime supplies it so that model/ never constructs
-// a Generator. Throws ebb::Error; on failure nothing stays loaded or allocated.
+// What a model needs generated and model/ cannot build itself (it never constructs a
+// Generator): the runtime supplies them at load.
+struct ModelSteps {
+  // One minimal Run() on the model (an idle shrink; see ShrinkController).
+  std::function<void(Model&)> shrink;
+  // Prefills `tokens` in a one-row generator with the prefix cache on, so that their whole
+  // blocks are stored (ModelControls::PinPrefix). Throws what a Generator throws.
+  std::function<void(Model&, std::span<const int32_t>)> prefill;
+};
+
+// Loads a model folder for `host` under `id`. Throws ebb::Error; on failure nothing stays loaded
+// or allocated.
 std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
                                      const std::filesystem::path& dir, const ModelOptions& options,
-                                     std::function<void(Model&)> shrink_step);
+                                     ModelSteps steps);
 
 // The bytes a load of `dir` would charge to memory.limit (its weight files), read from the
 // folder's config without loading. Throws what reading the config throws (NotFound, ...).

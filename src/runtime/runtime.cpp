@@ -9,6 +9,7 @@
 #include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "ebb/generator.h"
 #include "embed/embedder.h"
 #include "generate/shrink_step.h"
 #include "memory/memory_governor.h"
@@ -38,6 +39,8 @@ void ShrinkStep(Model& model) {
     internal::RunShrinkStep(model);
   }
 }
+
+internal::ModelSteps Steps() { return {ShrinkStep, internal::RunPrefillStep}; }
 
 }  // namespace
 
@@ -155,7 +158,7 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
     id = "#";
     id += std::to_string(state->next_automatic++);
   }
-  auto model = internal::LoadModel(state, id, dir, options, ShrinkStep);
+  auto model = internal::LoadModel(state, id, dir, options, Steps());
   std::lock_guard<std::mutex> lock(state->mu);
   // Drop entries of models that are gone, then register this one weakly: the caller owns it.
   for (auto it = state->automatic.begin(); it != state->automatic.end();) {
@@ -184,7 +187,7 @@ std::shared_ptr<Model> Runtime::Load(const std::string& id, const std::filesyste
   }
   // Loading takes long; it runs without the registry lock. Two loads of one id race to the
   // insert below, and the loser is freed.
-  auto model = internal::LoadModel(state_, id, dir, options, ShrinkStep);
+  auto model = internal::LoadModel(state_, id, dir, options, Steps());
   std::lock_guard<std::mutex> lock(state_->mu);
   if (!state_->named.emplace(id, model).second) {
     throw Error(ErrorCode::FailedPrecondition,
@@ -254,6 +257,7 @@ std::vector<ModelSummary> Runtime::List() const {
     s.kv = ms.kv;
     s.cpu_arena = ms.cpu_arena;
     s.weights = ms.weights;
+    s.prefix_cache = ms.prefix_cache;
     s.live_generators = m->live_generators();
     s.requests_served = ms.num_requests;
     s.last_used_unix_ms = m->last_used_unix_ms();
@@ -287,6 +291,19 @@ MemoryStats Runtime::Stats() const {
     s.weights.file_backed_bytes += m.weights.file_backed_bytes;
     s.weights.file_resident_bytes += m.weights.file_resident_bytes;
     s.weights.num_releases += m.weights.num_releases;
+    PrefixCacheStats& c = s.prefix_cache;
+    const PrefixCacheStats& mc = m.prefix_cache;
+    c.max_bytes += mc.max_bytes;
+    c.bytes += mc.bytes;
+    c.pinned_bytes += mc.pinned_bytes;
+    c.blocks += mc.blocks;
+    c.block_tokens = mc.block_tokens;
+    c.hits += mc.hits;
+    c.misses += mc.misses;
+    c.tokens_reused += mc.tokens_reused;
+    c.tokens_stored += mc.tokens_stored;
+    c.evicted_blocks += mc.evicted_blocks;
+    c.reclaimed_blocks += mc.reclaimed_blocks;
     s.weights.state = first || s.weights.state == m.weights.state ? m.weights.state : "mixed";
     first = false;
   }

@@ -46,6 +46,27 @@ StatsJson WeightsMemoryJson(const WeightsMemory& w) {
           {"num_releases", w.num_releases}};
 }
 
+StatsJson PrefixCacheStatsJson(const PrefixCacheStats& c) {
+  return {{"max_bytes", c.max_bytes},
+          {"bytes", c.bytes},
+          {"pinned_bytes", c.pinned_bytes},
+          {"blocks", c.blocks},
+          {"block_tokens", c.block_tokens},
+          {"hits", c.hits},
+          {"misses", c.misses},
+          {"tokens_reused", c.tokens_reused},
+          {"tokens_stored", c.tokens_stored},
+          {"evicted_blocks", c.evicted_blocks},
+          {"reclaimed_blocks", c.reclaimed_blocks}};
+}
+
+StatsJson PrefixPinJson(const PrefixPin& p) {
+  return {{"tokens", p.tokens},
+          {"pinned_tokens", p.pinned_tokens},
+          {"pinned_bytes", p.pinned_bytes},
+          {"pinned", p.pinned}};
+}
+
 StatsJson MemoryStatsJson(const MemoryStats& s) {
   StatsJson j;
   j["process"] = ProcessMemoryJson(s.process);
@@ -58,6 +79,7 @@ StatsJson MemoryStatsJson(const MemoryStats& s) {
                    {"ort_shrink_every_run", s.ort_shrink_every_run}};
   j["weights_bytes"] = s.weights_bytes;
   j["weights"] = WeightsMemoryJson(s.weights);
+  j["prefix_cache"] = PrefixCacheStatsJson(s.prefix_cache);
   j["limit_bytes"] = s.limit_bytes;
   j["used_bytes"] = s.used_bytes;
   return j;
@@ -67,7 +89,8 @@ StatsJson WeightsReleaseJson(const WeightsRelease& r) {
   return {{"released", r.released},
           {"reason", r.reason},
           {"resident_before_bytes", r.resident_before_bytes},
-          {"resident_after_bytes", r.resident_after_bytes}};
+          {"resident_after_bytes", r.resident_after_bytes},
+          {"prefix_cache_freed_bytes", r.prefix_cache_freed_bytes}};
 }
 
 StatsJson ModelSummaryJson(const ModelSummary& s) {
@@ -78,6 +101,7 @@ StatsJson ModelSummaryJson(const ModelSummary& s) {
           {"weights_bytes", s.weights_bytes},
           {"weights", WeightsMemoryJson(s.weights)},
           {"kv", KvStatsJson(s.kv)},
+          {"prefix_cache", PrefixCacheStatsJson(s.prefix_cache)},
           {"cpu_arena", ArenaStatsJson(s.cpu_arena)},
           {"live_generators", s.live_generators},
           {"requests_served", s.requests_served},
@@ -117,6 +141,7 @@ StatsJson GeneratorStatsJson(const GeneratorStats& s) {
           {"prompt_tokens", s.prompt_tokens},
           {"generated_tokens", s.generated_tokens},
           {"model_runs", s.model_runs},
+          {"cached_tokens", s.cached_tokens},
           {"kv_bytes", s.kv_bytes}};
 }
 
@@ -166,7 +191,8 @@ StatsJson GenerateResultJson(const GenerateResult& r, const Tokenizer* tok, bool
   return {{"rows", std::move(rows)},
           {"usage",
            {{"prompt_tokens", r.usage.prompt_tokens},
-            {"completion_tokens", r.usage.completion_tokens}}},
+            {"completion_tokens", r.usage.completion_tokens},
+            {"cached_tokens", r.usage.cached_tokens}}},
           {"stats", GeneratorStatsJson(r.stats)},
           {"max_length", r.max_length},
           {"error", std::move(error)}};
@@ -184,6 +210,9 @@ std::string ToJson(const MemoryStats& stats) {
 }
 std::string ToJson(const WeightsRelease& release) {
   return internal::DumpStatsJson(internal::WeightsReleaseJson(release));
+}
+std::string ToJson(const PrefixPin& pin) {
+  return internal::DumpStatsJson(internal::PrefixPinJson(pin));
 }
 std::string ToJson(const std::vector<ModelSummary>& models) {
   return internal::DumpStatsJson(internal::ModelSummariesJson(models));

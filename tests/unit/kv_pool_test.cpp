@@ -65,7 +65,7 @@ TEST(KvPoolIssue10, AdmitAndReleaseStayBalancedUnderConcurrency) {
   std::atomic<int64_t> admitted{0};
   std::atomic<int> calls{0};
   pool.set_admit_fn(
-      [&](uint64_t b) {
+      [&](uint64_t b, bool) {
         if (calls.fetch_add(1) % 5 == 4) throw Error(ErrorCode::ResourceExhausted, "hook");
         admitted.fetch_add(static_cast<int64_t>(b));
       },
