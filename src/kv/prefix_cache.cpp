@@ -32,12 +32,7 @@ PrefixCache::PrefixCache(KvPool& pool, uint64_t token_bytes, uint64_t max_bytes)
   stats_.block_tokens = kBlockTokens;
 }
 
-PrefixCache::~PrefixCache() {
-  MutexLock lock(mu_);
-  lru_.clear();
-  index_.clear();
-  nodes_.clear();  // blocks go back to the pool (a Match still held keeps its blocks)
-}
+PrefixCache::~PrefixCache() { Clear(); }
 
 bool PrefixCache::enabled() const {
   MutexLock lock(mu_);
@@ -233,6 +228,15 @@ uint64_t PrefixCache::Drop(uint64_t want, bool reclaim) {
   uint64_t freed = 0;
   while (freed < want && EvictOne(reclaim)) freed += block_bytes_;
   return freed;
+}
+
+void PrefixCache::Clear() {
+  MutexLock lock(mu_);
+  pinned_.clear();
+  lru_.clear();
+  index_.clear();
+  nodes_.clear();  // blocks go back to the pool (a Match still held keeps its blocks)
+  bytes_ = 0;
 }
 
 void PrefixCache::SetMaxBytes(uint64_t bytes) {

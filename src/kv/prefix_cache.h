@@ -75,6 +75,8 @@ class PrefixCache {
   // all). Returns the bytes freed (blocks a request still copies from are freed when it is done).
   // `reclaim`: counted as reclaimed (memory pressure, shrink, release) rather than evicted.
   uint64_t Drop(uint64_t want, bool reclaim = true);
+  // Drops every block, pinned ones too, and forgets the pins (the model is being unloaded).
+  void Clear();
   // Tier 2: a lower budget evicts at once; 0 turns the cache off (unpinned blocks dropped).
   void SetMaxBytes(uint64_t bytes);
   PrefixCacheStats Stats() const;

@@ -622,11 +622,12 @@ void ModelImpl::FreeResources() {
     std::lock_guard<std::mutex> lock(decode_batcher_mu);
     decode_batcher.reset();
   }
-  // The cache's blocks go back to the pool first (no reclaim may run on it after this).
+  // The cache's blocks go back to the pool first (no reclaim may run on it after this). The
+  // object itself stays until the model is destroyed: a Stats() reader may still hold the model.
   if (prefix_reclaimer != 0 && host) host->governor().RemoveReclaimer(prefix_reclaimer);
   prefix_reclaimer = 0;
   if (kv_pool) kv_pool->set_reclaim_fn(nullptr);
-  prefix_cache.reset();
+  if (prefix_cache) prefix_cache->Clear();
   session.reset();
   if (kv_pool) kv_pool->Trim();
   env_arena.reset();

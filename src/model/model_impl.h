@@ -107,8 +107,9 @@ class ModelImpl final : public Model {
   bool weights_charged = false;  // weights_bytes charged to the governor; released by Release()
   uint64_t arena_max_mem = 0;    // arena.max_mem when set (process-wide env arena)
   std::unique_ptr<KvPool> kv_pool;
-  // Decoders: KV of earlier requests' prefixes (kv/prefix_cache.h), in kv_pool's memory; freed
-  // (and its reclaimer unregistered) before the pool. Null for encoders.
+  // Decoders: KV of earlier requests' prefixes (kv/prefix_cache.h), in kv_pool's memory;
+  // emptied (and its reclaimer unregistered) when the model's resources are freed, destroyed
+  // before the pool (declared after it). Null for encoders.
   std::unique_ptr<PrefixCache> prefix_cache;
   uint64_t prefix_reclaimer = 0;  // its MemoryGovernor reclaimer id; 0 = none
   std::function<void(Model&, std::span<const int32_t>)> prefill_step;  // ModelSteps::prefill
