@@ -1,7 +1,7 @@
 // Fuzzes the service's request parsing (src/server/openai_request): any bytes as the body of
-// /v1/chat/completions, /v1/completions and /v1/embeddings. A bad body must be an ApiException
-// (a 400, or a 403 admin_only_option for an option only the admin may set), never a crash, a
-// hang or another exception.
+// /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models/{id}/prefix. A bad body must
+// be an ApiException (a 400, or a 403 admin_only_option for an option only the admin may set),
+// never a crash, a hang or another exception.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -11,9 +11,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  for (int kind = 0; kind < 3; ++kind) {
+  for (int kind = 0; kind < 4; ++kind) {
     try {
-      if (kind == 2) {
+      if (kind == 3) {
+        ebb::server::ParsePrefixRequest(body);
+      } else if (kind == 2) {
         ebb::server::ParseEmbeddingsRequest(body);
       } else {
         ebb::server::ParseCompletionRequest(body, kind == 0);

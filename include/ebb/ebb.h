@@ -133,6 +133,23 @@ EBB_API ebb_error* ebb_model_shrink_above(ebb_model* model, uint64_t rss_bytes);
  * ebb_string_free). Not an error when nothing can be released: "released" is false and
  * "reason" says why. */
 EBB_API ebb_error* ebb_model_release_weights(ebb_model* model, char** out_json);
+/* The prefix cache (ModelControls::PinPrefix; docs/memory.md "Prefix cache"). Pins the whole
+ * 16-token blocks of ids[0, n) (prefilled now where not cached yet) until unpinned, and writes
+ * {"tokens", "pinned_tokens", "pinned_bytes", "pinned"} (free with ebb_string_free).
+ * EBB_FAILED_PRECONDITION when prefix_cache.max_bytes is 0 (set it at load or with
+ * ebb_model_set_run_option(model, "prefix_cache.max_bytes", "64MiB")) or for an encoder;
+ * EBB_INVALID_ARGUMENT for fewer than 16 ids or an id outside the vocabulary;
+ * EBB_RESOURCE_EXHAUSTED when the blocks do not fit (nothing is pinned then). */
+EBB_API ebb_error* ebb_model_pin_prefix(ebb_model* model, const int32_t* ids, size_t n,
+                                        char** out_json);
+/* Unpins ids[0, n) as pinned by ebb_model_pin_prefix (the same ids); writes the same JSON, with
+ * "pinned" true when they were pinned (and now are not), false when they were not: not an
+ * error. */
+EBB_API ebb_error* ebb_model_unpin_prefix(ebb_model* model, const int32_t* ids, size_t n,
+                                          char** out_json);
+/* Drops every unpinned block of the model's prefix cache now; writes the bytes freed to
+ * *freed_bytes (which may be NULL). */
+EBB_API ebb_error* ebb_model_drop_prefix_cache(ebb_model* model, uint64_t* freed_bytes);
 /* ORT run config entries for every later Run(). */
 EBB_API ebb_error* ebb_model_set_run_option(ebb_model* model, const char* key, const char* value);
 EBB_API ebb_error* ebb_model_clear_run_option(ebb_model* model, const char* key);
@@ -236,6 +253,8 @@ EBB_API void ebb_result_get_ids(const ebb_result* result, const int32_t** out_id
 EBB_API const char* ebb_result_get_finish_reason(const ebb_result* result);
 EBB_API uint64_t ebb_result_get_prompt_tokens(const ebb_result* result);
 EBB_API uint64_t ebb_result_get_completion_tokens(const ebb_result* result);
+/* Of the prompt tokens, those taken from the model's prefix cache (not prefilled). */
+EBB_API uint64_t ebb_result_get_cached_tokens(const ebb_result* result);
 /* The error that ended a "error" result; NULL otherwise. Borrowed, valid while `result` lives. */
 EBB_API const ebb_error* ebb_result_get_error(const ebb_result* result);
 /* Row 0's log-probabilities when the request set "logprobs" (or "top_logprobs" > 0): a JSON

@@ -82,6 +82,7 @@ _CODE_CLASSES: Dict[str, Type[Error]] = {
     "not_found": NotFound,
     "unknown_route": NotFound,
     "failed_precondition": FailedPrecondition,
+    "prefix_cache_off": FailedPrecondition,  # as PinPrefix with prefix_cache.max_bytes=0
     "queue_full": ResourceExhausted,
     "memory_budget_exceeded": ResourceExhausted,
     "out_of_memory": ResourceExhausted,
@@ -259,7 +260,9 @@ def _result(text: str, finish: str, usage: Dict[str, Any],
     from . import GenerateResult  # the package's own class (ebb/__init__.py)
     return GenerateResult(text=text, ids=[], prompt_ids=[], finish_reason=finish,
                           usage={"prompt_tokens": int(usage.get("prompt_tokens", 0)),
-                                 "completion_tokens": int(usage.get("completion_tokens", 0))},
+                                 "completion_tokens": int(usage.get("completion_tokens", 0)),
+                                 "cached_tokens": int((usage.get("prompt_tokens_details") or {})
+                                                      .get("cached_tokens", 0))},
                           max_length=0, error=error, logprobs=logprobs)
 
 
@@ -392,6 +395,46 @@ class RemoteRuntimeHandle:
     def release_weights(self) -> dict:
         """Hand back file-backed weight pages: POST .../runtime/release_weights."""
         return self._c.call("POST", self._path + "/release_weights", {})
+
+    def _prefix(self, method: str, prefix: Any) -> Dict[str, Any]:
+        if isinstance(prefix, str):
+            body: Dict[str, Any] = {"prompt": prefix}
+        elif isinstance(prefix, (bytes, dict)) or not hasattr(prefix, "__iter__"):
+            raise TypeError("prefix must be a str, a list of int token ids or a list of chat "
+                            f"messages, not {type(prefix).__name__}")
+        else:
+            items = list(prefix)
+            if items and isinstance(items[0], dict):
+                body = {"messages": items}
+            else:
+                for i, t in enumerate(items):
+                    if isinstance(t, bool) or not isinstance(t, int):
+                        raise TypeError(f"prefix[{i}] must be an int token id, not "
+                                        f"{type(t).__name__} ({t!r})")
+                body = {"input_ids": items}
+        out = self._c.call(method, f"/v1/models/{_quote(self._id)}/prefix", body)
+        out.pop("prefix_cache", None)  # the in-process result has the PrefixPin fields only
+        return out
+
+    def pin_prefix(self, prefix: Union[str, Sequence[int], Sequence[Dict[str, str]]]
+                   ) -> Dict[str, Any]:
+        """Keep a prefix in the model's prefix cache until unpin_prefix: POST
+        /v1/models/{id}/prefix. prefix: a str (encoded as a prompt), int token ids, or chat
+        messages (rendered without the generation prompt). FailedPrecondition when the model's
+        prefix_cache.max_bytes is 0."""
+        return self._prefix("POST", prefix)
+
+    def unpin_prefix(self, prefix: Union[str, Sequence[int], Sequence[Dict[str, str]]]
+                     ) -> Dict[str, Any]:
+        """Unpin a prefix given as to pin_prefix: DELETE /v1/models/{id}/prefix ('pinned':
+        True when it was pinned and now is not)."""
+        return self._prefix("DELETE", prefix)
+
+    def drop_prefix_cache(self) -> int:
+        """Drop every unpinned block of the prefix cache now (POST .../prefix/drop); the bytes
+        freed."""
+        return int(self._c.call("POST", f"/v1/models/{_quote(self._id)}/prefix/drop",
+                                {})["freed_bytes"])
 
     def shrink_after_next_run(self) -> None:
         """Shrink once, at the end of the next request."""

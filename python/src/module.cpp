@@ -465,6 +465,29 @@ struct PyGenerator {
   }
 };
 
+// The token ids of a prefix to pin: a str (encoded as generate() encodes a prompt, with BOS),
+// a list of int token ids, or a list of chat messages (rendered with the model's chat template
+// without the generation prompt, as chat() with more messages after them starts).
+std::vector<int32_t> PrefixIds(const ebb::Model& model, const py::object& prefix) {
+  ebb::GenerateRequest req;
+  if (py::isinstance<py::str>(prefix)) {
+    req.prompt = prefix.cast<std::string>();
+  } else if (py::isinstance<py::sequence>(prefix) && !py::isinstance<py::bytes>(prefix) &&
+             !py::isinstance<py::dict>(prefix)) {
+    const auto seq = py::reinterpret_borrow<py::sequence>(prefix);
+    if (seq.size() > 0 && py::isinstance<py::dict>(seq[0])) {
+      req.messages = Messages(prefix);
+      req.add_generation_prompt = false;
+    } else {
+      return TokenIds(prefix, "prefix");
+    }
+  } else {
+    ThrowArgType("prefix", "a str, a list of int token ids or a list of chat messages", prefix);
+  }
+  py::gil_scoped_release release;
+  return ebb::EncodeInput(model, req).at(0);
+}
+
 // ModelInfoJson is the one form of a model's info (C ABI, service, Python): converting it here
 // keeps the fields from drifting apart, as a hand-copied list did.
 py::dict InfoDict(const ebb::Model& m) {
@@ -642,6 +665,39 @@ PYBIND11_MODULE(_ebb, m) {
           },
           "Hand back the resident pages of file-backed weights (a dict: released, reason, "
           "resident_before_bytes, resident_after_bytes).")
+      .def(
+          "pin_prefix",
+          [](PyHandle& h, const py::object& prefix) {
+            const std::vector<int32_t> ids = PrefixIds(*h.model, prefix);
+            ebb::PrefixPin pin;
+            {
+              py::gil_scoped_release release;
+              pin = h.h().PinPrefix(ids);
+            }
+            return FromJson(ebb::internal::PrefixPinJson(pin));
+          },
+          py::arg("prefix"),
+          "Keep a prefix in the model's prefix cache until unpin_prefix (prefilled now where "
+          "not cached; whole blocks of 16 tokens). prefix: a str (encoded as generate() encodes "
+          "a prompt), a list of int token ids, or chat messages (rendered without the "
+          "generation prompt). A dict: tokens, pinned_tokens, pinned_bytes, pinned. "
+          "FailedPrecondition when prefix_cache.max_bytes is 0.")
+      .def(
+          "unpin_prefix",
+          [](PyHandle& h, const py::object& prefix) {
+            const std::vector<int32_t> ids = PrefixIds(*h.model, prefix);
+            return FromJson(ebb::internal::PrefixPinJson(h.h().UnpinPrefix(ids)));
+          },
+          py::arg("prefix"),
+          "Unpin a prefix given as to pin_prefix; the dict's 'pinned' is True when it was "
+          "pinned (and now is not), False when it was not.")
+      .def(
+          "drop_prefix_cache",
+          [](PyHandle& h) {
+            py::gil_scoped_release release;
+            return h.h().DropPrefixCache();
+          },
+          "Drop every unpinned block of the prefix cache now; returns the bytes freed.")
       .def(
           "shrink_after_next_run", [](PyHandle& h) { h.h().ShrinkAfterNextRun(); },
           "Shrink once, at the end of the next request.")

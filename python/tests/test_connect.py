@@ -147,6 +147,33 @@ def script(rt, tiny_path):
         out["models_keys"] = key_paths(listed[0])
         out["get"] = (rt.get(m.id).id, rt.get(m.id).loaded)
 
+        # Issue 25: the prefix cache (off at load; on as a Tier 2 run option), cache_prompt=,
+        # pin_prefix / unpin_prefix / drop_prefix_cache: the same results on both runtimes.
+        system = [{"role": "system", "content": "You are a careful assistant. Answer questions "
+                   "about rivers, hills and the weather in two short sentences."}]
+        talk = system + [{"role": "user", "content": "What is a river delta?"}]
+        out["pin_off"] = error_type(lambda: h.pin_prefix(system))
+        h.set_option("prefix_cache.max_bytes", "8MiB")
+        first = m.chat(talk, max_new_tokens=6, temperature=0)
+        second = m.chat(talk, max_new_tokens=6, temperature=0)
+        uncached = m.chat(talk, max_new_tokens=6, temperature=0, cache_prompt=False)
+        out["prefix_chat"] = [(r.text, r.usage) for r in (first, second, uncached)]
+        story = "Once upon a time there was a river. " * 4
+        out["pin_messages"] = h.pin_prefix(system)
+        out["pin_text"] = h.pin_prefix(story)
+        out["pinned_bytes"] = h.stats()["prefix_cache"]["pinned_bytes"]
+        out["unpin_text"] = h.unpin_prefix(story)
+        out["unpin_text_again"] = h.unpin_prefix(story)
+        out["unpin_messages"] = h.unpin_prefix(system)
+        out["dropped"] = h.drop_prefix_cache() > 0
+        out["prefix_errors"] = {
+            "short": error_type(lambda: h.pin_prefix("hi")),
+            "not_a_prefix": error_type(lambda: h.pin_prefix(5)),
+            "float_ids": error_type(lambda: h.pin_prefix([1.5] * 20)),
+            "cache_prompt": error_type(lambda: m.generate("hi", cache_prompt="x")),
+        }
+        h.set_option("prefix_cache.max_bytes", 0)
+
         errs = {}
         errs["unknown_model_get"] = error_type(lambda: rt.get("no-such-model"))
         errs["unknown_model_load"] = error_type(lambda: rt.load("/nonexistent/no-such-model"))
@@ -187,6 +214,21 @@ def test_same_script_in_process_and_against_the_service(service, tiny_path):
     assert len(local["logprobs"]) == 6
     for k in ("bad_logit_bias", "out_of_vocab_bias", "bad_penalty"):
         assert local["errors"][k] is ebb.InvalidArgument, k
+    # The prefix cache: the second chat reuses the first one's prompt, with the same text as a
+    # request that does not use the cache; pins keep whole blocks until unpinned.
+    (t1, u1), (t2, u2), (t3, u3) = local["prefix_chat"]
+    assert u1["cached_tokens"] == 0 and u3["cached_tokens"] == 0
+    assert 0 < u2["cached_tokens"] < u2["prompt_tokens"] and u2["cached_tokens"] % 16 == 0
+    assert t1 == t2 == t3
+    assert local["pin_off"] is ebb.FailedPrecondition
+    assert local["pin_messages"]["pinned"] and local["pin_text"]["pinned"]
+    assert local["pin_text"]["pinned_tokens"] == local["pin_text"]["tokens"] // 16 * 16
+    assert local["pinned_bytes"] == local["pin_text"]["pinned_bytes"] > 0
+    assert local["unpin_text"]["pinned"] and not local["unpin_text_again"]["pinned"]
+    assert local["unpin_messages"]["pinned"] and local["unpin_messages"]["pinned_bytes"] == 0
+    assert local["dropped"]
+    assert local["prefix_errors"] == {"short": ebb.InvalidArgument, "not_a_prefix": TypeError,
+                                      "float_ids": TypeError, "cache_prompt": ebb.InvalidArgument}
     for key in local:
         if key == "models_keys":  # the service adds its own fields (loaded, pinned, ...)
             assert local[key] <= remote[key], local[key] - remote[key]

@@ -49,7 +49,7 @@ def test_greedy_generate_matches_cli(model, tiny_path):
     assert PROMPT_IDS + r.ids == cpp
     assert r.prompt_ids == PROMPT_IDS
     assert r.finish_reason in ("length", "stop")
-    assert r.usage == {"prompt_tokens": 6, "completion_tokens": len(r.ids)}
+    assert r.usage == {"prompt_tokens": 6, "completion_tokens": len(r.ids), "cached_tokens": 0}
     # The token-level generator gives the same greedy tokens.
     g = model.generator(max_length=24)
     g.append_tokens(PROMPT_IDS)
@@ -299,12 +299,14 @@ def test_stats_are_the_documented_values(rt, model):
     assert validate(schema, ms, "#/$defs/memory_stats") == []
     assert ms["used_bytes"] == model.info["weights_bytes"] + ms["kv"]["in_use_bytes"]
     assert list(ms) == ["process", "kv", "cpu_arena", "num_shrinks", "num_requests", "policies",
-                        "weights_bytes", "weights", "limit_bytes", "used_bytes"], "struct order"
+                        "weights_bytes", "weights", "prefix_cache", "limit_bytes",
+                        "used_bytes"], "struct order"
     (entry,) = rt.models()
     assert validate(schema, entry["kv"], "#/$defs/kv") == []
     assert entry["kv"]["num_allocations"] >= 1
     assert set(g.stats()) == {"ttft_ms", "decode_tokens_per_s", "prompt_tokens",
-                              "generated_tokens", "model_runs", "kv_bytes"}
+                              "generated_tokens", "model_runs", "cached_tokens", "kv_bytes"}
+    assert validate(schema, entry["prefix_cache"], "#/$defs/prefix_cache") == []
     g.close()
 
 

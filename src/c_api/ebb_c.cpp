@@ -6,6 +6,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -308,6 +309,33 @@ EBB_API ebb_error* ebb_model_release_weights(ebb_model* model, char** out_json) 
   return Guard(
       [&] { *out_json = CopyString(ebb::ToJson(model->model->runtime().ReleaseWeights())); });
 }
+EBB_API ebb_error* ebb_model_pin_prefix(ebb_model* model, const int32_t* ids, size_t n,
+                                        char** out_json) {
+  EBB_CHECK_ARG(model);
+  EBB_CHECK_ARG(out_json);
+  if (ids == nullptr && n > 0) return NullArg("ids");
+  return Guard([&] {
+    *out_json = CopyString(
+        ebb::ToJson(model->model->runtime().PinPrefix(std::span<const int32_t>(ids, n))));
+  });
+}
+EBB_API ebb_error* ebb_model_unpin_prefix(ebb_model* model, const int32_t* ids, size_t n,
+                                          char** out_json) {
+  EBB_CHECK_ARG(model);
+  EBB_CHECK_ARG(out_json);
+  if (ids == nullptr && n > 0) return NullArg("ids");
+  return Guard([&] {
+    *out_json = CopyString(
+        ebb::ToJson(model->model->runtime().UnpinPrefix(std::span<const int32_t>(ids, n))));
+  });
+}
+EBB_API ebb_error* ebb_model_drop_prefix_cache(ebb_model* model, uint64_t* freed_bytes) {
+  EBB_CHECK_ARG(model);
+  return Guard([&] {
+    const uint64_t freed = model->model->runtime().DropPrefixCache();
+    if (freed_bytes != nullptr) *freed_bytes = freed;
+  });
+}
 EBB_API ebb_error* ebb_model_set_run_option(ebb_model* model, const char* key, const char* value) {
   EBB_CHECK_ARG(model);
   EBB_CHECK_ARG(key);
@@ -550,6 +578,9 @@ EBB_API uint64_t ebb_result_get_prompt_tokens(const ebb_result* result) {
 }
 EBB_API uint64_t ebb_result_get_completion_tokens(const ebb_result* result) {
   return result == nullptr ? 0 : result->result.usage.completion_tokens;
+}
+EBB_API uint64_t ebb_result_get_cached_tokens(const ebb_result* result) {
+  return result == nullptr ? 0 : result->result.usage.cached_tokens;
 }
 EBB_API const ebb_error* ebb_result_get_error(const ebb_result* result) {
   if (result == nullptr || result->error.code == EBB_OK) return nullptr;

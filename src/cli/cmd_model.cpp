@@ -1,5 +1,6 @@
 // The CLI's mirror of the SDK against the running service: `ebb ps`, `ebb model
-// list|load|unload|stats|shrink|set-runtime-option|clear-runtime-option`, `ebb run` and
+// list|load|unload|stats|shrink|release-weights|pin-prefix|unpin-prefix|drop-prefix-cache|
+// set-runtime-option|clear-runtime-option`, `ebb run` and
 // `ebb chat` (docs/service.md). The flags and keys are the SDK's: --session-option,
 // --provider-option, --run-option, --option, and the option table's names.
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/input_files.h"
 #include "cli/load_progress.h"
 #include "cli/options_flags.h"
 #include "cli/service_client.h"
@@ -42,6 +44,37 @@ std::string Mib(const Json& v) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(1) << v.get<double>() / (1024.0 * 1024.0) << " MiB";
   return s.str();
+}
+
+// A size in the largest binary unit under it, one decimal, no space, for a column of two
+// ("12.0M/64.0M", "32.0K/8.0M", "0B/64.0M").
+std::string ShortSize(const Json& v) {
+  if (!v.is_number() || v.get<double>() < 0) return "-";
+  double x = v.get<double>();
+  if (x < 1024) return std::to_string(static_cast<uint64_t>(x)) + "B";
+  const char* unit = "K";
+  for (const char* u : {"K", "M", "G", "T"}) {
+    unit = u;
+    x /= 1024.0;
+    if (x < 1024) break;
+  }
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << x << unit;
+  return s.str();
+}
+
+// The CACHE column: the prefix cache's bytes over prefix_cache.max_bytes ("-" when it is off and
+// empty, for an encoder, or from a service without prefix cache figures).
+std::string PrefixCacheCell(const Json& m) {
+  if (!m.value("loaded", false) || m.value("is_encoder", false) || !m.contains("prefix_cache") ||
+      !m["prefix_cache"].is_object()) {
+    return "-";
+  }
+  const Json& c = m["prefix_cache"];
+  const Json bytes = c.value("bytes", Json(0));
+  const Json max = c.value("max_bytes", Json(0));
+  if (max == 0) return bytes == 0 ? "-" : ShortSize(bytes) + "/off";
+  return ShortSize(bytes) + "/" + ShortSize(max);
 }
 
 std::string Until(const Json& m) {
@@ -82,8 +115,8 @@ void Ps(const Conn& c, bool all) {
     return;
   }
   std::vector<std::vector<std::string>> rows = {{"MODEL", "SIZE", "WEIGHTS", "RESIDENT",
-                                                 "KV IN USE", "KV RESERVED", "ARENA", "RUNNING",
-                                                 "UNTIL"}};
+                                                 "KV IN USE", "KV RESERVED", "CACHE", "ARENA",
+                                                 "RUNNING", "UNTIL"}};
   for (const Json& m : rt["models"]) {
     if (!all && !m.value("loaded", false)) continue;
     const bool loaded = m.value("loaded", false);
@@ -103,7 +136,7 @@ void Ps(const Conn& c, bool all) {
     rows.push_back({m["id"].get<std::string>(),
                     loaded ? Mib(m.value("weights_bytes", Json(0))) : "-", state, resident,
                     loaded ? Mib(kv.value("in_use_bytes", Json(0))) : "-",
-                    loaded ? Mib(kv.value("reserved_bytes", Json(0))) : "-",
+                    loaded ? Mib(kv.value("reserved_bytes", Json(0))) : "-", PrefixCacheCell(m),
                     loaded && arena.value("available", false)
                         ? Mib(arena.value("total_allocated_bytes", Json(0)))
                         : "-",
@@ -115,6 +148,18 @@ void Ps(const Conn& c, bool all) {
             << (mem["limit_bytes"].get<uint64_t>() > 0 ? Mib(mem["limit_bytes"]) : "none")
             << " · used " << Mib(mem["used_bytes"]) << " · " << rt["queue"]["running"]
             << " running, " << rt["queue"]["queued"] << " queued\n";
+}
+
+// One line of a model's prefix cache figures (PrefixCacheStats).
+void PrintPrefixCache(const Json& c) {
+  if (!c.is_object()) return;
+  std::cout << "  prefix cache " << Mib(c.value("bytes", Json(0))) << " of "
+            << (c.value("max_bytes", Json(0)) == 0 ? std::string("0 (off)")
+                                                   : Mib(c.value("max_bytes", Json(0))))
+            << ", pinned " << Mib(c.value("pinned_bytes", Json(0))) << ", "
+            << c.value("blocks", Json(0)) << " blocks; hits " << c.value("hits", Json(0))
+            << ", misses " << c.value("misses", Json(0)) << ", tokens reused "
+            << c.value("tokens_reused", Json(0)) << "\n";
 }
 
 void PrintModel(const Conn& c, const Json& j) {
@@ -151,6 +196,9 @@ void PrintModel(const Conn& c, const Json& j) {
     std::cout << "  KV        in use " << Mib(m["kv"]["in_use_bytes"]) << ", reserved "
               << Mib(m["kv"]["reserved_bytes"]) << ", peak " << Mib(m["kv"]["peak_in_use_bytes"])
               << "\n";
+  }
+  if (m.contains("prefix_cache") && !j.value("is_encoder", false)) {
+    PrintPrefixCache(m["prefix_cache"]);
   }
   if (m.contains("cpu_arena") && m["cpu_arena"].value("available", false)) {
     std::cout << "  arena     in use " << Mib(m["cpu_arena"]["in_use_bytes"]) << ", allocated "
@@ -203,6 +251,76 @@ std::string ChatTemplateText(const std::string& file) {
       internal::ReadRegularFile(file, internal::kMaxConfigFileBytes, "--chat-template");
   ChatTemplate::Parse(text, file);  // throws "<file>:<line>:<col>: ..." when it does not parse
   return text;
+}
+
+// The prefix of `ebb model pin-prefix` / `unpin-prefix`: exactly one of these flags.
+struct PrefixFlags {
+  std::string prompt;         // --prompt TEXT
+  std::string file;           // --file F ("-": stdin), its text as the prompt
+  std::string system;         // --system TEXT: one system message, rendered by the template
+  std::string messages_file;  // --messages-file F: a JSON list of {role, content}
+  std::string ids;            // --ids "1,2,3"
+};
+
+void AddPrefixFlags(CLI::App* cmd, PrefixFlags& f) {
+  cmd->add_option("--prompt", f.prompt,
+                  "The prefix as text, encoded as a /v1/completions prompt (with BOS)");
+  cmd->add_option("--file", f.file, "Read the --prompt text from this file ('-': stdin)");
+  cmd->add_option("--system", f.system,
+                  "The prefix as one system message rendered with the model's chat template "
+                  "(without the generation prompt): what chat requests with it start with");
+  cmd->add_option("--messages-file", f.messages_file,
+                  "The prefix as chat messages: a JSON list of {\"role\", \"content\"} "
+                  "('-': stdin), rendered as --system is");
+  cmd->add_option("--ids", f.ids, "The prefix as token ids (\"1,2,3\")");
+}
+
+// The body of POST/DELETE /v1/models/{id}/prefix. Throws InvalidArgument unless exactly one
+// flag is given, or when the messages file is not a JSON list.
+Json PrefixBody(const PrefixFlags& f) {
+  const int given = !f.prompt.empty() + !f.file.empty() + !f.system.empty() +
+                    !f.messages_file.empty() + !f.ids.empty();
+  if (given != 1) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(given == 0 ? "no prefix given" : "more than one prefix given") +
+                    ": give exactly one of --prompt TEXT, --file FILE, --system TEXT, "
+                    "--messages-file FILE or --ids IDS");
+  }
+  if (!f.prompt.empty()) return Json{{"prompt", f.prompt}};
+  if (!f.file.empty()) {
+    std::string text = ReadInputFile(f.file, "--file");
+    if (text.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--file " + f.file + " is empty: nothing to pin");
+    }
+    return Json{{"prompt", std::move(text)}};
+  }
+  if (!f.system.empty()) {
+    return Json{{"messages", Json::array({Json{{"role", "system"}, {"content", f.system}}})}};
+  }
+  if (!f.messages_file.empty()) {
+    const std::string text = ReadInputFile(f.messages_file, "--messages-file");
+    Json m;
+    try {
+      m = Json::parse(text);
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "--messages-file " + f.messages_file +
+                      " is not JSON: " + internal::OneLine(e.what()) +
+                      "; give a list of {\"role\": ..., \"content\": ...} objects");
+    }
+    if (!m.is_array() || m.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "--messages-file " + f.messages_file +
+                      " must hold a non-empty JSON list of {\"role\": ..., \"content\": ...}");
+    }
+    return Json{{"messages", std::move(m)}};
+  }
+  const auto rows = ParseIdRows(f.ids, "--ids");
+  if (rows.size() != 1) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--ids takes one row of token ids (\"1,2,3\"), got " + std::to_string(rows.size()));
+  }
+  return Json{{"input_ids", rows[0]}};
 }
 
 // Interactive or one-shot chat: through the service when one is reachable (MODEL is its id),
@@ -456,6 +574,82 @@ void RegisterServiceClientCommands(CLI::App& app) {
   {
     auto c = std::make_shared<Conn>();
     auto id = std::make_shared<std::string>();
+    auto f = std::make_shared<PrefixFlags>();
+    CLI::App* cmd = model->add_subcommand(
+        "pin-prefix",
+        "Keep a prefix (a system prompt every request starts with) in the model's prefix cache "
+        "until unpin-prefix: prefilled now, never evicted; needs prefix_cache.max_bytes > 0 "
+        "(set-runtime-option ID prefix_cache.max_bytes=64MiB)");
+    cmd->add_option("ID", *id, "Model id")->required();
+    AddPrefixFlags(cmd, *f);
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id, f] {
+      const Json body = PrefixBody(*f);
+      ServiceClient s(c->url, c->api_key);
+      const Json j = s.Call("POST", "/v1/models/" + *id + "/prefix", body);
+      if (c->json) {
+        std::cout << j.dump(2) << "\n";
+        return;
+      }
+      std::cout << "pinned " << j.value("pinned_tokens", Json(0)) << " of "
+                << j.value("tokens", Json(0)) << " tokens of " << *id << " (whole blocks; "
+                << Mib(j.value("pinned_bytes", Json(0))) << " pinned in all)\n";
+      PrintPrefixCache(j.value("prefix_cache", Json()));
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    auto f = std::make_shared<PrefixFlags>();
+    CLI::App* cmd = model->add_subcommand(
+        "unpin-prefix",
+        "Unpin a prefix pinned with pin-prefix (the same flag and text): its blocks stay "
+        "cached, and may be evicted again");
+    cmd->add_option("ID", *id, "Model id")->required();
+    AddPrefixFlags(cmd, *f);
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id, f] {
+      const Json body = PrefixBody(*f);
+      ServiceClient s(c->url, c->api_key);
+      const Json j = s.Call("DELETE", "/v1/models/" + *id + "/prefix", body);
+      if (c->json) {
+        std::cout << j.dump(2) << "\n";
+      } else if (j.value("pinned", false)) {
+        std::cout << "unpinned a prefix of " << j.value("tokens", Json(0)) << " tokens of " << *id
+                  << " (" << Mib(j.value("pinned_bytes", Json(0))) << " still pinned)\n";
+        PrintPrefixCache(j.value("prefix_cache", Json()));
+      }
+      if (!j.value("pinned", false)) {
+        throw Error(ErrorCode::NotFound,
+                    "no pinned prefix of model '" + *id + "' is these " +
+                        std::to_string(j.value("tokens", 0)) +
+                        " tokens: unpin with exactly what was pinned (the same flag and text)");
+      }
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
+    CLI::App* cmd = model->add_subcommand(
+        "drop-prefix-cache",
+        "Drop every unpinned block of a model's prefix cache now (pinned prefixes stay)");
+    cmd->add_option("ID", *id, "Model id")->required();
+    AddConnFlags(cmd, *c);
+    cmd->callback([c, id] {
+      ServiceClient s(c->url, c->api_key);
+      const Json j = s.Call("POST", "/v1/models/" + *id + "/prefix/drop", Json::object());
+      if (c->json) {
+        std::cout << j.dump(2) << "\n";
+        return;
+      }
+      std::cout << "dropped " << Mib(j.value("freed_bytes", Json(0))) << " ("
+                << j.value("freed_bytes", Json(0)) << " bytes) of " << *id << "'s prefix cache\n";
+      PrintPrefixCache(j.value("prefix_cache", Json()));
+    });
+  }
+  {
+    auto c = std::make_shared<Conn>();
+    auto id = std::make_shared<std::string>();
     auto after = std::make_shared<bool>(false);
     CLI::App* cmd = model->add_subcommand(
         "shrink", "Shrink a model's arena, KV pool and heap now (or once after its next request)");
@@ -475,7 +669,7 @@ void RegisterServiceClientCommands(CLI::App& app) {
     CLI::App* cmd = model->add_subcommand(
         "set-runtime-option",
         "Set run options or shrink policies without a reload: K=V ... (memory.shrink_every, "
-        "memory.shrink_above, or an ORT run option such as "
+        "memory.shrink_above, prefix_cache.max_bytes, or an ORT run option such as "
         "memory.enable_memory_arena_shrinkage=cpu:0)");
     cmd->add_option("ID", *id, "Model id")->required();
     cmd->add_option("KV", *kvs, "KEY=VALUE")->required();

@@ -189,13 +189,15 @@ void PrefixCache::Store(std::span<const int32_t> tokens, int n, const ReadFn& re
   }
 }
 
-int PrefixCache::Pin(std::span<const int32_t> tokens) {
+int PrefixCache::Pin(std::span<const int32_t> tokens, bool* added) {
   MutexLock lock(mu_);
+  if (added != nullptr) *added = false;
   const std::vector<uint64_t> chain = Walk(tokens, static_cast<int>(tokens.size()));
   if (chain.empty()) return 0;
   const int n = static_cast<int>(chain.size()) * kBlockTokens;
   std::vector<int32_t> key(tokens.begin(), tokens.begin() + n);
   if (!pinned_.insert(key).second) return n;
+  if (added != nullptr) *added = true;
   for (uint64_t id : chain) {
     Node& node = nodes_.at(id);
     ++node.pins;

@@ -67,8 +67,10 @@ class PrefixCache {
 
   // Keeps the stored whole blocks of `tokens` until UnpinPrefix (not evicted, not dropped by
   // shrinks or memory pressure). Returns the tokens pinned (0 when the first block is not
-  // stored). Pinning the same tokens twice pins once.
-  int Pin(std::span<const int32_t> tokens);
+  // stored). Pinning the same tokens twice pins once. `added` (may be null): set to whether
+  // this call pinned them (false when that prefix was pinned already, or nothing was stored), so
+  // that a caller undoing a short pin never unpins an earlier one.
+  int Pin(std::span<const int32_t> tokens, bool* added = nullptr);
   // Returns false when `tokens` were not pinned.
   bool Unpin(std::span<const int32_t> tokens);
   // Drops unpinned blocks, least recently used first, until `want` bytes were freed (UINT64_MAX:

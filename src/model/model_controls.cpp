@@ -48,9 +48,11 @@ PrefixPin ModelControls::PinPrefix(std::span<const int32_t> tokens) {
       static_cast<int>(whole)) {
     m.prefill_step(*model_, tokens);
   }
-  const int pinned = m.prefix_cache->Pin(tokens.first(whole));
+  bool added = false;
+  const int pinned = m.prefix_cache->Pin(tokens.first(whole), &added);
   if (pinned < static_cast<int>(whole)) {
-    m.prefix_cache->Unpin(tokens.first(static_cast<size_t>(pinned)));
+    // Undo only this call's pin: the stored part may be a prefix pinned before (it stays).
+    if (added) m.prefix_cache->Unpin(tokens.first(static_cast<size_t>(pinned)));
     const PrefixCacheStats st = m.prefix_cache->Stats();
     throw Error(ErrorCode::ResourceExhausted,
                 "the prefix's " + std::to_string(whole) +

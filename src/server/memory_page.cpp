@@ -223,12 +223,17 @@ function modelCard(id) {
       ${f('arena in use', 'arena_in_use_bytes')}${f('arena allocated', 'arena_allocated_bytes')}
       ${f('arena peak', 'arena_peak_bytes')}${f('shrinks', 'num_shrinks')}
       ${f('requests/s', 'requests_per_s')}${f('tokens/s', 'tokens_per_s')}
-      ${f('running', 'running')}${f('requests', 'requests')}</dl>
+      ${f('running', 'running')}${f('requests', 'requests')}
+      ${f('prefix cache', 'prefix_cache_bytes')}${f('pinned', 'prefix_cache_pinned_bytes')}
+      ${f('cache hits', 'prefix_cache_hits')}${f('cache misses', 'prefix_cache_misses')}
+      ${f('tokens reused', 'prefix_cache_tokens_reused')}</dl>
     <div class="legend"></div>
     <svg viewBox="0 0 560 150" preserveAspectRatio="none"></svg>
     <div class="actions">
       <button type="button" data-action="shrink_now">Shrink now</button>
       <button type="button" data-action="shrink_after_next_run">Shrink after next run</button>
+      <button type="button" data-action="drop_prefix_cache"
+              title="Drop the unpinned blocks of this model's prefix cache">Drop prefix cache</button>
       <button type="button" data-action="unload" class="danger">Unload</button>
     </div>`;
   card.querySelector('.name').textContent = id;
@@ -237,6 +242,8 @@ function modelCard(id) {
     act(id, 'shrink now', 'POST', '/runtime/shrink', { when: 'now' });
   card.querySelector('[data-action="shrink_after_next_run"]').onclick = () =>
     act(id, 'shrink after next run', 'POST', '/runtime/shrink', { when: 'after_next_run' });
+  card.querySelector('[data-action="drop_prefix_cache"]').onclick = () =>
+    act(id, 'drop prefix cache', 'POST', '/prefix/drop', {});
   card.querySelector('[data-action="unload"]').onclick = () =>
     act(id, 'unload', 'POST', '/unload', {});
   document.getElementById('models').appendChild(card);
@@ -320,6 +327,19 @@ function render() {
       return x ? tokens(x.usage) : undefined; }), 'rate');
     setField(mf('running'), m.running);
     setField(mf('requests'), m.usage ? m.usage.requests : 0);
+    // The prefix cache (an encoder has none): bytes held over prefix_cache.max_bytes, or "off".
+    const pc = m.is_encoder ? null : m.prefix_cache;
+    const pcf = mf('prefix_cache_bytes');
+    setField(pcf, pc ? pc.bytes : null, 'bytes');
+    if (pc) {
+      pcf.textContent = pc.max_bytes > 0 ? mib(pc.bytes) + ' / ' + mib(pc.max_bytes)
+        : pc.bytes > 0 ? mib(pc.bytes) + ' / off' : 'off';
+    }
+    setField(mf('prefix_cache_pinned_bytes'), pc ? pc.pinned_bytes : null, 'bytes');
+    setField(mf('prefix_cache_hits'), pc ? pc.hits : null);
+    setField(mf('prefix_cache_misses'), pc ? pc.misses : null);
+    setField(mf('prefix_cache_tokens_reused'), pc ? pc.tokens_reused : null);
+    card.querySelector('[data-action="drop_prefix_cache"]').hidden = !pc;
     const notes = [m.is_encoder ? 'encoder' : m.type, m.pinned ? 'pinned' : ''];
     if (m.expires_at_unix_ms) {
       notes.push('keep-alive ' + Math.max(0, Math.round((m.expires_at_unix_ms - Date.now()) / 1000)) + ' s');

@@ -130,6 +130,11 @@ void Metrics::OnManagerEvent(ManagerEvent event, const std::string& /*model*/) {
   ++events_[std::string(ManagerEventName(event))];
 }
 
+void Metrics::OnCachedTokens(const std::string& model, uint64_t cached_tokens) {
+  MutexLock lock(mu_);
+  models_[model].cached_tokens += cached_tokens;
+}
+
 uint64_t Metrics::requests(RequestOutcome outcome) const {
   MutexLock lock(mu_);
   uint64_t n = 0;
@@ -145,6 +150,7 @@ std::map<std::string, Metrics::Usage> Metrics::usage() const {
     for (uint64_t n : m.outcomes) u.requests += n;
     u.prompt_tokens = m.prompt_tokens;
     u.generated_tokens = m.generated_tokens;
+    u.cached_tokens = m.cached_tokens;
   }
   return out;
 }
@@ -219,6 +225,47 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
     w.Sample("ebb_model_kv_bytes", L(m.id) + ",state=\"reserved\"", kv.reserved_bytes);
     w.Sample("ebb_model_kv_bytes", L(m.id) + ",state=\"peak\"", kv.peak_in_use_bytes);
   }
+  // The prefix cache of each loaded generation model (docs/metrics.md): gauges of what it holds
+  // and counters since the model was loaded (a reload starts them again at 0).
+  std::vector<std::pair<std::string, const PrefixCacheStats*>> caches;
+  for (const auto& m : list) {
+    if (m.summary && !m.summary->is_encoder) caches.emplace_back(m.id, &m.summary->prefix_cache);
+  }
+  const auto prefix_family = [&](const char* name, const char* type, const char* help,
+                                 uint64_t PrefixCacheStats::*field) {
+    w.Family(name, type, help);
+    for (const auto& [id, c] : caches) w.Sample(name, L(id), static_cast<double>(c->*field));
+  };
+  prefix_family("ebb_prefix_cache_bytes", "gauge",
+                "KV bytes a model's prefix cache holds now (also in ebb_model_kv_bytes in_use).",
+                &PrefixCacheStats::bytes);
+  prefix_family("ebb_prefix_cache_max_bytes", "gauge",
+                "prefix_cache.max_bytes of a model (0 = the prefix cache is off).",
+                &PrefixCacheStats::max_bytes);
+  prefix_family("ebb_prefix_cache_pinned_bytes", "gauge",
+                "Bytes of a model's prefix cache pinned (POST /v1/models/{id}/prefix): never "
+                "evicted.",
+                &PrefixCacheStats::pinned_bytes);
+  prefix_family("ebb_prefix_cache_blocks", "gauge",
+                "Blocks a model's prefix cache holds now (block_tokens tokens each).",
+                &PrefixCacheStats::blocks);
+  prefix_family("ebb_prefix_cache_hits_total", "counter",
+                "Requests that started from at least one block of the prefix cache.",
+                &PrefixCacheStats::hits);
+  prefix_family("ebb_prefix_cache_misses_total", "counter",
+                "Requests that looked in the prefix cache and found no block of their prompt.",
+                &PrefixCacheStats::misses);
+  prefix_family("ebb_prefix_cache_tokens_reused_total", "counter",
+                "Prompt tokens taken from the prefix cache instead of prefilled.",
+                &PrefixCacheStats::tokens_reused);
+  prefix_family("ebb_prefix_cache_evicted_blocks_total", "counter",
+                "Prefix cache blocks evicted to make room under prefix_cache.max_bytes.",
+                &PrefixCacheStats::evicted_blocks);
+  prefix_family("ebb_prefix_cache_reclaimed_blocks_total", "counter",
+                "Prefix cache blocks dropped for memory (a KV budget or memory.limit refusal, a "
+                "shrink, release_weights, POST .../prefix/drop).",
+                &PrefixCacheStats::reclaimed_blocks);
+
   // KV usage as a ratio of its budget (docs/metrics.md#signals-for-gateways): per model, the
   // budget is what it holds plus the room left under kv_cache.max_bytes and memory.limit's
   // headroom (whichever is smaller); overall, the KV in use plus memory.limit's headroom, else

@@ -46,6 +46,9 @@ class Metrics final : public RequestObserver {
   // ebb_stream_errors_total{route, code}.
   void OnStreamError(const std::string& route, int status);
   void OnManagerEvent(ManagerEvent event, const std::string& model);
+  // A generation answered by the service took `cached_tokens` of its prompt from the model's
+  // prefix cache (GenerateUsage::cached_tokens): Usage::cached_tokens.
+  void OnCachedTokens(const std::string& model, uint64_t cached_tokens);
 
   // The whole exposition (text/plain; version=0.0.4).
   std::string Render(const Runtime& runtime, const ModelManager& manager,
@@ -61,6 +64,7 @@ class Metrics final : public RequestObserver {
     uint64_t requests = 0;  // finished, any outcome
     uint64_t prompt_tokens = 0;
     uint64_t generated_tokens = 0;
+    uint64_t cached_tokens = 0;  // of prompt_tokens, taken from the prefix cache
   };
   // By model id; models that never ran a request are absent.
   std::map<std::string, Usage> usage() const;
@@ -70,6 +74,7 @@ class Metrics final : public RequestObserver {
     std::array<uint64_t, 3> outcomes{};  // by RequestOutcome
     uint64_t prompt_tokens = 0;
     uint64_t generated_tokens = 0;
+    uint64_t cached_tokens = 0;
     Histogram ttft{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
     Histogram tpot{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
     Histogram duration{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};

@@ -175,6 +175,30 @@ std::string ContentText(const Json& content, const std::string& param) {
   ThrowBadField(param, "'" + param + "' must be a string or a list of text parts");
 }
 
+// OpenAI's messages: a non-empty list of {role, content}; "developer" is read as "system".
+std::vector<ChatMessage> Messages(const Json& m) {
+  if (!m.is_array() || m.empty()) {
+    ThrowBadField("messages", "'messages' must be a non-empty list of {role, content}");
+  }
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < m.size(); ++i) {
+    const Json& msg = m[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) ThrowBadField(p, "'" + p + "' must be an object {role, content}");
+    const Json* role = Field(msg, "role");
+    if (role == nullptr || !role->is_string() || role->get_ref<const std::string&>().empty()) {
+      ThrowBadField(p + ".role", "'" + p + ".role' must be a non-empty string");
+    }
+    const Json* content = Field(msg, "content");
+    ChatMessage cm;
+    cm.role = role->get<std::string>();
+    if (cm.role == "developer") cm.role = "system";  // OpenAI's newer name for system
+    if (content != nullptr) cm.content = ContentText(*content, p + ".content");
+    out.push_back(std::move(cm));
+  }
+  return out;
+}
+
 void RefuseUnsupported(const Json& j) {
   if (const Json* n = Field(j, "n")) {
     if (!n->is_number_integer() || n->get<int64_t>() != 1) {
@@ -233,24 +257,7 @@ CompletionRequest ParseCompletionRequest(std::string_view body, bool chat) {
   if (chat) {
     const Json* m = Field(j, "messages");
     if (m == nullptr) ThrowBadField("messages", "'messages' is required", "missing");
-    if (!m->is_array() || m->empty()) {
-      ThrowBadField("messages", "'messages' must be a non-empty list of {role, content}");
-    }
-    for (size_t i = 0; i < m->size(); ++i) {
-      const Json& msg = (*m)[i];
-      const std::string p = "messages[" + std::to_string(i) + "]";
-      if (!msg.is_object()) ThrowBadField(p, "'" + p + "' must be an object {role, content}");
-      const Json* role = Field(msg, "role");
-      if (role == nullptr || !role->is_string() || role->get_ref<const std::string&>().empty()) {
-        ThrowBadField(p + ".role", "'" + p + ".role' must be a non-empty string");
-      }
-      const Json* content = Field(msg, "content");
-      ChatMessage cm;
-      cm.role = role->get<std::string>();
-      if (cm.role == "developer") cm.role = "system";  // OpenAI's newer name for system
-      if (content != nullptr) cm.content = ContentText(*content, p + ".content");
-      r.messages.push_back(std::move(cm));
-    }
+    r.messages = Messages(*m);
   } else {
     const Json* p = Field(j, "prompt");
     if (p == nullptr) ThrowBadField("prompt", "'prompt' is required", "missing");
@@ -323,6 +330,15 @@ CompletionRequest ParseCompletionRequest(std::string_view body, bool chat) {
                     "unsupported_parameter");
     }
   }
+  if (const Json* cp = Field(j, "cache_prompt")) {
+    if (!cp->is_boolean()) {
+      ThrowBadField("cache_prompt",
+                    "'cache_prompt' must be true or false (false: prefill every prompt token "
+                    "and store nothing in the model's prefix cache), not " +
+                        std::string(cp->type_name()));
+    }
+    r.cache_prompt = cp->get<bool>();
+  }
   r.keep_alive = GetKeepAlive(j);
   r.options = GetOptions(j);
   return r;
@@ -388,6 +404,58 @@ EmbeddingsRequest ParseEmbeddingsRequest(std::string_view body) {
   if (auto d = GetInt(j, "dimensions", 1, 1 << 20)) r.dimensions = static_cast<int32_t>(*d);
   r.keep_alive = GetKeepAlive(j);
   r.options = GetOptions(j);
+  return r;
+}
+
+PrefixRequest ParsePrefixRequest(std::string_view body) {
+  if (body.empty()) {
+    throw ApiException({400, "invalid_request_error",
+                        "the request body is empty; name the prefix with one of "
+                        "{\"prompt\": TEXT}, {\"messages\": [...]} or {\"input_ids\": [...]} "
+                        "(to drop the whole unpinned prefix cache: POST "
+                        "/v1/models/{id}/prefix/drop)",
+                        "prompt", "missing", 0});
+  }
+  const Json j = ParseBody(body);
+  PrefixRequest r;
+  std::vector<std::string> given;
+  for (const char* name : {"prompt", "messages", "input_ids"}) {
+    if (Field(j, name) != nullptr) given.emplace_back(name);
+  }
+  if (given.size() != 1) {
+    ThrowBadField(given.empty() ? "prompt" : given[1],
+                  (given.empty() ? std::string("no prefix given")
+                                 : "both '" + given[0] + "' and '" + given[1] + "' given") +
+                      ": send exactly one of \"prompt\" (text, encoded as a /v1/completions "
+                      "prompt), \"messages\" (rendered with the model's chat template, without "
+                      "the generation prompt) or \"input_ids\" (token ids)",
+                  given.empty() ? "missing" : "invalid_value");
+  }
+  if (const Json* p = Field(j, "prompt")) {
+    if (!p->is_string() || p->get_ref<const std::string&>().empty()) {
+      ThrowBadField("prompt", "'prompt' must be a non-empty string");
+    }
+    r.prompt = p->get<std::string>();
+  } else if (const Json* m = Field(j, "messages")) {
+    r.messages = Messages(*m);
+  } else {
+    const Json& ids = *Field(j, "input_ids");
+    if (!ids.is_array() || ids.empty()) {
+      ThrowBadField("input_ids", "'input_ids' must be a non-empty list of token ids");
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const Json& t = ids[i];
+      const bool id = t.is_number_unsigned() ? t.get<uint64_t>() <= INT32_MAX
+                      : t.is_number_integer()
+                          ? t.get<int64_t>() >= 0 && t.get<int64_t>() <= INT32_MAX
+                          : false;
+      if (!id) {
+        ThrowBadField("input_ids", "'input_ids[" + std::to_string(i) +
+                                       "]' is not a token id (a non-negative integer)");
+      }
+      r.input_ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    }
+  }
   return r;
 }
 

@@ -1,5 +1,6 @@
 // OpenAI request bodies parsed into ebb's requests: /v1/chat/completions, /v1/completions and
-// /v1/embeddings. Pure functions of the JSON (no model needed), so the fuzzer drives them.
+// /v1/embeddings, and the body of ebb's prefix pin route (its messages are OpenAI's). Pure
+// functions of the JSON (no model needed), so the fuzzer drives them.
 //
 // Every field OpenAI defines is either honoured or refused with a 400 naming it (ApiException
 // with `param`): a request is never half understood. Unknown fields are ignored, as OpenAI's
@@ -40,6 +41,9 @@ struct CompletionRequest {
   bool logprobs = false;
   int32_t top_logprobs = 0;
   std::optional<KeepAlive> keep_alive;  // ebb/Ollama extension
+  // llama.cpp's field: false prefills every prompt token and stores nothing in the model's
+  // prefix cache (the request option cache_prompt; it wins over options.cache_prompt).
+  std::optional<bool> cache_prompt;
   // ebb's request keys given under "options" (the option table's request scope), e.g.
   // {"options": {"top_k": 40}}: the same names as the CLI and the SDKs.
   std::vector<std::pair<std::string, std::string>> options;
@@ -55,10 +59,22 @@ struct EmbeddingsRequest {
   std::vector<std::pair<std::string, std::string>> options;  // embed.* keys
 };
 
+// The body of POST and DELETE /v1/models/{id}/prefix (ebb's own route): the prefix as exactly
+// one of these (docs/http_api.md "Prefix cache").
+struct PrefixRequest {
+  std::string prompt;                 // text, encoded as a /v1/completions prompt
+  std::vector<ChatMessage> messages;  // rendered with the chat template, no generation prompt
+  std::vector<int32_t> input_ids;     // token ids as given
+};
+
 // Parses the raw body. Throws ApiException (400) for invalid JSON, a field of the wrong type,
 // an unsupported value (n != 1, best_of != 1, tools, ...) or a missing model/messages/prompt/input;
 // 403 (admin_only_option) for a per-request option only the service's admin may set.
 CompletionRequest ParseCompletionRequest(std::string_view body, bool chat);
 EmbeddingsRequest ParseEmbeddingsRequest(std::string_view body);
+// Throws ApiException (400 naming the field) for an empty body, invalid JSON, none or more than
+// one of prompt/messages/input_ids, an empty prompt, bad messages, or ids that are not int32 >= 0
+// (the ids are checked against the model's vocabulary later).
+PrefixRequest ParsePrefixRequest(std::string_view body);
 
 }  // namespace ebb::server

@@ -21,8 +21,8 @@ std::string RouteLabel(const std::string& path) {
     const std::string rest = path.substr(std::strlen(kModels));
     const auto slash = rest.find('/');
     const std::string suffix = slash == std::string::npos ? "" : rest.substr(slash);
-    for (const char* known :
-         {"", "/load", "/unload", "/runtime", "/runtime/shrink", "/runtime/release_weights"}) {
+    for (const char* known : {"", "/load", "/unload", "/runtime", "/runtime/shrink",
+                              "/runtime/release_weights", "/prefix", "/prefix/drop"}) {
       if (suffix == known) return std::string(kModels) + "{id}" + suffix;
     }
     return "other";

@@ -8,6 +8,8 @@
 #include "core/json_util.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "ebb/generation.h"
+#include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/version.h"
 #include "runtime/stats_json.h"
@@ -16,6 +18,7 @@
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/models_file.h"
+#include "server/openai_request.h"
 #include "server/server.h"
 
 namespace ebb::server {
@@ -85,13 +88,16 @@ std::shared_ptr<Model> LoadedModel(Runtime& runtime, const std::string& id) {
 
 // The model runtime document (GET /v1/models/{id}/runtime; docs/runtime.schema.json's
 // model_runtime): the managed entry's fields, the model's MemoryStats once under "stats" (the
-// summary's kv, cpu_arena, weights and weights_bytes are left out: "stats" has them), its run
-// options, what the service remembers, and what it is ("info", as the Python SDK's Model.info).
+// summary's kv, cpu_arena, weights, weights_bytes and prefix_cache are left out: "stats" has
+// them), its run options, what the service remembers, and what it is ("info", as the Python
+// SDK's Model.info).
 Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& managed) {
   Json run_options = Json::object();
   for (const auto& [k, v] : model.runtime().Options()) run_options[k] = v;
   Json j = ManagedJson(managed);
-  for (const char* dup : {"kv", "cpu_arena", "weights", "weights_bytes"}) j.erase(dup);
+  for (const char* dup : {"kv", "cpu_arena", "weights", "weights_bytes", "prefix_cache"}) {
+    j.erase(dup);
+  }
   j["stats"] = internal::MemoryStatsJson(model.runtime().Stats());
   j["runtime_options"] = run_options;
   // What the service remembers for the id and applies to every later load of it.
@@ -108,10 +114,58 @@ Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& m
   return j;
 }
 
+// The tokens of a prefix body (POST/DELETE /v1/models/{id}/prefix) for `model`: the prompt as
+// a /v1/completions prompt is encoded, the messages rendered without the generation prompt (what
+// a chat request with more messages after them starts with), or the ids checked against the
+// vocabulary. Throws ApiException 400 naming the field.
+std::vector<int32_t> PrefixTokens(const PrefixRequest& p, const Model& model,
+                                  const std::string& id) {
+  if (!p.input_ids.empty()) {
+    const int32_t vocab = model.info().vocab_size;
+    for (size_t i = 0; i < p.input_ids.size(); ++i) {
+      if (vocab > 0 && p.input_ids[i] >= vocab) {
+        ThrowBadField("input_ids", "'input_ids[" + std::to_string(i) + "]' is " +
+                                       std::to_string(p.input_ids[i]) +
+                                       ", not in the vocabulary of model '" +
+                                       internal::EscapeForMessage(id, 200) + "' (ids 0 to " +
+                                       std::to_string(vocab - 1) + ")");
+      }
+    }
+    return p.input_ids;
+  }
+  if (!p.messages.empty() && !model.has_chat_template()) {
+    throw ApiException(ApiError{400, "invalid_request_error",
+                                "model '" + internal::EscapeForMessage(id, 200) +
+                                    "' has no chat template, so its messages cannot be "
+                                    "rendered: pin the rendered text as \"prompt\" or its "
+                                    "\"input_ids\", or load the model with a chat_template",
+                                "messages", "no_chat_template", 0});
+  }
+  GenerateRequest g;
+  g.prompt = p.prompt;
+  g.messages = p.messages;
+  g.add_generation_prompt = false;
+  try {
+    return EncodeInput(model, g).at(0);
+  } catch (const Error& e) {
+    ApiError a = FromError(e);
+    a.param = p.messages.empty() ? "prompt" : "messages";
+    throw ApiException(a);
+  }
+}
+
+// What a prefix route answers: PrefixPinJson (or the freed bytes of a drop) and the model's
+// prefix cache figures after it.
+Json PrefixAnswer(Json j, Model& model) {
+  j["prefix_cache"] = internal::PrefixCacheStatsJson(model.runtime().Stats().prefix_cache);
+  return j;
+}
+
 Json UsageJson(const Metrics::Usage& u) {
   return {{"requests", u.requests},
           {"prompt_tokens", u.prompt_tokens},
-          {"generated_tokens", u.generated_tokens}};
+          {"generated_tokens", u.generated_tokens},
+          {"cached_tokens", u.cached_tokens}};
 }
 
 }  // namespace
@@ -253,6 +307,58 @@ void Server::RegisterAdminRoutes() {
                   res.set_content(Dump(j), "application/json");
                 });
               });
+  // The prefix cache (docs/http_api.md "Prefix cache"): pin, unpin, drop the unpinned blocks.
+  http_->Post(R"(/v1/models/([^/]+)/prefix)", [this](const httplib::Request& req,
+                                                     httplib::Response& res) {
+    Guard(res, [&] {
+      const std::string id = req.matches[1];
+      const PrefixRequest p = ParsePrefixRequest(req.body);
+      auto model = LoadedModel(*runtime_, id);
+      ModelControls& h = model->runtime();
+      const std::string shown = internal::EscapeForMessage(id, 200);
+      if (!model->info().is_encoder && h.Stats().prefix_cache.max_bytes == 0) {
+        throw ApiException(ApiError{
+            409, "conflict_error",
+            "the prefix cache of model '" + shown +
+                "' is off (prefix_cache.max_bytes=0), so nothing can be pinned: turn it on "
+                "with PATCH /v1/models/" +
+                shown +
+                "/runtime {\"run_options\": {\"prefix_cache.max_bytes\": \"64MiB\"}} (ebb model "
+                "set-runtime-option " +
+                shown +
+                " prefix_cache.max_bytes=64MiB), or load the model with the option "
+                "prefix_cache.max_bytes (ebb serve --option prefix_cache.max_bytes=64MiB); then "
+                "pin",
+            std::nullopt, "prefix_cache_off", 0, ErrorCode::FailedPrecondition});
+      }
+      const std::vector<int32_t> tokens = PrefixTokens(p, *model, id);
+      // Pinning prefills what the cache does not hold yet: compute, so it takes a slot like a
+      // request (429 when the queue is full).
+      const Admission::Ticket ticket = admission_->Enter();
+      const PrefixPin pin = h.PinPrefix(tokens);
+      res.set_content(Dump(PrefixAnswer(internal::PrefixPinJson(pin), *model)), "application/json");
+    });
+  });
+  http_->Delete(R"(/v1/models/([^/]+)/prefix)", [this](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    Guard(res, [&] {
+      const std::string id = req.matches[1];
+      const PrefixRequest p = ParsePrefixRequest(req.body);
+      auto model = LoadedModel(*runtime_, id);
+      const PrefixPin pin = model->runtime().UnpinPrefix(PrefixTokens(p, *model, id));
+      res.set_content(Dump(PrefixAnswer(internal::PrefixPinJson(pin), *model)), "application/json");
+    });
+  });
+  http_->Post(R"(/v1/models/([^/]+)/prefix/drop)", [this](const httplib::Request& req,
+                                                          httplib::Response& res) {
+    Guard(res, [&] {
+      const std::string id = req.matches[1];
+      BodyObject(req);  // a JSON object (or empty), like the other verbs
+      auto model = LoadedModel(*runtime_, id);
+      const uint64_t freed = model->runtime().DropPrefixCache();
+      res.set_content(Dump(PrefixAnswer(Json{{"freed_bytes", freed}}, *model)), "application/json");
+    });
+  });
   http_->Get("/v1/runtime", [this](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       const MemoryStats s = runtime_->Stats();
@@ -264,6 +370,7 @@ void Server::RegisterAdminRoutes() {
         total.requests += u.requests;
         total.prompt_tokens += u.prompt_tokens;
         total.generated_tokens += u.generated_tokens;
+        total.cached_tokens += u.cached_tokens;
       }
       Json models = Json::array();
       for (const auto& m : manager_->List()) {

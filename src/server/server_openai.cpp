@@ -132,6 +132,7 @@ GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& mo
     if (*r.top_p < 1 && !r.temperature) g.params.do_sample = true;
   }
   if (r.seed) g.params.seed = *r.seed;
+  if (r.cache_prompt) g.params.cache_prompt = *r.cache_prompt;
   if (r.presence_penalty) g.params.presence_penalty = *r.presence_penalty;
   if (r.frequency_penalty) g.params.frequency_penalty = *r.frequency_penalty;
   if (r.logit_bias) g.params.logit_bias = *r.logit_bias;
@@ -252,10 +253,13 @@ class LogprobsFormatter {
        text_offset_ = Json::array();
 };
 
+// OpenAI's usage, with prompt_tokens_details.cached_tokens: the prompt tokens taken from the
+// model's prefix cache (not prefilled; 0 with the cache off or cache_prompt false).
 Json UsageJson(const GenerateUsage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 // OpenAI's finish_reason ("stop", "length"); cancelled and errored requests never reach it.
@@ -340,6 +344,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
       const GenerateResult out =
           Generate(model, *g, [&ticket](size_t, std::string_view) { ticket->Progress(); });
       NoteGeneration(r.model, out);
+      metrics_->OnCachedTokens(r.model, out.usage.cached_tokens);
       if (out.error) {
         const GenerateRow& failed = out.rows.at(0);
         if (failed.generated_ids.empty()) throw *out.error;
@@ -403,8 +408,9 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
                          ? std::make_shared<LogprobsFormatter>(*model, chat, g->input_ids[0].back())
                          : nullptr;
     res.set_chunked_content_provider(
-        "text/event-stream", [ticket, lease, g, generation, id, created, chat, include_usage,
-                              model_name, formatter](size_t /*offset*/, httplib::DataSink& sink) {
+        "text/event-stream",
+        [ticket, lease, g, generation, id, created, chat, include_usage, model_name, formatter,
+         metrics = metrics_](size_t /*offset*/, httplib::DataSink& sink) {
           const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
           // A chunk carries the logprobs of the tokens whose text it releases (held text, e.g. a
           // possible stop string, carries them to a later chunk; the last chunk takes the rest).
@@ -452,6 +458,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
             out = generation->Finish();  // a client gone: its rows end "cancelled"
           } catch (...) {
             NoteGeneration(model_name, out);
+            metrics->OnCachedTokens(model_name, out.usage.cached_tokens);
             const ApiError e = FromCurrentException();
             NoteStreamError(e.status, e.code.value_or(""));
             send(Json::parse(e.ToJson()));
@@ -462,6 +469,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
             return true;
           }
           NoteGeneration(model_name, out);
+          metrics->OnCachedTokens(model_name, out.usage.cached_tokens);
           if (g->cancel.cancelled()) {
             NoteOutcome("cancelled");
             EBB_LOG_INFO("{}: the client went away; generation cancelled", id);

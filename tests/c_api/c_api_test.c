@@ -416,6 +416,72 @@ int main(int argc, char** argv) {
     ebb_string_free(json);
   }
 
+  /* Issue 25: the prefix cache. Pinning with the cache off is FailedPrecondition naming
+   * prefix_cache.max_bytes; with it on (a run option), a pin holds whole blocks, shows in the
+   * stats, a request with the same ids starts from them, and unpinning and dropping free them. */
+  {
+    int32_t* ids = NULL;
+    size_t n = 0;
+    ebb_request* r = NULL;
+    ebb_result* out = NULL;
+    uint64_t freed = 1;
+    const char* text =
+        "You are a careful assistant. Answer every question about rivers, hills and the "
+        "weather in two short sentences, and say so when you do not know.";
+    if (!ok(ebb_model_encode(model, text, 1, &ids, &n), "encode the prefix")) {
+      CHECK(n >= 32);
+      expect_error(ebb_model_pin_prefix(model, ids, n, &json), EBB_FAILED_PRECONDITION,
+                   "prefix_cache.max_bytes", "pin with the prefix cache off");
+      expect_error(ebb_model_pin_prefix(model, NULL, n, &json), EBB_INVALID_ARGUMENT, "ids",
+                   "pin NULL ids");
+      ok(ebb_model_set_run_option(model, "prefix_cache.max_bytes", "8MiB"),
+         "prefix_cache.max_bytes");
+      expect_error(ebb_model_pin_prefix(model, ids, 8, &json), EBB_INVALID_ARGUMENT, "16",
+                   "pin fewer ids than one block");
+      if (!ok(ebb_model_pin_prefix(model, ids, n, &json), "pin_prefix")) {
+        printf("pin: %s\n", json);
+        CHECK(strstr(json, "\"pinned\":true") != NULL);
+        CHECK(strstr(json, "\"pinned_bytes\":0") == NULL);
+        ebb_string_free(json);
+      }
+      if (!ok(ebb_model_stats_json(model, &json), "stats with a pinned prefix")) {
+        const char* pc = strstr(json, "\"prefix_cache\":{\"max_bytes\":8388608,");
+        CHECK(pc != NULL);
+        CHECK(pc != NULL && strstr(pc, "\"pinned_bytes\":0,") == NULL);
+        ebb_string_free(json);
+      }
+      ok(ebb_request_create(&r), "request_create");
+      ok(ebb_request_set_input_ids(r, ids, n), "input_ids");
+      ok(ebb_request_set_option(r, "max_new_tokens", "2"), "max_new_tokens");
+      if (!ok(ebb_generate(model, r, NULL, NULL, &out), "generate from the pinned prefix")) {
+        /* Whole blocks, and at least one prompt token left to prefill. */
+        CHECK(ebb_result_get_cached_tokens(out) == (n - 1) / 16 * 16);
+        ebb_result_free(out);
+      }
+      ok(ebb_request_set_option(r, "cache_prompt", "false"), "cache_prompt=false");
+      out = NULL;
+      if (!ok(ebb_generate(model, r, NULL, NULL, &out), "generate with cache_prompt=false")) {
+        CHECK(ebb_result_get_cached_tokens(out) == 0);
+        ebb_result_free(out);
+      }
+      ebb_request_free(r);
+      if (!ok(ebb_model_unpin_prefix(model, ids, n, &json), "unpin_prefix")) {
+        CHECK(strstr(json, "\"pinned\":true") != NULL && strstr(json, "\"pinned_bytes\":0") != NULL);
+        ebb_string_free(json);
+      }
+      if (!ok(ebb_model_unpin_prefix(model, ids, n, &json), "unpin again")) {
+        CHECK(strstr(json, "\"pinned\":false") != NULL);
+        ebb_string_free(json);
+      }
+      if (!ok(ebb_model_drop_prefix_cache(model, &freed), "drop_prefix_cache")) {
+        CHECK(freed > 0);
+      }
+      ok(ebb_model_drop_prefix_cache(model, NULL), "drop_prefix_cache without freed_bytes");
+      ok(ebb_model_set_run_option(model, "prefix_cache.max_bytes", "0"), "prefix cache off");
+      ebb_ids_free(ids);
+    }
+  }
+
   /* ResourceExhausted: a KV budget too small for one request. */
   {
     ebb_model_options* small = NULL;

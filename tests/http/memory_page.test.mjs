@@ -3,7 +3,8 @@
 // The page is served without a key, asks for it, then shows the loaded model with KV observed
 // non-zero during running streams, RSS and the model's figures matching /v1/runtime, and its
 // buttons work: shrink now moves the arena figure down (and num_shrinks up), shrink after next
-// run fires after the next request, unload removes the card.
+// run fires after the next request, the prefix cache figures match and Drop prefix cache empties
+// it, unload removes the card.
 // Run by ctest (serve_memory_page) with EBB_CLI and EBB_TEST_MODELS set. Missing chromium or
 // playwright-core fails the test with the fix, it never skips. EBB_MEMORY_PAGE_SCREENSHOT=PATH
 // saves a 1200x800 screenshot there (docs/img/memory_page.png was made that way).
@@ -245,6 +246,44 @@ test('shrink after next run fires after the next request', async () => {
   await page.waitForFunction(([id, s]) => Number(document.querySelector(
     `[data-model="${id}"][data-field="num_shrinks"]`).dataset.value) === s + 1,
   [TINY, shrinks], { timeout: 15000 });
+});
+
+test('the prefix cache figures and Drop prefix cache', async () => {
+  // Issue 25: the card shows the model's prefix cache (bytes / max, pinned, hits, misses,
+  // tokens reused) as /v1/runtime has it, and its button drops the unpinned blocks.
+  assert.equal((await field(TINY, 'prefix_cache_bytes')).text, 'off');
+  const on = await api('PATCH', `/v1/models/${TINY}/runtime`,
+    { run_options: { 'prefix_cache.max_bytes': '8MiB' } });
+  assert.equal(on.status, 200, JSON.stringify(on.json));
+  const long = Array.from({ length: 20 }, (_, i) => `line ${i} about rivers`).join('. ');
+  for (let i = 0; i < 2; i++) assert.equal((await chat(long, 4)).status, 200);
+  await page.waitForFunction((id) => Number(document.querySelector(
+    `[data-model="${id}"][data-field="prefix_cache_hits"]`).dataset.value) >= 1,
+  TINY, { timeout: 15000 });
+  await nextPolls(2);
+  const pc = modelOf(await runtime(), TINY).prefix_cache;
+  assert.equal(pc.hits, 1);
+  assert.equal(pc.misses, 1);
+  assert.ok(pc.tokens_reused > 0 && pc.bytes > 0, JSON.stringify(pc));
+  const bytes = await field(TINY, 'prefix_cache_bytes');
+  assert.equal(bytes.value, pc.bytes);
+  assert.equal(bytes.text, `${(pc.bytes / MIB).toFixed(1)} MiB / 8.0 MiB`);
+  assert.equal((await field(TINY, 'prefix_cache_hits')).value, pc.hits);
+  assert.equal((await field(TINY, 'prefix_cache_misses')).value, pc.misses);
+  assert.equal((await field(TINY, 'prefix_cache_tokens_reused')).value, pc.tokens_reused);
+  assert.equal((await field(TINY, 'prefix_cache_pinned_bytes')).value, 0);
+  await page.click(`[data-model="${TINY}"][data-action="drop_prefix_cache"]`);
+  await page.waitForFunction((id) => Number(document.querySelector(
+    `[data-model="${id}"][data-field="prefix_cache_bytes"]`).dataset.value) === 0,
+  TINY, { timeout: 15000 });
+  assert.match(await page.locator('#action').textContent(), /drop prefix cache .*: done/);
+  assert.equal(modelOf(await runtime(), TINY).prefix_cache.bytes, 0);
+  const off = await api('PATCH', `/v1/models/${TINY}/runtime`,
+    { run_options: { 'prefix_cache.max_bytes': '0' } });
+  assert.equal(off.status, 200, JSON.stringify(off.json));
+  await page.waitForFunction((id) => document.querySelector(
+    `[data-model="${id}"][data-field="prefix_cache_bytes"]`).textContent === 'off',
+  TINY, { timeout: 15000 });
 });
 
 test('screenshot', async () => {

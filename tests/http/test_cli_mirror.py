@@ -2,6 +2,7 @@
 `ebb ps`, `ebb run`, `ebb chat`, with the SDK's flags and key names."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -85,6 +86,78 @@ def test_arena_run_option_takes_effect_on_a_model_with_an_arena(srv):
     after = json.loads(ebb("model", "stats", "llama-tiny-fp32", "--json", url=srv.url).stdout)
     assert after["runtime_options"]["memory.enable_memory_arena_shrinkage"] == "cpu:0"
     assert after["stats"]["num_requests"] >= 1
+
+
+def ps_cell(url, model, column):
+    """One cell of `ebb ps`'s table (columns are at least 3 spaces apart)."""
+    lines = ebb("ps", url=url).stdout.splitlines()
+    header = re.split(r" {3,}", lines[0].strip())
+    for line in lines[1:]:
+        cells = re.split(r" {3,}", line.strip())
+        if cells[0] == model:
+            return cells[header.index(column)]
+    raise AssertionError(f"{model} is not in ebb ps: {lines}")
+
+
+def test_prefix_cache_commands_and_the_cache_column_of_ps(srv, tmp_path):
+    """Issue 25: ebb model pin-prefix / unpin-prefix / drop-prefix-cache against the service,
+    and ps's CACHE column (bytes held over prefix_cache.max_bytes, '-' when off)."""
+    url, m = srv.url, "llama-tiny-int4"
+    system = ("You are a careful assistant. Answer every question about rivers, hills and the "
+              "weather in two short sentences.")
+    ebb("model", "load", m, url=url)
+    try:
+        assert ps_cell(url, m, "CACHE") == "-"
+        off = ebb("model", "pin-prefix", m, "--system", system, url=url, check=False)
+        assert off.returncode == 1 and "prefix_cache.max_bytes" in off.stderr, off.stderr
+        ebb("model", "set-runtime-option", m, "prefix_cache.max_bytes=64MiB", url=url)
+        assert ps_cell(url, m, "CACHE") == "0B/64.0M"
+        r = ebb("model", "pin-prefix", m, "--system", system, url=url)
+        got = re.search(r"pinned (\d+) of (\d+) tokens of " + m, r.stdout)
+        assert got and int(got.group(1)) == int(got.group(2)) // 16 * 16 > 0, r.stdout
+        assert "prefix cache" in r.stdout and "64.0 MiB" in r.stdout
+        cell = ps_cell(url, m, "CACHE")
+        assert re.fullmatch(r"\d+\.\d[KM]/64\.0M", cell), cell
+        prompt_file = tmp_path / "prefix.txt"
+        prompt_file.write_text("Once upon a time there was a river. " * 4)
+        pin = json.loads(ebb("model", "pin-prefix", m, "--file", str(prompt_file), "--json",
+                             url=url).stdout)
+        assert pin["pinned"] and pin["pinned_tokens"] >= 32, pin
+        stats = ebb("model", "stats", m, url=url).stdout
+        assert "prefix cache" in stats and "pinned" in stats, stats
+        entry = [e for e in json.loads(ebb("ps", "--json", url=url).stdout)["models"]
+                 if e["id"] == m][0]
+        assert entry["prefix_cache"]["pinned_bytes"] == pin["pinned_bytes"]
+        # Unpin with the same flag and text; a second time is an error naming the fix.
+        r = ebb("model", "unpin-prefix", m, "--file", str(prompt_file), url=url)
+        assert r.stdout.startswith("unpinned"), r.stdout
+        again = ebb("model", "unpin-prefix", m, "--file", str(prompt_file), url=url, check=False)
+        assert again.returncode == 1 and "no pinned prefix" in again.stderr, again.stderr
+        ebb("model", "unpin-prefix", m, "--system", system, url=url)
+        r = ebb("model", "drop-prefix-cache", m, url=url)
+        freed = re.match(r"dropped [\d.]+ MiB \((\d+) bytes\) of " + m, r.stdout)
+        assert freed and int(freed.group(1)) > 0, r.stdout
+        assert ps_cell(url, m, "CACHE") == "0B/64.0M"
+        # Bad flags: none, two, a messages file that is not JSON, ids fewer than one block.
+        for args, needle in [((), "exactly one of"), (("--prompt", "a", "--ids", "1"),
+                                                      "exactly one of"),
+                             (("--messages-file", str(prompt_file)), "not JSON"),
+                             (("--ids", "1,2,3"), "16"),
+                             (("--file", str(tmp_path / "missing.txt")), "missing.txt")]:
+            r = ebb("model", "pin-prefix", m, *args, url=url, check=False)
+            assert r.returncode == 1 and needle in r.stderr, (args, r.stderr)
+            assert "internal" not in r.stderr
+        messages = tmp_path / "messages.json"
+        messages.write_text(json.dumps([{"role": "system", "content": system}]))
+        pin = json.loads(ebb("model", "pin-prefix", m, "--messages-file", str(messages),
+                             "--json", url=url).stdout)
+        assert pin["pinned"], pin
+        ids = ",".join(str(i) for i in range(100, 140))
+        pin = json.loads(ebb("model", "pin-prefix", m, "--ids", ids, "--json", url=url).stdout)
+        assert pin["pinned_tokens"] == 32, pin
+    finally:
+        ebb("model", "set-runtime-option", m, "prefix_cache.max_bytes=0", url=url, check=False)
+        ebb("model", "unload", m, url=url, check=False)
 
 
 def test_errors_come_back_with_the_service_message_and_a_non_zero_exit(srv):

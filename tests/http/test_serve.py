@@ -425,7 +425,7 @@ def test_metrics_pass_promtool_and_count_what_was_sent(tmp_path):
         rt = s.runtime()
         tiny = s.model(TINY)
         assert tiny["usage"] == {"requests": 5, "prompt_tokens": sent_prompt,
-                                 "generated_tokens": sent_completion}
+                                 "generated_tokens": sent_completion, "cached_tokens": 0}
         assert tiny["num_shrinks"] == 0
         assert s.model(BERT)["usage"]["requests"] == 1
         assert rt["usage"]["requests"] == 6

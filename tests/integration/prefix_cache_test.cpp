@@ -503,6 +503,24 @@ TEST(PrefixCache, PinningRefusesWhatItCannotKeepWithAClearError) {
   EXPECT_EQ(off->memory_stats().prefix_cache.bytes, 0u);
 }
 
+// Regression (issue 25, surfaces): a pin of a longer prefix that does not fit, whose stored part
+// is exactly a prefix pinned before, undid its own partial pin by unpinning those tokens, and so
+// silently unpinned the earlier prefix ("nothing was pinned", but the earlier pin was gone).
+TEST(PrefixCache, AFailedPinOfALongerPrefixKeepsTheEarlierPin) {
+  const fs::path dir = testing::TestModelsDir() / "llama-tiny-fp32";
+  const uint64_t per_token = Load(dir, "0")->info().kv_bytes_per_token;
+  auto model = Load(dir, std::to_string(2 * 16 * per_token).c_str());  // room for 2 blocks
+  ModelControls& c = model->controls();
+  const Tokens a = Range(32, 11);
+  ASSERT_TRUE(c.PinPrefix(a).pinned);
+  const uint64_t pinned = model->memory_stats().prefix_cache.pinned_bytes;
+  ASSERT_GT(pinned, 0u);
+  EXPECT_THROW(c.PinPrefix(Cat(a, Range(48, 12))), Error);
+  EXPECT_EQ(model->memory_stats().prefix_cache.pinned_bytes, pinned) << "the earlier pin stays";
+  EXPECT_TRUE(c.UnpinPrefix(a).pinned);
+  EXPECT_EQ(model->memory_stats().prefix_cache.pinned_bytes, 0u);
+}
+
 // After a shrink, the process holds what a run without the cache holds: the cache's memory
 // went back to the OS.
 TEST(PrefixCache, RssAfterShrinkIsWithin16MiBOfTheNoCacheRun) {

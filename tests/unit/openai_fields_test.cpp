@@ -95,5 +95,71 @@ TEST(OpenAiFields, BestOfOneAndLogprobsAreAccepted) {
   EXPECT_FALSE(off.logprobs);
 }
 
+// Issue 25: llama.cpp's cache_prompt, a bool on both routes (absent: the option's default).
+TEST(OpenAiFields, CachePromptIsABool) {
+  EXPECT_FALSE(ParseCompletionRequest(Chat(""), true).cache_prompt);
+  EXPECT_EQ(ParseCompletionRequest(Chat(R"("cache_prompt": false)"), true).cache_prompt, false);
+  EXPECT_EQ(ParseCompletionRequest(Completion(R"("cache_prompt": true)"), false).cache_prompt,
+            true);
+  for (const char* bad :
+       {R"("cache_prompt": "x")", R"("cache_prompt": 1)", R"("cache_prompt": {})"}) {
+    for (const bool chat : {true, false}) {
+      const ApiError e = Refusal(chat ? Chat(bad) : Completion(bad), chat);
+      EXPECT_EQ(e.status, 400) << bad;
+      EXPECT_EQ(e.param, "cache_prompt") << bad;
+      EXPECT_NE(e.message.find("true or false"), std::string::npos) << e.message;
+    }
+  }
+}
+
+// The prefix pin body: exactly one of prompt, messages, input_ids.
+ApiError PrefixRefusal(const std::string& body) {
+  try {
+    ParsePrefixRequest(body);
+  } catch (const ApiException& e) {
+    return e.error;
+  }
+  return ApiError{0, "", "", std::nullopt, std::nullopt, 0};
+}
+
+TEST(PrefixBody, OneOfPromptMessagesOrInputIds) {
+  EXPECT_EQ(ParsePrefixRequest(R"({"prompt": "You are a helpful assistant."})").prompt,
+            "You are a helpful assistant.");
+  const PrefixRequest m = ParsePrefixRequest(
+      R"({"messages": [{"role": "developer", "content": [{"type": "text", "text": "be brief"}]}]})");
+  ASSERT_EQ(m.messages.size(), 1u);
+  EXPECT_EQ(m.messages[0].role, "system");
+  EXPECT_EQ(m.messages[0].content, "be brief");
+  EXPECT_EQ(ParsePrefixRequest(R"({"input_ids": [0, 5, 2147483647]})").input_ids,
+            (std::vector<int32_t>{0, 5, 2147483647}));
+  struct Case {
+    std::string body;
+    std::string param;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"", "prompt"},
+           {"{}", "prompt"},
+           {R"({"prompt": null})", "prompt"},
+           {R"({"prompt": ""})", "prompt"},
+           {R"({"prompt": 5})", "prompt"},
+           {R"({"prompt": "a", "input_ids": [1]})", "input_ids"},
+           {R"({"messages": []})", "messages"},
+           {R"({"messages": [{"content": "x"}]})", "messages[0].role"},
+           {R"({"input_ids": []})", "input_ids"},
+           {R"({"input_ids": [1, -2]})", "input_ids"},
+           {R"({"input_ids": [1.5]})", "input_ids"},
+           {R"({"input_ids": [2147483648]})", "input_ids"},
+           {R"({"input_ids": "1 2"})", "input_ids"},
+       }) {
+    const ApiError e = PrefixRefusal(c.body);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
+    EXPECT_FALSE(e.message.empty());
+  }
+  EXPECT_NE(PrefixRefusal("").message.find("prefix/drop"), std::string::npos);
+  EXPECT_EQ(PrefixRefusal("[1]").status, 400);
+  EXPECT_EQ(PrefixRefusal("{bad").code, "invalid_json");
+}
+
 }  // namespace
 }  // namespace ebb::server

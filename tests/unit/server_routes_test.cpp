@@ -29,6 +29,9 @@ TEST(Routes, OnlyKnownRoutesBecomeLabels) {
   EXPECT_EQ(RouteLabel("/openai/v1/embeddings"), "/openai/v1/embeddings");
   EXPECT_EQ(RouteLabel("/openai/v1/models/some-model"), "/openai/v1/models/{id}");
   EXPECT_EQ(RouteLabel("/v1/models/m/runtime/shrink"), "/v1/models/{id}/runtime/shrink");
+  EXPECT_EQ(RouteLabel("/v1/models/m/prefix"), "/v1/models/{id}/prefix");
+  EXPECT_EQ(RouteLabel("/v1/models/m/prefix/drop"), "/v1/models/{id}/prefix/drop");
+  EXPECT_EQ(RouteLabel("/v1/models/m/prefix/other"), "other");
   EXPECT_EQ(RouteLabel("/openai/v1/models/m/load"), "other");  // admin routes: /v1 only
   EXPECT_EQ(RouteLabel("/openai/v1/runtime"), "other");
   EXPECT_EQ(RouteLabel("/openai/v1/models/"), "other");
