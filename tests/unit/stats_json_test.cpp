@@ -50,7 +50,7 @@ TEST(StatsJson, MemoryStatsCarriesTheLimitAndWhatItCounts) {
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"process", "kv", "cpu_arena", "num_shrinks",
                                             "num_requests", "policies", "weights_bytes", "weights",
-                                            "limit_bytes", "used_bytes"}));
+                                            "prefix_cache", "limit_bytes", "used_bytes"}));
 }
 
 TEST(StatsJson, ThePublicTextFormsAreTheValuesDumped) {
@@ -74,11 +74,13 @@ TEST(StatsJson, GeneratorStatsAreNamedAsInTheStruct) {
   g.ttft_ms = 1.5;
   g.prompt_tokens = 3;
   g.kv_bytes = 4096;
+  g.cached_tokens = 2;
   const StatsJson j = GeneratorStatsJson(g);
   EXPECT_EQ(j["ttft_ms"], 1.5);
   EXPECT_EQ(j["prompt_tokens"], 3);
   EXPECT_EQ(j["kv_bytes"], 4096);
-  EXPECT_EQ(j.size(), 6u);
+  EXPECT_EQ(j["cached_tokens"], 2);
+  EXPECT_EQ(j.size(), 7u);
 }
 
 TEST(MemoryGovernor, UsageIsOneReadingAndAdmissionCountsTheSameSum) {
