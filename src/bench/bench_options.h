@@ -15,12 +15,14 @@ namespace ebb::bench {
 
 struct BenchOptions {
   std::filesystem::path model_dir;
-  std::string scenario = "seed-loop";  // seed-loop | reuse | rag | load-unload | embed
+  std::string scenario = "seed-loop";  // seed-loop | reuse | rag | rag-prefix | load-unload | embed
   int32_t iterations = 10;             // measured iterations (after the warm-up)
   int32_t warmup = 1;                  // iterations run first and left out of the summary
   int32_t process_warmup = 0;          // requests of the first run's spec before any run, discarded
   double delay_s = 0;                  // sleep between iterations
-  int32_t prompt_tokens = 128;         // synthesized prompt length (rag: ignored)
+  int32_t prompt_tokens = 128;         // synthesized prompt length (rag, rag-prefix: ignored)
+  int32_t prefix_tokens = 1024;        // rag-prefix: the shared prefix (cut to the context)
+  int32_t question_tokens = 64;        // rag-prefix: the question after it, new every iteration
   std::filesystem::path prompt_file;   // empty: synthesize token ids
   int32_t gen_tokens = 32;             // tokens to generate per sequence (fewer on EOS)
   int32_t batch = 1;                   // sequences per request (embed: texts per request)
@@ -34,6 +36,15 @@ struct BenchOptions {
   std::vector<std::pair<std::string, std::string>> embed_options;
   std::vector<std::string> option_flags;       // the raw option flags, for the report
   std::string json_path, csv_path, plot_path;  // "" : not written; json "-" : stdout
+
+  // Whether a run is rag-prefix: --scenario rag-prefix, or a --compare spec based on it.
+  bool UsesRagPrefix() const {
+    if (scenario == "rag-prefix") return true;
+    for (const auto& c : compare) {
+      if (c.substr(0, c.find(',')) == "rag-prefix") return true;
+    }
+    return false;
+  }
 };
 
 }  // namespace ebb::bench

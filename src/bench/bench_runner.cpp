@@ -19,8 +19,9 @@ MemorySample Sample(const Workload& w) {
   MemorySample m;
   m.rss_bytes = Bytes(p.rss_bytes);
   m.anon_bytes = Bytes(p.anon_bytes);
-  m.kv = w.Kv();
-  m.arena = w.Arena();
+  Workload::Pools pools = w.SamplePools();
+  m.kv = pools.kv;
+  m.arena = pools.arena;
   return m;
 }
 
@@ -149,6 +150,7 @@ RunResult RunWorkload(Workload& workload, const BenchOptions& options, const Pro
       workload.SetLastTokenHook({});
       if (progress) progress(run, i + 1, total);
     }
+    run.prefix_cache = workload.PrefixCacheSample();
   } catch (...) {
     workload.Teardown();
     throw;

@@ -88,6 +88,10 @@ struct RunResult {
   bool peak_rss_reset = false;  // VmHWM was reset before every iteration (per-iteration peaks)
   std::vector<IterationRecord> iterations;
   RunSummary summary;
+  // The model's prefix cache after the last iteration (Workload::PrefixCacheSample): hits,
+  // misses and tokens reused over every iteration of the run, warm-up included. Absent for
+  // workloads without one (naive-ort, embed).
+  std::optional<PrefixCacheStats> prefix_cache;
 };
 
 // Called after each iteration (progress display): `run.iterations[done - 1]` is the record just

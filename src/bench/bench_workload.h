@@ -14,13 +14,17 @@
 #include <string>
 
 #include "bench/arena_stats.h"
+#include "ebb/stats.h"
 
 namespace ebb::bench {
 
 // KV memory as the workload accounts for it. Absent where the workload cannot tell.
+// prefix_cache_bytes: what the model's prefix cache holds (part of in_use_bytes: its blocks come
+// from the KV pool); 0 with the cache off, absent for naive-ort.
 struct KvSample {
   std::optional<uint64_t> in_use_bytes;
   std::optional<uint64_t> reserved_bytes;
+  std::optional<uint64_t> prefix_cache_bytes;
 };
 
 // The timings of one request, measured with steady_clock stamps around the token loop:
@@ -35,7 +39,8 @@ struct KvSample {
 // available at the end, so ttft_s = e2e_s and tps = 0; prompt_tokens counts the real (unpadded)
 // tokens of all its texts, `texts` the texts and `padded_tokens` the tokens the encoder computed
 // (sum over Run() calls of rows x longest row). texts/s and tokens/s are texts and
-// prompt_tokens over e2e_s.
+// prompt_tokens over e2e_s. cached_tokens: of prompt_tokens, those whose KV the model's prefix
+// cache gave (GeneratorStats::cached_tokens; not prefilled); 0 without a cache.
 struct RequestTiming {
   int32_t prompt_tokens = 0;     // per sequence (embed: all texts' real tokens)
   int32_t generated_tokens = 0;  // per sequence (row 0)
@@ -45,6 +50,7 @@ struct RequestTiming {
   std::optional<double> load_s;
   int32_t texts = 0;          // embed only: texts embedded; 0 for generation
   int64_t padded_tokens = 0;  // embed only: tokens fed including padding; 0 for generation
+  int64_t cached_tokens = 0;  // prompt tokens taken from the prefix cache (row 0)
 };
 
 // Collects the stamps of one request and turns them into a RequestTiming.
@@ -84,6 +90,16 @@ class Workload {
   // Memory pools the workload can report, sampled between iterations.
   virtual KvSample Kv() const = 0;
   virtual ArenaSample Arena() const { return {}; }  // absent unless the workload can read it
+  // Both at once, for the runner's samples: a workload that reads them from one source
+  // (Model::memory_stats(), which reads /proc) reads it once per sample.
+  struct Pools {
+    KvSample kv;
+    ArenaSample arena;
+  };
+  virtual Pools SamplePools() const { return {Kv(), Arena()}; }
+  // The model's prefix cache (MemoryStats::prefix_cache): its counters cover every request of
+  // the run so far, warm-up included. Absent where the workload has no prefix cache (naive-ort).
+  virtual std::optional<PrefixCacheStats> PrefixCacheSample() const { return std::nullopt; }
   // --shrink-every: give memory back between iterations. The default calls malloc_trim(0); ebb
   // workloads use Model::runtime().ShrinkArena().
   virtual void Shrink();

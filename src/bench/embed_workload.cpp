@@ -43,9 +43,9 @@ RequestTiming EmbedWorkload::RunIteration(int32_t index) {
 }
 
 KvSample EmbedWorkload::Kv() const {
-  if (!model_) return {0, 0};
+  if (!model_) return {0, 0, std::nullopt};
   const KvStats s = model_->kv_stats();
-  return {s.in_use_bytes, s.reserved_bytes};
+  return {s.in_use_bytes, s.reserved_bytes, std::nullopt};  // an encoder has no prefix cache
 }
 
 ArenaSample EmbedWorkload::Arena() const {

@@ -34,7 +34,7 @@ class NaiveEmbedWorkload final : public Workload {
   // outputs above.
   double Setup() override;
   RequestTiming RunIteration(int32_t index) override;
-  KvSample Kv() const override { return {0, std::nullopt}; }  // an encoder has no KV
+  KvSample Kv() const override { return {0, std::nullopt, std::nullopt}; }  // an encoder has no KV
   ArenaSample Arena() const override;
   void Teardown() override;
 

@@ -125,7 +125,7 @@ double NaiveOrtWorkload::Setup() {
 
 RequestTiming NaiveOrtWorkload::RunIteration(int32_t index) {
   State& s = *state_;
-  const auto rows = prompts_.Rows(index, options_.batch, options_.scenario == "rag");
+  const auto rows = prompts_.Rows(index, options_.batch, PromptKindOf(options_.scenario));
   const int64_t batch = static_cast<int64_t>(rows.size());
   const int64_t vocab = s.config.vocab_size;
   const auto& io = s.config.io;

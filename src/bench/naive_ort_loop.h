@@ -4,7 +4,8 @@
 // ORT allocate the presents (in its arena) and feeds them back as the next past, so the KV cache
 // lives in ORT's arena. Greedy (argmax) decoding; stops at gen_tokens or when every row has
 // produced an EOS id. Prompts: the same as the ebb run's (rag's varying lengths with
-// --scenario rag, the fixed prompt otherwise).
+// --scenario rag, rag-prefix's prefix and questions with --scenario rag-prefix, the fixed prompt
+// otherwise); it has no prefix cache.
 // Supports builder-style graphs with separate `past_key_values.%d.key/value` (GQA) and gpt2-style
 // combined `past_%d` ([2, batch, heads, seq, head_size]) with position_ids; input ids and masks
 // may be int32 or int64, logits float32 or float16.
@@ -28,8 +29,10 @@ class NaiveOrtWorkload final : public Workload {
 
   std::string name() const override { return name_; }
   std::string engine() const override { return "naive-ort"; }
-  // Session alive, fresh past every request; with --scenario rag, rag's prompt lengths.
-  std::string scenario() const override { return options_.scenario == "rag" ? "rag" : "seed-loop"; }
+  // Session alive, fresh past every request; with --scenario rag or rag-prefix, their prompts.
+  std::string scenario() const override {
+    return PromptKindOf(options_.scenario) == PromptKind::kFixed ? "seed-loop" : options_.scenario;
+  }
   double Setup() override;
   RequestTiming RunIteration(int32_t index) override;
   // in_use: bytes of the presents held as past (0 between requests); reserved: absent (the

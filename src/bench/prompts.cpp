@@ -10,12 +10,28 @@
 
 namespace ebb::bench {
 
+PromptKind PromptKindOf(const std::string& scenario) {
+  if (scenario == "rag") return PromptKind::kRag;
+  if (scenario == "rag-prefix") return PromptKind::kRagPrefix;
+  return PromptKind::kFixed;
+}
+
 PromptSet::PromptSet(std::vector<int32_t> base, int32_t vocab_size,
-                     std::vector<int32_t> special_ids, int32_t max_prompt_tokens)
+                     std::vector<int32_t> special_ids, int32_t max_prompt_tokens,
+                     RagPrefixPrompts rag_prefix)
     : base_(std::move(base)),
       vocab_size_(vocab_size),
       special_ids_(std::move(special_ids)),
-      max_prompt_tokens_(std::max(1, max_prompt_tokens)) {}
+      max_prompt_tokens_(std::max(1, max_prompt_tokens)),
+      rag_prefix_(std::move(rag_prefix)) {
+  if (rag_prefix_.prefix.empty()) return;
+  // The question keeps at least one token and leaves at least one for the prefix.
+  rag_prefix_.question_tokens =
+      std::clamp(rag_prefix_.question_tokens, 1, std::max(1, max_prompt_tokens_ - 1));
+  const size_t room =
+      static_cast<size_t>(std::max(1, max_prompt_tokens_ - rag_prefix_.question_tokens));
+  if (rag_prefix_.prefix.size() > room) rag_prefix_.prefix.resize(room);
+}
 
 std::vector<int32_t> PromptSet::Synthesize(int32_t n, int32_t vocab_size,
                                            const std::vector<int32_t>& special_ids, int32_t salt) {
@@ -44,9 +60,22 @@ int32_t PromptSet::RagLength(int32_t index) const {
   return std::min(len, max_prompt_tokens_);
 }
 
-std::vector<std::vector<int32_t>> PromptSet::Rows(int32_t index, int32_t batch, bool rag) const {
+std::vector<int32_t> PromptSet::Question(int32_t index) const {
+  // 7919 is prime: (index + 1) * 7919 mod vocab differs for every index below vocab_size unless
+  // vocab_size is a multiple of 7919.
+  const int64_t vocab = std::max(1, vocab_size_);
+  const auto salt = static_cast<int32_t>((static_cast<int64_t>(index) + 1) * 7919 % vocab);
+  return Synthesize(rag_prefix_.question_tokens, vocab_size_, special_ids_, salt);
+}
+
+std::vector<std::vector<int32_t>> PromptSet::Rows(int32_t index, int32_t batch,
+                                                  PromptKind kind) const {
   std::vector<int32_t> row = base_;
-  if (rag) {
+  if (kind == PromptKind::kRagPrefix) {
+    row = rag_prefix_.prefix.empty() ? base_ : rag_prefix_.prefix;
+    const std::vector<int32_t> question = Question(index);
+    row.insert(row.end(), question.begin(), question.end());
+  } else if (kind == PromptKind::kRag) {
     const int32_t n = RagLength(index);
     row.clear();
     row.reserve(static_cast<size_t>(n));

@@ -44,7 +44,7 @@ std::string ReportCsv(const std::vector<RunResult>& runs) {
       out += std::string(",") + when + "_" + col;
     }
   }
-  out += ",peak_rss_bytes,texts,padded_tokens\n";
+  out += ",peak_rss_bytes,texts,padded_tokens,cached_tokens,after_prefix_cache_bytes\n";
   for (const auto& r : runs) {
     for (const auto& it : r.iterations) {
       std::string row = Field(r.name) + "," + Field(r.engine) + "," + Field(r.scenario) + "," +
@@ -56,8 +56,14 @@ std::string ReportCsv(const std::vector<RunResult>& runs) {
       AppendMemory(row, it.before);
       AppendMemory(row, it.last_token);
       AppendMemory(row, it.after);
-      out += row + "," + std::to_string(it.peak_rss_bytes) + "," + std::to_string(it.timing.texts) +
-             "," + std::to_string(it.timing.padded_tokens) + "\n";
+      for (const std::string& cell :
+           {std::to_string(it.peak_rss_bytes), std::to_string(it.timing.texts),
+            std::to_string(it.timing.padded_tokens), std::to_string(it.timing.cached_tokens),
+            Cell(it.after.kv.prefix_cache_bytes)}) {
+        row += ',';
+        row += cell;
+      }
+      out += row + "\n";
     }
   }
   return out;

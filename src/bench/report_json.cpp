@@ -21,7 +21,22 @@ json Memory(const MemorySample& m) {
           {"kv_in_use_bytes", Opt(m.kv.in_use_bytes)},
           {"kv_reserved_bytes", Opt(m.kv.reserved_bytes)},
           {"arena_in_use_bytes", Opt(m.arena.in_use_bytes)},
-          {"arena_total_allocated_bytes", Opt(m.arena.total_allocated_bytes)}};
+          {"arena_total_allocated_bytes", Opt(m.arena.total_allocated_bytes)},
+          {"prefix_cache_bytes", Opt(m.kv.prefix_cache_bytes)}};
+}
+
+json PrefixCache(const std::optional<PrefixCacheStats>& p) {
+  if (!p) return nullptr;
+  return {{"max_bytes", p->max_bytes},
+          {"bytes", p->bytes},
+          {"blocks", p->blocks},
+          {"block_tokens", p->block_tokens},
+          {"hits", p->hits},
+          {"misses", p->misses},
+          {"tokens_reused", p->tokens_reused},
+          {"tokens_stored", p->tokens_stored},
+          {"evicted_blocks", p->evicted_blocks},
+          {"reclaimed_blocks", p->reclaimed_blocks}};
 }
 
 json Stat(const Summary& s) {
@@ -62,6 +77,7 @@ json Run(const RunResult& r) {
                    {"load_s", Opt(it.timing.load_s)},
                    {"texts", it.timing.texts},
                    {"padded_tokens", it.timing.padded_tokens},
+                   {"cached_tokens", it.timing.cached_tokens},
                    {"memory_before", Memory(it.before)},
                    {"memory_last_token", Memory(it.last_token)},
                    {"memory_after", Memory(it.after)},
@@ -93,7 +109,8 @@ json Run(const RunResult& r) {
           {"setup_s", r.setup_s},
           {"peak_rss_reset", r.peak_rss_reset},
           {"iterations", its},
-          {"summary", summary}};
+          {"summary", summary},
+          {"prefix_cache", PrefixCache(r.prefix_cache)}};
 }
 
 double Ratio(double a, double b) { return b != 0 ? a / b : 0; }
@@ -112,6 +129,8 @@ json ReportJson(const Environment& env, const BenchOptions& o, const std::vector
       {"delay_s", o.delay_s},
       {"prompt_tokens", o.prompt_file.empty() ? json(o.prompt_tokens) : json(nullptr)},
       {"prompt_file", o.prompt_file.empty() ? json(nullptr) : json(o.prompt_file.string())},
+      {"prefix_tokens", o.UsesRagPrefix() ? json(o.prefix_tokens) : json(nullptr)},
+      {"question_tokens", o.UsesRagPrefix() ? json(o.question_tokens) : json(nullptr)},
       {"gen_tokens", o.gen_tokens},
       {"batch", o.batch},
       {"kv_cache", o.kv_mode ? json(std::string(KvModeName(*o.kv_mode))) : json(nullptr)},

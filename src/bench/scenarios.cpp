@@ -16,7 +16,7 @@
 namespace ebb::bench {
 namespace {
 
-enum class Mode { kSeedLoop, kReuse, kRag, kLoadUnload, kRecycle };
+enum class Mode { kSeedLoop, kReuse, kRag, kRagPrefix, kLoadUnload, kRecycle };
 
 double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -42,6 +42,8 @@ class EbbWorkload final : public Workload {
         return "reuse";
       case Mode::kRag:
         return "rag";
+      case Mode::kRagPrefix:
+        return "rag-prefix";
       case Mode::kLoadUnload:
         return "load-unload";
       case Mode::kRecycle:
@@ -64,7 +66,10 @@ class EbbWorkload final : public Workload {
       model_ = Model::Load(options_.model_dir, options_.model_options);
       load_s = SecondsSince(t);
     }
-    const auto rows = prompts_.Rows(index, options_.batch, mode_ == Mode::kRag);
+    const PromptKind kind = mode_ == Mode::kRag         ? PromptKind::kRag
+                            : mode_ == Mode::kRagPrefix ? PromptKind::kRagPrefix
+                                                        : PromptKind::kFixed;
+    const auto rows = prompts_.Rows(index, options_.batch, kind);
     const int32_t prompt_len = static_cast<int32_t>(rows[0].size());
     GeneratorParams gp;
     gp.batch_size = options_.batch;
@@ -72,6 +77,7 @@ class EbbWorkload final : public Workload {
     gp.max_length = prompt_len + options_.gen_tokens;
 
     TokenClock clock;
+    uint64_t cached = 0;  // prompt tokens the prefix cache gave this request
     if (mode_ == Mode::kReuse) {
       if (!reused_) {
         reused_ = std::make_unique<Generator>(model_, gp);
@@ -80,34 +86,55 @@ class EbbWorkload final : public Workload {
         clock.Start();
         reused_->RewindTo(0);
       }
+      const uint64_t before = reused_->Stats().cached_tokens;  // counted over the generator's life
       Generate(*reused_, rows, clock);
       AtLastToken();
+      cached = reused_->Stats().cached_tokens - before;
     } else {
       clock.Start();
       Generator gen(model_, gp);
       Generate(gen, rows, clock);
       AtLastToken();
-    }  // the generator is destroyed here, before the "after" memory sample
+      cached = gen.Stats().cached_tokens;
+    }  // the generator is destroyed here (storing its sequence), before the "after" sample
 
     RequestTiming timing = clock.Finish(prompt_len);
     timing.load_s = load_s;
+    timing.cached_tokens = static_cast<int64_t>(cached);
     if (mode_ == Mode::kLoadUnload ||
         (mode_ == Mode::kRecycle && (index + 1) % recycle_every_ == 0)) {
-      model_.reset();
+      Retire();
     }
     return timing;
   }
 
-  KvSample Kv() const override {
-    if (!model_) return {0, 0};  // unloaded: its pool is gone
-    const KvStats s = model_->kv_stats();
-    return {s.in_use_bytes, s.reserved_bytes};
-  }
+  KvSample Kv() const override { return SamplePools().kv; }
 
   // ORT's CPU arena of this model's session, through ebb's MemoryStats.
-  ArenaSample Arena() const override {
-    if (!model_) return {};
-    return ToArenaSample(model_->memory_stats().cpu_arena);
+  ArenaSample Arena() const override { return SamplePools().arena; }
+
+  // One MemoryStats read: the KV pool, the prefix cache's bytes (part of the pool's in use) and
+  // ORT's CPU arena of this model's session.
+  Pools SamplePools() const override {
+    if (!model_) return {{0, 0, 0}, {}};  // unloaded: its pool, cache and arena are gone
+    const MemoryStats s = model_->memory_stats();
+    return {{s.kv.in_use_bytes, s.kv.reserved_bytes, s.prefix_cache.bytes},
+            ToArenaSample(s.cpu_arena)};
+  }
+
+  // The prefix cache of the model alive now, with the counters of the models this run unloaded
+  // (load-unload, recycle:K) added; after the run's last iteration, the run's totals.
+  std::optional<PrefixCacheStats> PrefixCacheSample() const override {
+    PrefixCacheStats s = model_ ? model_->memory_stats().prefix_cache : PrefixCacheStats{};
+    if (!model_) s.block_tokens = retired_.block_tokens;
+    s.hits += retired_.hits;
+    s.misses += retired_.misses;
+    s.tokens_reused += retired_.tokens_reused;
+    s.tokens_stored += retired_.tokens_stored;
+    s.evicted_blocks += retired_.evicted_blocks;
+    s.reclaimed_blocks += retired_.reclaimed_blocks;
+    if (!model_) s.max_bytes = retired_.max_bytes;
+    return s;
   }
 
   // ebb's own shrink: the arena (a minimal step), the KV pool's retained blocks and the heap.
@@ -125,6 +152,20 @@ class EbbWorkload final : public Workload {
   }
 
  private:
+  // Unloads the model, keeping its prefix cache's counters for PrefixCacheSample().
+  void Retire() {
+    const PrefixCacheStats s = model_->memory_stats().prefix_cache;
+    retired_.max_bytes = s.max_bytes;
+    retired_.block_tokens = s.block_tokens;
+    retired_.hits += s.hits;
+    retired_.misses += s.misses;
+    retired_.tokens_reused += s.tokens_reused;
+    retired_.tokens_stored += s.tokens_stored;
+    retired_.evicted_blocks += s.evicted_blocks;
+    retired_.reclaimed_blocks += s.reclaimed_blocks;
+    model_.reset();
+  }
+
   void Generate(Generator& gen, const std::vector<std::vector<int32_t>>& rows, TokenClock& clock) {
     if (rows.size() == 1) {
       gen.AppendTokens(rows[0]);
@@ -145,6 +186,7 @@ class EbbWorkload final : public Workload {
   const PromptSet& prompts_;     // not owned
   std::shared_ptr<Model> model_;
   std::unique_ptr<Generator> reused_;  // reuse only
+  PrefixCacheStats retired_;           // counters of the models unloaded so far
 };
 
 constexpr std::string_view kNaiveOrt = "naive-ort";
@@ -163,7 +205,8 @@ constexpr std::string_view kRecyclePrefix = "recycle:";
 }  // namespace
 
 const std::vector<std::string>& ScenarioNames() {
-  static const std::vector<std::string> names{"seed-loop", "reuse", "rag", "load-unload", "embed"};
+  static const std::vector<std::string> names{"seed-loop",  "reuse",       "rag",
+                                              "rag-prefix", "load-unload", "embed"};
   return names;
 }
 
@@ -174,8 +217,8 @@ void CheckScenarioName(const std::string& name) {
   }
   throw Error(ErrorCode::InvalidArgument,
               "unknown scenario '" + name + "'" + Suggest(name, candidates) +
-                  "; --scenario takes one of: seed-loop, reuse, rag, load-unload (decoders), "
-                  "embed (encoders)");
+                  "; --scenario takes one of: seed-loop, reuse, rag, rag-prefix, load-unload "
+                  "(decoders), embed (encoders)");
 }
 
 namespace {
@@ -208,7 +251,7 @@ void CheckBase(const std::string& spec, const std::string& base, const std::stri
               flag + " '" + spec + (spec == base ? "'" : "': '" + base + "'") +
                   " is not a baseline" + Suggest(base, candidates) +
                   "; use naive-ort, recycle:K (K >= 1) or a scenario (seed-loop, reuse, rag, "
-                  "load-unload, embed), optionally followed by ,KEY=VALUE overrides");
+                  "rag-prefix, load-unload, embed), optionally followed by ,KEY=VALUE overrides");
 }
 
 }  // namespace
@@ -302,6 +345,7 @@ std::unique_ptr<Workload> MakeWorkload(const RunSpec& spec, const BenchOptions& 
   Mode mode = Mode::kSeedLoop;
   if (spec.base == "reuse") mode = Mode::kReuse;
   if (spec.base == "rag") mode = Mode::kRag;
+  if (spec.base == "rag-prefix") mode = Mode::kRagPrefix;
   if (spec.base == "load-unload") mode = Mode::kLoadUnload;
   if (mode == Mode::kReuse && options.batch != 1) {
     throw Error(ErrorCode::InvalidArgument,

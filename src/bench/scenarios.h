@@ -3,6 +3,10 @@
 //                iteration (the loop users report leaks from)
 //   reuse        model and one Generator alive; RewindTo(0) before every iteration (batch 1)
 //   rag          like seed-loop with prompt lengths varying over 64..2048 (clamped to context)
+//   rag-prefix   like seed-loop; every prompt is one shared prefix (--prefix-tokens, cut to the
+//                context) followed by a question of --question-tokens that is new every iteration:
+//                with prefix_cache.max_bytes > 0, every request after the first takes the
+//                prefix's KV from the model's prefix cache and prefills only the question
 //   load-unload  the model loaded and destroyed every iteration (load time recorded)
 //   recycle:K    seed-loop, but the model is destroyed after every K-th iteration and reloaded
 //                before the next (a common leak workaround, as a baseline)

@@ -222,7 +222,10 @@ std::string RenderSvgChart(const std::vector<RunResult>& runs, const BenchOption
            ? "; " + std::to_string(options.process_warmup) + " process warm-up"
            : std::string()) +
       "), " +
-      (options.scenario == "rag"     ? std::string("prompts 64-2048 tokens")
+      (options.scenario == "rag" ? std::string("prompts 64-2048 tokens")
+       : options.scenario == "rag-prefix"
+           ? std::to_string(options.prefix_tokens) + "-token prefix + " +
+                 std::to_string(options.question_tokens) + "-token questions"
        : options.prompt_file.empty() ? std::to_string(options.prompt_tokens) + " prompt tokens"
                                      : std::string("prompt file")) +
       ", " + std::to_string(options.gen_tokens) + " generated, batch " +

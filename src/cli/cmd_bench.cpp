@@ -37,7 +37,9 @@ struct BenchArgs {
   int64_t warmup = 1;
   int64_t process_warmup = 0;
   double delay_s = 0;
-  int64_t prompt_tokens = -1;  // -1: not given (default 128)
+  int64_t prompt_tokens = -1;   // -1: not given (default 128)
+  std::string prefix_tokens;    // "": not given (default 1024); parsed in Validate
+  std::string question_tokens;  // "": not given (default 64)
   std::string prompt_file;
   int64_t gen_tokens = 32;
   int64_t batch = -1;  // -1: not given (1; embed: 32 texts)
@@ -50,6 +52,8 @@ struct BenchArgs {
 
 constexpr int64_t kDefaultPromptTokens = 128;
 constexpr int64_t kDefaultEmbedTexts = 32;
+constexpr int64_t kDefaultPrefixTokens = 1024;
+constexpr int64_t kDefaultQuestionTokens = 64;
 
 void Require(bool ok, const std::string& message) {
   if (!ok) throw Error(ErrorCode::InvalidArgument, message);
@@ -60,6 +64,19 @@ int32_t Positive(int64_t v, const char* flag, int64_t min) {
                                               std::to_string(min) + " (got " + std::to_string(v) +
                                               ")");
   return static_cast<int32_t>(v);
+}
+
+// A count of tokens given as text: a whole number >= 1 (its own message for a non-number, so
+// that it names the flag and the fix rather than the parser's conversion).
+int32_t TokenCount(const std::string& text, const char* flag, int64_t fallback) {
+  if (text.empty()) return static_cast<int32_t>(fallback);
+  size_t digits = text[0] == '-' ? 1 : 0;
+  bool ok = text.size() > digits && text.size() - digits <= 10;
+  for (size_t i = digits; i < text.size(); ++i) ok = ok && text[i] >= '0' && text[i] <= '9';
+  Require(ok, std::string(flag) + " '" + text +
+                  "' is not a number of tokens; give a whole number, at least 1 (e.g. " + flag +
+                  " " + std::to_string(fallback) + ")");
+  return Positive(std::stoll(text), flag, 1);
 }
 
 bench::BenchOptions Validate(const BenchArgs& a) {
@@ -78,6 +95,8 @@ bench::BenchOptions Validate(const BenchArgs& a) {
   o.prompt_tokens =
       Positive(a.prompt_tokens < 0 ? kDefaultPromptTokens : a.prompt_tokens, "--prompt-tokens", 1);
   o.prompt_file = a.prompt_file;
+  o.prefix_tokens = TokenCount(a.prefix_tokens, "--prefix-tokens", kDefaultPrefixTokens);
+  o.question_tokens = TokenCount(a.question_tokens, "--question-tokens", kDefaultQuestionTokens);
   o.gen_tokens = Positive(a.gen_tokens, "--gen-tokens", 1);
   const bool embed = a.scenario == "embed";
   Require(!embed || (a.prompt_tokens < 0 && a.prompt_file.empty()),
@@ -109,6 +128,10 @@ bench::BenchOptions Validate(const BenchArgs& a) {
   if (o.kv_mode) o.model_options.kv_mode = *o.kv_mode;
   for (const auto& c : a.compare) bench::CheckRunSpec(c, "--compare", o);
   o.compare = a.compare;
+  Require(o.UsesRagPrefix() || (a.prefix_tokens.empty() && a.question_tokens.empty()),
+          std::string(a.prefix_tokens.empty() ? "--question-tokens" : "--prefix-tokens") +
+              " shapes the prompts of rag-prefix runs only; use --scenario rag-prefix (or "
+              "--compare rag-prefix,...) or drop it");
   for (const auto& s : a.options.session) o.option_flags.push_back("--session-option " + s);
   for (const auto& s : a.options.provider) o.option_flags.push_back("--provider-option " + s);
   for (const auto& s : a.options.run) o.option_flags.push_back("--run-option " + s);
@@ -144,9 +167,14 @@ void Progress(const bench::RunResult& run, int32_t done, int32_t total) {
                  it.timing.tps, mem.c_str());
     if (done == total) std::fprintf(stderr, "\n");
   } else {
-    std::fprintf(stderr, "%s iteration %d/%d%s: ttft %.2f ms, tps %.1f, e2e %.3f s, rss %s\n",
+    std::fprintf(stderr, "%s iteration %d/%d%s: ttft %.2f ms, tps %.1f, e2e %.3f s, rss %s%s\n",
                  run.name.c_str(), done, total, it.warmup ? " (warm-up)" : "",
-                 it.timing.ttft_s * 1e3, it.timing.tps, it.timing.e2e_s, mem.c_str());
+                 it.timing.ttft_s * 1e3, it.timing.tps, it.timing.e2e_s, mem.c_str(),
+                 it.timing.cached_tokens > 0
+                     ? (", " + std::to_string(it.timing.cached_tokens) + " of " +
+                        std::to_string(it.timing.prompt_tokens) + " prompt tokens cached")
+                           .c_str()
+                     : "");
   }
   std::fflush(stderr);
 }
@@ -196,7 +224,54 @@ void PrintEmbedSummary(std::FILE* f, const std::vector<bench::RunResult>& runs, 
   }
 }
 
-void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs) {
+// The prefix cache of each ebb run (rag-prefix runs, and any run with prefix_cache.max_bytes):
+// its counters over the whole run, and the prompt tokens it gave the measured requests.
+void PrintPrefixCache(std::FILE* f, const std::vector<bench::RunResult>& runs, int w,
+                      const bench::BenchOptions& o) {
+  bool any = o.UsesRagPrefix();
+  for (const auto& r : runs) {
+    any = any || (r.prefix_cache && (r.prefix_cache->max_bytes > 0 || r.prefix_cache->hits > 0));
+  }
+  if (!any) return;
+  std::fprintf(f,
+               "prefix cache (hits, misses, tokens reused: every request of the run, warm-up "
+               "included; cached/request: p50 over the measured ones):\n");
+  for (const auto& r : runs) {
+    if (!r.prefix_cache) continue;
+    const PrefixCacheStats& p = *r.prefix_cache;
+    std::vector<double> cached;
+    for (const auto& it : r.iterations) {
+      if (!it.warmup) cached.push_back(static_cast<double>(it.timing.cached_tokens));
+    }
+    const double cached_p50 = bench::Summarize(cached).p50;
+    if (p.max_bytes == 0 && p.hits == 0 && p.misses == 0) {
+      std::fprintf(f, "  %-*s off (prefix_cache.max_bytes=0): hits 0, tokens reused 0\n", w,
+                   r.name.c_str());
+      continue;
+    }
+    std::fprintf(f,
+                 "  %-*s hits %llu, misses %llu, tokens reused %llu, cached/request %.0f; holds "
+                 "%s in %llu blocks (max %s), %llu evicted\n",
+                 w, r.name.c_str(), static_cast<unsigned long long>(p.hits),
+                 static_cast<unsigned long long>(p.misses),
+                 static_cast<unsigned long long>(p.tokens_reused), cached_p50,
+                 internal::FormatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.blocks),
+                 internal::FormatBytes(p.max_bytes).c_str(),
+                 static_cast<unsigned long long>(p.evicted_blocks));
+  }
+  if (o.warmup == 0) {
+    std::fprintf(f,
+                 "  (--warmup 0: the medians include each run's first request, which finds the "
+                 "cache empty and fills it)\n");
+  } else {
+    std::fprintf(f,
+                 "  (the first request of a run fills the cache; it is a warm-up here, so the "
+                 "medians leave it out: --warmup 0 keeps it in)\n");
+  }
+}
+
+void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs,
+                  const bench::BenchOptions& o) {
   int w = 16;  // the name column fits the longest run name
   for (const auto& r : runs) w = std::max(w, static_cast<int>(r.name.size()));
   if (!runs.empty() && runs[0].summary.embed) {
@@ -228,6 +303,7 @@ void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs) {
         ratio(a.e2e_s.p50, b.e2e_s.p50),
         ratio(static_cast<double>(a.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)));
   }
+  PrintPrefixCache(f, runs, w, o);
 }
 
 // Generation scenarios need a decoder and `embed` an encoder; every run spec must fit the model.
@@ -277,12 +353,12 @@ void RunBench(const BenchArgs& args) {
       config.vocab_size, specials, config.bos_token_id,
       config.eos_token_ids.empty() ? -1 : config.eos_token_ids[0],
       config.encoder.max_length > 0 ? config.encoder.max_length : std::max(1, context));
-  // rag runs (and naive-ort under --scenario rag) pick their own lengths; any other run uses
-  // the fixed prompt, which must fit.
+  // rag and rag-prefix runs (and naive-ort under --scenario rag or rag-prefix) pick their own
+  // lengths; any other run uses the fixed prompt, which must fit.
   bool any_fixed = false;
   for (const auto& spec : specs) {
-    any_fixed = any_fixed || (!embed && spec.base != "rag" &&
-                              !(spec.base == "naive-ort" && o.scenario == "rag"));
+    const std::string& kind = spec.base == "naive-ort" ? o.scenario : spec.base;
+    any_fixed = any_fixed || (!embed && bench::PromptKindOf(kind) == bench::PromptKind::kFixed);
   }
   if (any_fixed && static_cast<int64_t>(base.size()) + o.gen_tokens > context) {
     throw Error(ErrorCode::InvalidArgument,
@@ -290,8 +366,40 @@ void RunBench(const BenchArgs& args) {
                     std::to_string(o.gen_tokens) + " exceeds the model's context_length " +
                     std::to_string(context) + "; lower --prompt-tokens or --gen-tokens");
   }
+  // rag-prefix: the prefix (the prompt file's tokens repeated, or synthesized ids) and the
+  // question must leave room for --gen-tokens; a prefix that does not fit is cut to the context.
+  bench::RagPrefixPrompts rag_prefix;
+  if (o.UsesRagPrefix()) {
+    if (static_cast<int64_t>(o.question_tokens) + o.gen_tokens >= context) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "--question-tokens " + std::to_string(o.question_tokens) + " plus --gen-tokens " +
+                      std::to_string(o.gen_tokens) +
+                      " leaves no room for a prefix in the model's "
+                      "context_length " +
+                      std::to_string(context) + "; lower --question-tokens or --gen-tokens");
+    }
+    if (o.prompt_file.empty()) {
+      rag_prefix.prefix =
+          bench::PromptSet::Synthesize(o.prefix_tokens, config.vocab_size, specials);
+    } else {
+      while (static_cast<int32_t>(rag_prefix.prefix.size()) < o.prefix_tokens) {
+        const size_t take =
+            std::min(base.size(), static_cast<size_t>(o.prefix_tokens) - rag_prefix.prefix.size());
+        rag_prefix.prefix.insert(rag_prefix.prefix.end(), base.begin(),
+                                 base.begin() + static_cast<std::ptrdiff_t>(take));
+      }
+    }
+    rag_prefix.question_tokens = o.question_tokens;
+  }
   const bench::PromptSet prompts(base, config.vocab_size, specials,
-                                 std::max(1, context - o.gen_tokens));
+                                 std::max(1, context - o.gen_tokens), std::move(rag_prefix));
+  if (o.UsesRagPrefix() && static_cast<int32_t>(prompts.rag_prefix().size()) < o.prefix_tokens) {
+    std::fprintf(stderr,
+                 "note: --prefix-tokens %d cut to %zu so that prefix + --question-tokens %d + "
+                 "--gen-tokens %d fit the model's context_length %d\n",
+                 o.prefix_tokens, prompts.rag_prefix().size(), o.question_tokens, o.gen_tokens,
+                 context);
+  }
 
   // Build every workload first, so that a bad combination fails before any run. Each run has its
   // own options (the spec's overrides applied); a deque keeps them where the workloads borrow them.
@@ -329,7 +437,7 @@ void RunBench(const BenchArgs& args) {
 
   if (!runs.empty()) {
     std::FILE* summary_out = o.json_path == "-" ? stderr : stdout;
-    PrintSummary(summary_out, runs);
+    PrintSummary(summary_out, runs, o);
     if (!o.json_path.empty()) {
       bench::WriteTextFile(o.json_path, bench::ReportJson(env, o, runs).dump(2) + "\n", "--json");
     }
@@ -357,8 +465,11 @@ void RegisterBenchCommand(CLI::App& app) {
       ->check(ModelDir());
   cmd->add_option("--scenario", a->scenario,
                   "seed-loop (generator per iteration) | reuse (RewindTo(0)) | rag (prompt "
-                  "lengths 64..2048) | load-unload (model per iteration) | embed (encoder "
-                  "models: --batch texts of mixed lengths per Embed call)")
+                  "lengths 64..2048) | rag-prefix (one shared --prefix-tokens prefix, then a new "
+                  "--question-tokens question every iteration; compare the prefix cache off and "
+                  "on with --compare rag-prefix,prefix_cache.max_bytes=256MiB) | load-unload "
+                  "(model per iteration) | embed (encoder models: --batch texts of mixed lengths "
+                  "per Embed call)")
       ->capture_default_str();
   cmd->add_option("--iterations", a->iterations, "Measured iterations (>= 1)")
       ->capture_default_str();
@@ -373,7 +484,16 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--prompt-tokens", a->prompt_tokens,
                   "Synthesized prompt length in tokens (default 128)");
   cmd->add_option("--prompt-file", a->prompt_file,
-                  "Text file tokenized with the model's tokenizer.json, as the prompt");
+                  "Text file tokenized with the model's tokenizer.json, as the prompt (rag-prefix: "
+                  "its tokens, repeated, as the prefix)");
+  cmd->add_option("--prefix-tokens", a->prefix_tokens,
+                  "rag-prefix: tokens of the prefix every request shares (default 1024; cut to "
+                  "fit the context)")
+      ->type_name("INT");
+  cmd->add_option("--question-tokens", a->question_tokens,
+                  "rag-prefix: tokens of the question after the prefix, different every "
+                  "iteration (default 64)")
+      ->type_name("INT");
   cmd->add_option("--gen-tokens", a->gen_tokens, "Tokens to generate per sequence")
       ->capture_default_str();
   cmd->add_option("--batch", a->batch,

@@ -311,6 +311,103 @@ TEST(BenchScenarios, JsonToStdoutKeepsStdoutParseable) {
   EXPECT_EQ(nlohmann::json::parse(out)["schema_version"], 1);
 }
 
+// ---- rag-prefix and the prefix cache (issue 25) ---------------------------------------------
+
+// The cache off (the --scenario run), on, and the naive loop on the same prompts: the first
+// request of the cache-on run fills the cache (a miss), every later one takes the whole 64-token
+// prefix from it (a hit) and prefills only its question; off, nothing is reused or counted.
+TEST(BenchRagPrefix, TheCacheHitsEveryRequestButTheFirstAndOffReportsNothing) {
+  TempDir dir("rag-prefix");
+  const std::string json = dir / "p.json", csv = dir / "p.csv";
+  const auto r = RunCli("bench " + TinyModel() +
+                        " --scenario rag-prefix --iterations 4 --warmup 0 --prefix-tokens 64"
+                        " --question-tokens 8 --gen-tokens 4"
+                        " --compare rag-prefix,prefix_cache.max_bytes=8MiB naive-ort --json " +
+                        json + " --csv " + csv);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto doc = nlohmann::json::parse(ReadFile(json));
+  const auto errors = JsonSchemaLite(Schema()).Validate(doc);
+  EXPECT_TRUE(errors.empty()) << Join(errors);
+  EXPECT_EQ(doc["options"]["scenario"], "rag-prefix");
+  EXPECT_EQ(doc["options"]["prefix_tokens"], 64);
+  EXPECT_EQ(doc["options"]["question_tokens"], 8);
+  const auto& runs = doc["runs"];
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0]["name"], "ebb:rag-prefix");
+  EXPECT_EQ(runs[1]["name"], "ebb:rag-prefix,prefix_cache.max_bytes=8MiB");
+  EXPECT_EQ(runs[2]["scenario"], "rag-prefix");
+
+  const auto& off = runs[0]["prefix_cache"];
+  EXPECT_EQ(off["max_bytes"], 0);
+  EXPECT_EQ(off["hits"], 0);
+  EXPECT_EQ(off["misses"], 0);
+  EXPECT_EQ(off["tokens_reused"], 0);
+  EXPECT_EQ(off["bytes"], 0);
+  const auto& on = runs[1]["prefix_cache"];
+  EXPECT_EQ(on["max_bytes"], 8u << 20);
+  EXPECT_EQ(on["hits"], 3) << "iterations - 1: every request after the first";
+  EXPECT_EQ(on["misses"], 1) << "the first request fills the cache";
+  EXPECT_EQ(on["tokens_reused"], 3 * 64);
+  EXPECT_GT(on["bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(on["block_tokens"], 16);
+  EXPECT_TRUE(runs[2]["prefix_cache"].is_null());
+
+  for (int i = 0; i < 4; ++i) {
+    const auto& a = runs[0]["iterations"][i];
+    const auto& b = runs[1]["iterations"][i];
+    const auto& n = runs[2]["iterations"][i];
+    EXPECT_EQ(a["prompt_tokens"], 64 + 8);
+    EXPECT_EQ(b["prompt_tokens"], 64 + 8);
+    EXPECT_EQ(n["prompt_tokens"], 64 + 8);
+    EXPECT_EQ(a["cached_tokens"], 0);
+    EXPECT_EQ(b["cached_tokens"], i == 0 ? 0 : 64) << "request " << i;
+    EXPECT_EQ(n["cached_tokens"], 0);
+    EXPECT_EQ(a["memory_after"]["prefix_cache_bytes"], 0);
+    EXPECT_GT(b["memory_after"]["prefix_cache_bytes"].get<uint64_t>(), 0u);
+    // The cache's blocks are KV pool memory: in use between requests.
+    EXPECT_GE(b["memory_after"]["kv_in_use_bytes"].get<uint64_t>(),
+              b["memory_after"]["prefix_cache_bytes"].get<uint64_t>());
+    EXPECT_TRUE(n["memory_after"]["prefix_cache_bytes"].is_null());
+  }
+  EXPECT_THAT(r.out, HasSubstr("\n  ebb:rag-prefix,prefix_cache.max_bytes=8MiB hits 3, misses 1, "
+                               "tokens reused 192, cached/request 64; holds "));
+  EXPECT_THAT(r.out, HasSubstr("\n  ebb:rag-prefix "));
+  EXPECT_THAT(r.out, HasSubstr(" off (prefix_cache.max_bytes=0): hits 0, tokens reused 0\n"));
+  EXPECT_THAT(r.out, HasSubstr("(--warmup 0: the medians include each run's first request"));
+  const std::string table = ReadFile(csv);
+  EXPECT_THAT(table.substr(0, table.find('\n')),
+              HasSubstr(",padded_tokens,cached_tokens,after_prefix_cache_bytes"));
+}
+
+// The prefix is cut to the context (a note says so); a prefix that is not a whole number of
+// 16-token blocks is reused up to its last whole block. With a warm-up, the miss is the warm-up
+// and every measured request hits (the counters still count the warm-up).
+TEST(BenchRagPrefix, ALongPrefixIsCutToTheContextAndReusedInWholeBlocks) {
+  TempDir dir("rag-prefix-cut");
+  const std::string json = dir / "c.json";
+  const auto r = RunCli("bench " + TinyModel() +
+                        " --scenario rag-prefix --iterations 2 --warmup 1 --prefix-tokens 5000"
+                        " --question-tokens 8 --gen-tokens 4"
+                        " --option prefix_cache.max_bytes=64MiB --json " +
+                        json);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("note: --prefix-tokens 5000 cut to 2036 so that prefix + "
+                               "--question-tokens 8 + --gen-tokens 4 fit the model's "
+                               "context_length 2048"));
+  EXPECT_THAT(r.out, HasSubstr("the medians leave it out"));
+  const auto doc = nlohmann::json::parse(ReadFile(json));
+  EXPECT_TRUE(JsonSchemaLite(Schema()).Validate(doc).empty());
+  const auto& run = doc["runs"][0];
+  EXPECT_EQ(run["prefix_cache"]["hits"], 2);
+  EXPECT_EQ(run["prefix_cache"]["misses"], 1);
+  EXPECT_EQ(run["iterations"][0]["warmup"], true);
+  EXPECT_EQ(run["iterations"][0]["cached_tokens"], 0);
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_EQ(run["iterations"][i]["prompt_tokens"], 2036 + 8);
+    EXPECT_EQ(run["iterations"][i]["cached_tokens"], 2032) << "127 whole blocks of 2036 tokens";
+  }
+}
+
 // ---- bad flags -------------------------------------------------------------------------------
 
 struct BadFlag {
@@ -332,7 +429,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadFlag{"UnknownScenario", "--scenario seedloop",
                 "unknown scenario 'seedloop' (did you mean 'seed-loop'?); --scenario takes one "
-                "of: seed-loop, reuse, rag, load-unload"},
+                "of: seed-loop, reuse, rag, rag-prefix, load-unload"},
         BadFlag{"ZeroIterations", "--iterations 0", "--iterations must be at least 1 (got 0)"},
         BadFlag{"NegativeIterations", "--iterations -3",
                 "--iterations must be at least 1 (got -3)"},
@@ -383,6 +480,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"PromptPastContext", "--prompt-tokens 2040 --gen-tokens 64",
                 "the prompt (2040 tokens) plus --gen-tokens 64 exceeds the model's "
                 "context_length 2048"},
+        BadFlag{"ZeroPrefixTokens", "--scenario rag-prefix --prefix-tokens 0",
+                "--prefix-tokens must be at least 1 (got 0)"},
+        BadFlag{"NegativePrefixTokens", "--scenario rag-prefix --prefix-tokens -16",
+                "--prefix-tokens must be at least 1 (got -16)"},
+        BadFlag{"NonNumberPrefixTokens", "--scenario rag-prefix --prefix-tokens 1k",
+                "--prefix-tokens '1k' is not a number of tokens; give a whole number, at least 1 "
+                "(e.g. --prefix-tokens 1024)"},
+        BadFlag{"ZeroQuestionTokens", "--scenario rag-prefix --question-tokens 0",
+                "--question-tokens must be at least 1 (got 0)"},
+        BadFlag{"NonNumberQuestionTokens", "--scenario rag-prefix --question-tokens 6.5",
+                "--question-tokens '6.5' is not a number of tokens"},
+        BadFlag{"PrefixTokensWithoutRagPrefix", "--scenario rag --prefix-tokens 64",
+                "--prefix-tokens shapes the prompts of rag-prefix runs only; use --scenario "
+                "rag-prefix (or --compare rag-prefix,...) or drop it"},
+        BadFlag{"QuestionPastContext",
+                "--scenario rag-prefix --question-tokens 2000 --gen-tokens 48",
+                "--question-tokens 2000 plus --gen-tokens 48 leaves no room for a prefix in the "
+                "model's context_length 2048"},
+        BadFlag{"UnknownRagPrefixOverride", "--compare rag-prefix,prefix_cache.max_byte=1MiB",
+                "--compare 'rag-prefix,prefix_cache.max_byte=1MiB': unknown model option "
+                "'prefix_cache.max_byte' (did you mean 'prefix_cache.max_bytes'?)"},
         BadFlag{"MalformedSessionOption", "--session-option intra_op_num_threads",
                 "--session-option 'intra_op_num_threads' must be written KEY=VALUE"},
         BadFlag{"UnwritableJson",
@@ -468,7 +586,9 @@ TEST_F(BenchEmbedRun, PrintsThroughputAndRatiosAndWritesCsvColumns) {
   EXPECT_THAT(result_->out, HasSubstr("naive-ort vs ebb:embed: tokens/s x"));
   EXPECT_THAT(result_->out, HasSubstr("ebb:embed iteration 1/4 (warm-up): 12 texts"));
   const std::string csv = ReadFile(*dir_ / "e.csv");
-  EXPECT_THAT(csv, HasSubstr(",peak_rss_bytes,texts,padded_tokens\n"));
+  EXPECT_THAT(
+      csv,
+      HasSubstr(",peak_rss_bytes,texts,padded_tokens,cached_tokens,after_prefix_cache_bytes\n"));
   EXPECT_THAT(csv, HasSubstr("ebb:embed,ebb,embed,0,1,"));
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <vector>
 
 #include "bench/bench_runner.h"
@@ -88,9 +89,34 @@ TEST(Prompts, RagLengthsSpanTheRangeAndClamp) {
   EXPECT_GT(hi, 1800);
   const PromptSet narrow(PromptSet::Synthesize(10, 100, {}), 100, {}, 500);
   for (int i = 0; i < 50; ++i) EXPECT_LE(narrow.RagLength(i), 500);
-  const auto rows = narrow.Rows(3, 2, /*rag=*/true);
+  const auto rows = narrow.Rows(3, 2, PromptKind::kRag);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(static_cast<int>(rows[0].size()), narrow.RagLength(3));
+}
+
+TEST(Prompts, RagPrefixSharesThePrefixAndVariesTheQuestionFromItsFirstToken) {
+  const std::vector<int32_t> specials{0, 1};
+  const auto prefix = PromptSet::Synthesize(100, 512, specials);
+  const PromptSet set(PromptSet::Synthesize(10, 512, specials), 512, specials, 1000,
+                      RagPrefixPrompts{prefix, 12});
+  std::set<int32_t> firsts;
+  for (int i = 0; i < 200; ++i) {
+    const auto rows = set.Rows(i, 1, PromptKind::kRagPrefix);
+    ASSERT_EQ(rows[0].size(), 112u);
+    EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), rows[0].begin()));
+    EXPECT_EQ(rows, set.Rows(i, 1, PromptKind::kRagPrefix)) << "deterministic";
+    firsts.insert(rows[0][100]);
+    for (int32_t t : rows[0]) EXPECT_GT(t, 1) << "no special ids";
+  }
+  EXPECT_EQ(firsts.size(), 200u) << "every question starts with its own token";
+  EXPECT_EQ(PromptKindOf("rag-prefix"), PromptKind::kRagPrefix);
+  EXPECT_EQ(PromptKindOf("rag"), PromptKind::kRag);
+  EXPECT_EQ(PromptKindOf("seed-loop"), PromptKind::kFixed);
+  // Cut to the context: the question keeps its length, the prefix takes what is left.
+  const PromptSet cut(PromptSet::Synthesize(10, 512, specials), 512, specials, 50,
+                      RagPrefixPrompts{prefix, 12});
+  EXPECT_EQ(cut.rag_prefix().size(), 38u);
+  EXPECT_EQ(cut.Rows(0, 2, PromptKind::kRagPrefix)[1].size(), 50u);
 }
 
 TEST(EmbedDocuments, MixedLengthsWithinTheLimitFramedBySpecialTokensAndDeterministic) {
@@ -226,7 +252,7 @@ class IdleWorkload : public Workload {
     AtLastToken();
     return {};
   }
-  KvSample Kv() const override { return {0, 0}; }
+  KvSample Kv() const override { return {0, 0, std::nullopt}; }
   void Teardown() override {}
 };
 
@@ -257,14 +283,17 @@ TEST(ReportCsv, EmptyCellsForAbsentFigures) {
   it.before.kv.in_use_bytes = 5;
   r.iterations.push_back(it);
   const std::string csv = ReportCsv({r});
-  // The last two cells: texts and padded_tokens, 0 for a generation request.
-  EXPECT_NE(csv.find("\n\"a,b\",ebb,seed-loop,0,0,3,0,0,0,0,,0,0,5,,,,0,0,,,,,0,0,,,,,0,0,0\n"),
+  // The last four cells: texts and padded_tokens, 0 for a generation request; cached_tokens;
+  // the prefix cache's bytes after, empty where the workload has none.
+  EXPECT_NE(csv.find("\n\"a,b\",ebb,seed-loop,0,0,3,0,0,0,0,,0,0,5,,,,0,0,,,,,0,0,,,,,0,0,0,0,\n"),
             std::string::npos)
       << csv;
   it.timing.texts = 7;
   it.timing.padded_tokens = 96;
+  it.timing.cached_tokens = 48;
+  it.after.kv.prefix_cache_bytes = 4096;
   r.iterations[0] = it;
-  EXPECT_NE(ReportCsv({r}).find(",0,7,96\n"), std::string::npos) << ReportCsv({r});
+  EXPECT_NE(ReportCsv({r}).find(",0,7,96,48,4096\n"), std::string::npos) << ReportCsv({r});
 }
 
 }  // namespace
