@@ -105,6 +105,18 @@ struct PrefixCacheStats {
                                   // release (the cache gives memory back before a refusal)
 };
 
+// Adds `from`'s counters (hits, misses, tokens_reused, tokens_stored, evicted_blocks,
+// reclaimed_blocks) to `into`; the byte and block figures are current values, which a caller
+// sums or keeps as it means them. The one list of the counters (Runtime::Stats, ebb bench).
+inline void AddPrefixCacheCounters(PrefixCacheStats& into, const PrefixCacheStats& from) {
+  into.hits += from.hits;
+  into.misses += from.misses;
+  into.tokens_reused += from.tokens_reused;
+  into.tokens_stored += from.tokens_stored;
+  into.evicted_blocks += from.evicted_blocks;
+  into.reclaimed_blocks += from.reclaimed_blocks;
+}
+
 // ModelControls::PinPrefix / UnpinPrefix.
 struct PrefixPin {
   uint64_t tokens = 0;         // tokens given

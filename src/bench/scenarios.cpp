@@ -127,12 +127,7 @@ class EbbWorkload final : public Workload {
   std::optional<PrefixCacheStats> PrefixCacheSample() const override {
     PrefixCacheStats s = model_ ? model_->memory_stats().prefix_cache : PrefixCacheStats{};
     if (!model_) s.block_tokens = retired_.block_tokens;
-    s.hits += retired_.hits;
-    s.misses += retired_.misses;
-    s.tokens_reused += retired_.tokens_reused;
-    s.tokens_stored += retired_.tokens_stored;
-    s.evicted_blocks += retired_.evicted_blocks;
-    s.reclaimed_blocks += retired_.reclaimed_blocks;
+    AddPrefixCacheCounters(s, retired_);
     if (!model_) s.max_bytes = retired_.max_bytes;
     return s;
   }
@@ -157,12 +152,7 @@ class EbbWorkload final : public Workload {
     const PrefixCacheStats s = model_->memory_stats().prefix_cache;
     retired_.max_bytes = s.max_bytes;
     retired_.block_tokens = s.block_tokens;
-    retired_.hits += s.hits;
-    retired_.misses += s.misses;
-    retired_.tokens_reused += s.tokens_reused;
-    retired_.tokens_stored += s.tokens_stored;
-    retired_.evicted_blocks += s.evicted_blocks;
-    retired_.reclaimed_blocks += s.reclaimed_blocks;
+    AddPrefixCacheCounters(retired_, s);
     model_.reset();
   }
 

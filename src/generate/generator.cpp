@@ -428,7 +428,8 @@ struct Generator::Impl {
   // have yet). Rows whose positions are not their tokens' (left padding) are skipped. Never
   // throws: a store that does not fit stores less.
   void StorePrefixes() {
-    if (!cache_prompt) return;
+    // Off (prefix_cache.max_bytes=0): no store, and no batcher engine lock taken for nothing.
+    if (!cache_prompt || !m.prefix_cache->enabled()) return;
     const auto store = [&] {
       for (int b = 0; b < batch; ++b) {
         const int held = std::min<int>(lens[b], static_cast<int>(sequences[b].size()));

@@ -200,7 +200,7 @@ int PrefixCache::Pin(std::span<const int32_t> tokens, bool* added) {
   if (added != nullptr) *added = true;
   for (uint64_t id : chain) {
     Node& node = nodes_.at(id);
-    ++node.pins;
+    if (node.pins++ == 0) ++pinned_blocks_;
     Reindex(node);
   }
   return n;
@@ -215,7 +215,7 @@ bool PrefixCache::Unpin(std::span<const int32_t> tokens) {
   pinned_.erase(it);
   for (uint64_t id : Walk(key, n)) {
     Node& node = nodes_.at(id);
-    --node.pins;
+    if (--node.pins == 0) --pinned_blocks_;
     Reindex(node);
   }
   if (max_bytes_ == 0) {
@@ -235,6 +235,7 @@ uint64_t PrefixCache::Drop(uint64_t want, bool reclaim) {
 void PrefixCache::Clear() {
   MutexLock lock(mu_);
   pinned_.clear();
+  pinned_blocks_ = 0;
   lru_.clear();
   index_.clear();
   nodes_.clear();  // blocks go back to the pool (a Match still held keeps its blocks)
@@ -255,9 +256,7 @@ PrefixCacheStats PrefixCache::Stats() const {
   s.max_bytes = max_bytes_;
   s.blocks = nodes_.size();
   s.bytes = static_cast<uint64_t>(nodes_.size()) * block_bytes_;
-  uint64_t pinned = 0;
-  for (const auto& [id, node] : nodes_) pinned += node.pins > 0 ? 1 : 0;
-  s.pinned_bytes = pinned * block_bytes_;
+  s.pinned_bytes = pinned_blocks_ * block_bytes_;
   return s;
 }
 

@@ -123,6 +123,7 @@ class PrefixCache {
   std::unordered_map<Key, uint64_t, KeyHash> index_ EBB_GUARDED_BY(mu_);
   std::set<std::pair<uint64_t, uint64_t>> lru_ EBB_GUARDED_BY(mu_);  // (tick, id) of evictable
   std::set<std::vector<int32_t>> pinned_ EBB_GUARDED_BY(mu_);        // the pinned prefixes
+  uint64_t pinned_blocks_ EBB_GUARDED_BY(mu_) = 0;                   // nodes with pins > 0
   PrefixCacheStats stats_ EBB_GUARDED_BY(mu_);
 };
 

@@ -298,12 +298,7 @@ MemoryStats Runtime::Stats() const {
     c.pinned_bytes += mc.pinned_bytes;
     c.blocks += mc.blocks;
     c.block_tokens = mc.block_tokens;
-    c.hits += mc.hits;
-    c.misses += mc.misses;
-    c.tokens_reused += mc.tokens_reused;
-    c.tokens_stored += mc.tokens_stored;
-    c.evicted_blocks += mc.evicted_blocks;
-    c.reclaimed_blocks += mc.reclaimed_blocks;
+    AddPrefixCacheCounters(c, mc);
     s.weights.state = first || s.weights.state == m.weights.state ? m.weights.state : "mixed";
     first = false;
   }

@@ -483,6 +483,16 @@ TEST(PrefixCache, PinningRefusesWhatItCannotKeepWithAClearError) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
     EXPECT_THAT(e.what(), HasSubstr("16 tokens"));
   }
+  Tokens bad = Range(32, 1);
+  bad[20] = on->info().vocab_size;  // outside the vocabulary
+  try {
+    on->controls().PinPrefix(bad);
+    FAIL() << "pinned a token outside the vocabulary";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("outside the vocabulary"));
+  }
+  EXPECT_EQ(on->memory_stats().prefix_cache.pinned_bytes, 0u) << "nothing pinned";
   const uint64_t per_token = on->info().kv_bytes_per_token;
   auto small = Load(dir, std::to_string(2 * 16 * per_token + 8192).c_str());
   try {
