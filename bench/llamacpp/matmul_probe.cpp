@@ -1,0 +1,363 @@
+// bench/llamacpp/matmul_probe.cpp — one int4 matrix multiply, ORT's MatMulNBits against ggml's
+// Q4_0 mul_mat on exactly the same weights (issue 28 item 1: where the time goes per kernel).
+//
+//   matmul_probe --model PREFIX [--m 1,128,512] [--threads 2] [--rounds 20] [--buft auto]
+//                [--cpu-backend native|haswell|PATH]
+//
+// PREFIX.onnx / PREFIX.q4_0 / PREFIX.json come from bench/llamacpp/matmul_model.py (one
+// MatMulNBits node, accuracy_level 4, and the same codes and scales as ggml Q4_0 rows).
+// For each M both engines multiply the same activations A [M, K] (seeded, N(0, 1)) by W^T in one
+// process, one engine at a time (--rounds calls each, after 3 warm-up calls and a --gap-ms sleep
+// that lets the other engine's spinning workers park). Prints one JSON
+// line per M: per engine the median and best seconds per multiply over --rounds, GB/s of weights
+// read (the engine's own weight bytes / median time) and GFLOP/s (2 M N K / median time), ggml's
+// buffer type (CPU_REPACK, AMX or CPU: which layout and kernels ggml picked), and the largest
+// difference between the two outputs relative to the largest |output| (both quantize A to int8, per
+// block: MLAS per MatMulNBits block, ggml per 32).
+//
+// ORT: intra_op_num_threads = --threads, ebb's other defaults (spinning on). ggml: the CPU
+// backend from EBB_LLAMACPP_BIN_DIR (native = the best libggml-cpu-<isa>.so for this CPU, as
+// llama.cpp loads it), n_threads = --threads, one persistent thread pool (as a llama.cpp context
+// with a pool attached), weights in the first buffer type that supports this multiply (auto:
+// the device's extra types first, as llama.cpp's loader does; or the one --buft names).
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+#include "onnxruntime_cxx_api.h"
+
+#ifndef EBB_LLAMACPP_BIN_DIR
+#error "EBB_LLAMACPP_BIN_DIR (the folder with libggml-cpu-*.so) must be defined"
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "matmul_probe: %s\n", why.c_str());
+  std::exit(1);
+}
+
+struct Args {
+  std::string model;
+  std::vector<int> ms = {1, 128, 512};
+  int threads = 2;
+  int rounds = 20;
+  int gap_ms = 300;
+  std::string buft = "auto";
+  std::string cpu_backend = "native";
+  std::string engines = "both";                                 // both | ort | ggml
+  std::vector<std::pair<std::string, std::string>> ort_config;  // session config entries
+};
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--model") {
+      a.model = v;
+    } else if (k == "--m") {
+      a.ms.clear();
+      std::stringstream ss(v);
+      for (std::string x; std::getline(ss, x, ',');) a.ms.push_back(std::atoi(x.c_str()));
+    } else if (k == "--threads") {
+      a.threads = std::atoi(v.c_str());
+    } else if (k == "--rounds") {
+      a.rounds = std::atoi(v.c_str());
+    } else if (k == "--gap-ms") {
+      a.gap_ms = std::atoi(v.c_str());
+    } else if (k == "--buft") {
+      a.buft = v;
+    } else if (k == "--cpu-backend") {
+      a.cpu_backend = v;
+    } else if (k == "--engines") {
+      a.engines = v;
+    } else if (k == "--ort-config") {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos) Die("--ort-config needs KEY=VALUE, got '" + v + "'");
+      a.ort_config.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else {
+      Die("unknown option " + k);
+    }
+  }
+  if (a.model.empty() || a.threads < 1 || a.rounds < 1 || a.ms.empty()) {
+    Die("usage: matmul_probe --model PREFIX [--m 1,128,512] [--threads 2] [--rounds 20] "
+        "[--gap-ms 300] [--buft auto|CPU|CPU_REPACK|AMX] [--cpu-backend native|haswell|PATH] "
+        "[--engines both|ort|ggml] [--ort-config KEY=VALUE]...");
+  }
+  if (a.engines != "both" && a.engines != "ort" && a.engines != "ggml") {
+    Die("--engines must be both, ort or ggml");
+  }
+  for (int m : a.ms) {
+    if (m < 1) Die("--m values must be positive");
+  }
+  return a;
+}
+
+// K and N from PREFIX.json ({"k": .., "n": .., "block_size": ..}).
+long JsonInt(const std::string& text, const std::string& key) {
+  const size_t p = text.find("\"" + key + "\":");
+  if (p == std::string::npos) Die("no " + key + " in the model's .json");
+  return std::strtol(text.c_str() + p + key.size() + 3, nullptr, 10);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) Die("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// ggml's CPU backend, loaded the way llama.cpp loads it, with the weights in one buffer.
+struct Ggml {
+  ggml_backend_dev_t dev = nullptr;
+  ggml_backend_t backend = nullptr;
+  ggml_backend_reg_t reg = nullptr;
+  std::string backend_lib;  // which libggml-cpu-<isa>.so
+  std::string features;     // the backend's feature list, "AVX2=1 AVX512=1 ..."
+  ggml_context* wctx = nullptr;
+  ggml_tensor* w = nullptr;
+  ggml_backend_buffer_t wbuf = nullptr;
+  std::string buft_name;
+
+  void Init(const Args& a) {
+    if (a.cpu_backend == "native") {
+      ggml_backend_load_all_from_path(EBB_LLAMACPP_BIN_DIR);
+    } else {
+      const std::string path =
+          a.cpu_backend.find('/') == std::string::npos
+              ? std::string(EBB_LLAMACPP_BIN_DIR) + "/libggml-cpu-" + a.cpu_backend + ".so"
+              : a.cpu_backend;
+      if (!ggml_backend_load(path.c_str())) Die("could not load " + path);
+      backend_lib = path;
+    }
+    dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (!dev) Die("no ggml CPU device");
+    reg = ggml_backend_dev_backend_reg(dev);
+    backend = ggml_backend_dev_init(dev, nullptr);
+    if (auto f = reinterpret_cast<ggml_backend_get_features_t>(
+            ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features"))) {
+      for (ggml_backend_feature* x = f(reg); x && x->name; ++x) {
+        features += std::string(features.empty() ? "" : " ") + x->name + "=" + x->value;
+      }
+    }
+    if (backend_lib.empty()) {
+      // Which shared object holds the device's code: dladdr on one of its functions.
+      Dl_info info{};
+      if (dladdr(ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"), &info) &&
+          info.dli_fname) {
+        backend_lib = info.dli_fname;
+      }
+    }
+  }
+
+  void SetThreads(int n) {
+    auto set_n = reinterpret_cast<ggml_backend_set_n_threads_t>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
+    set_n(backend, n);
+    using NewPool = ggml_threadpool_t (*)(ggml_threadpool_params*);
+    using SetPool = void (*)(ggml_backend_t, ggml_threadpool_t);
+    auto new_pool =
+        reinterpret_cast<NewPool>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new"));
+    auto set_pool = reinterpret_cast<SetPool>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool"));
+    if (new_pool && set_pool) {
+      ggml_threadpool_params p = ggml_threadpool_params_default(n);
+      set_pool(backend, new_pool(&p));
+    }
+  }
+
+  // Puts W (ne = [K, N], Q4_0) in the first buffer type that supports W x A.
+  void LoadWeights(const Args& a, long k, long n, const std::string& q4) {
+    std::vector<ggml_backend_buffer_type_t> cands;
+    auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
+    if (get_extra) {
+      for (ggml_backend_buffer_type_t* b = get_extra(dev); b && *b; ++b) cands.push_back(*b);
+    }
+    cands.push_back(ggml_backend_dev_buffer_type(dev));
+    std::string seen;
+    for (ggml_backend_buffer_type_t bt : cands) {
+      const std::string name = ggml_backend_buft_name(bt);
+      seen += (seen.empty() ? "" : ", ") + name;
+      if (a.buft != "auto" && name != a.buft) continue;
+      ggml_init_params ip = {ggml_tensor_overhead() * 4, nullptr, true};
+      ggml_context* ctx = ggml_init(ip);
+      ggml_tensor* t = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, k, n);
+      ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, bt);
+      if (!buf) {
+        ggml_free(ctx);
+        continue;
+      }
+      // Would the device run W x A with W in this buffer (llama.cpp's weight-buffer choice)?
+      ggml_init_params op_ip = {ggml_tensor_overhead() * 4, nullptr, true};
+      ggml_context* op_ctx = ggml_init(op_ip);
+      ggml_tensor* x = ggml_new_tensor_2d(op_ctx, GGML_TYPE_F32, k, 512);
+      ggml_tensor* y = ggml_mul_mat(op_ctx, t, x);
+      const bool ok = ggml_backend_dev_supports_op(dev, y);
+      ggml_free(op_ctx);
+      if (!ok) {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+        continue;
+      }
+      ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+      ggml_backend_tensor_set(t, q4.data(), 0, q4.size());  // repacks for CPU_REPACK / AMX
+      wctx = ctx;
+      w = t;
+      wbuf = buf;
+      buft_name = name;
+      return;
+    }
+    Die("no ggml buffer type '" + a.buft + "' supports this multiply (have: " + seen + ")");
+  }
+
+  struct Graph {
+    ggml_context* ctx = nullptr;
+    ggml_cgraph* gf = nullptr;
+    ggml_tensor* x = nullptr;
+    ggml_tensor* y = nullptr;
+    ggml_gallocr_t alloc = nullptr;
+  };
+
+  Graph Build(long k, long m) {
+    Graph g;
+    ggml_init_params ip = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
+    g.ctx = ggml_init(ip);
+    g.x = ggml_new_tensor_2d(g.ctx, GGML_TYPE_F32, k, m);
+    g.y = ggml_mul_mat(g.ctx, w, g.x);
+    g.gf = ggml_new_graph(g.ctx);
+    ggml_build_forward_expand(g.gf, g.y);
+    g.alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
+    if (!ggml_gallocr_alloc_graph(g.alloc, g.gf)) Die("ggml_gallocr_alloc_graph failed");
+    return g;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = Parse(argc, argv);
+  const std::string meta = ReadFile(a.model + ".json");
+  const long k = JsonInt(meta, "k"), n = JsonInt(meta, "n"), block = JsonInt(meta, "block_size");
+  const long int4_bytes = JsonInt(meta, "int4_bytes"), q4_bytes = JsonInt(meta, "q4_0_bytes");
+  const std::string q4 = ReadFile(a.model + ".q4_0");
+  if (static_cast<long>(q4.size()) != q4_bytes) Die("the .q4_0 file does not match its .json");
+
+  Ggml gg;
+  gg.Init(a);
+  gg.SetThreads(a.threads);
+  gg.LoadWeights(a, k, n, q4);
+
+  Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "matmul_probe");
+  Ort::SessionOptions so;
+  so.SetIntraOpNumThreads(a.threads);
+  so.SetInterOpNumThreads(1);
+  for (const auto& [key, value] : a.ort_config) so.AddConfigEntry(key.c_str(), value.c_str());
+  const std::string onnx = a.model + ".onnx";
+  Ort::Session session(env, onnx.c_str(), so);
+  Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  const char* in_names[] = {"A"};
+  const char* out_names[] = {"Y"};
+
+  std::printf(
+      "{\"kind\": \"setup\", \"k\": %ld, \"n\": %ld, \"block_size\": %ld, \"threads\": %d, "
+      "\"ort_version\": \"%s\", \"ggml_backend\": \"%s\", \"ggml_features\": \"%s\", "
+      "\"ggml_buft\": \"%s\"}\n",
+      k, n, block, a.threads, Ort::GetVersionString().c_str(), gg.backend_lib.c_str(),
+      gg.features.c_str(), gg.buft_name.c_str());
+  std::fflush(stdout);
+
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  for (int m : a.ms) {
+    std::vector<float> x(static_cast<size_t>(m) * k), y_ort(static_cast<size_t>(m) * n),
+        y_gg(static_cast<size_t>(m) * n);
+    for (float& v : x) v = dist(rng);
+    const int64_t xs[] = {m, k}, ys[] = {m, n};
+    Ort::Value xin = Ort::Value::CreateTensor<float>(mem, x.data(), x.size(), xs, 2);
+    Ort::Value yout = Ort::Value::CreateTensor<float>(mem, y_ort.data(), y_ort.size(), ys, 2);
+    Ggml::Graph g = gg.Build(k, m);
+    ggml_backend_tensor_set(g.x, x.data(), 0, x.size() * sizeof(float));
+
+    auto run_ort = [&] { session.Run(Ort::RunOptions{}, in_names, &xin, 1, out_names, &yout, 1); };
+    auto run_gg = [&] {
+      if (ggml_backend_graph_compute(gg.backend, g.gf) != GGML_STATUS_SUCCESS) {
+        Die("ggml_backend_graph_compute failed");
+      }
+    };
+    const bool do_ort = a.engines != "ggml", do_gg = a.engines != "ort";
+    // One engine at a time: all of ORT's rounds, a pause, then all of ggml's. Interleaving them
+    // call by call measures each one against the other's spinning workers (ORT's pool spins
+    // after a Run, ggml's polls for the next graph), which on 2 cores costs either of them up to
+    // 2-15x; the pause lets the finished engine's workers park. Noise across the two blocks is
+    // handled by rerunning the process (bench/llamacpp/matmul_vs_ggml.py alternates them).
+    std::vector<double> t_ort, t_gg;
+    const auto timed = [&](auto run, std::vector<double>& t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(a.gap_ms));
+      for (int i = 0; i < 3; ++i) run();  // warm-up: caches, first-call allocations
+      for (int r = 0; r < a.rounds; ++r) {
+        const auto t0 = Clock::now();
+        run();
+        t.push_back(Seconds(t0, Clock::now()));
+      }
+    };
+    if (do_ort) timed(run_ort, t_ort);
+    if (do_gg) timed(run_gg, t_gg);
+    if (!do_ort) t_ort = {0};
+    if (!do_gg) t_gg = {0};
+    ggml_backend_tensor_get(g.y, y_gg.data(), 0, y_gg.size() * sizeof(float));
+    double max_abs = 0, max_diff = 0;
+    for (size_t i = 0; i < y_ort.size(); ++i) {
+      max_abs = std::max(max_abs, static_cast<double>(std::fabs(y_ort[i])));
+      max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_ort[i] - y_gg[i])));
+    }
+    const double flops = 2.0 * m * n * k;
+    const double mo = Median(t_ort), mg = Median(t_gg);
+    auto per_s = [](double amount, double t) {
+      return t > 0 ? amount / t : 0.0;
+    };  // 0: not measured
+    std::printf(
+        "{\"kind\": \"result\", \"m\": %d, \"ort_median_s\": %.7f, \"ort_best_s\": %.7f, "
+        "\"ggml_median_s\": %.7f, \"ggml_best_s\": %.7f, \"ort_gb_s\": %.2f, \"ggml_gb_s\": %.2f, "
+        "\"ort_gflop_s\": %.1f, \"ggml_gflop_s\": %.1f, \"ort_over_ggml_time\": %.3f, "
+        "\"max_diff_rel\": %.2e}\n",
+        m, mo, *std::min_element(t_ort.begin(), t_ort.end()), mg,
+        *std::min_element(t_gg.begin(), t_gg.end()), per_s(int4_bytes, mo) / 1e9,
+        per_s(q4_bytes, mg) / 1e9, per_s(flops, mo) / 1e9, per_s(flops, mg) / 1e9, per_s(mo, mg),
+        max_abs > 0 && a.engines == "both" ? max_diff / max_abs : 0.0);
+    std::fflush(stdout);
+    ggml_gallocr_free(g.alloc);
+    ggml_free(g.ctx);
+  }
+  ggml_backend_buffer_free(gg.wbuf);
+  ggml_free(gg.wctx);
+  ggml_backend_free(gg.backend);
+  return 0;
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""ORT's MatMulNBits against ggml's Q4_0 mul_mat, one matrix at a time (issue 28 item 1).
+
+For each matrix of a shape preset, writes the same int4 weights in both formats
+(bench/llamacpp/matmul_model.py), then runs bench/llamacpp/matmul_probe --repeats times per ggml
+variant (separate processes, so that neither engine's thread pool is measured against the other's;
+the variants' order rotates every repeat) and prints a markdown table of medians: milliseconds per
+multiply, GB/s of weights and GFLOP/s per engine, and ORT's time over ggml's. The ggml variants are
+its CPU backend for this CPU ("native": the libggml-cpu-<isa>.so llama.cpp loads here) with the
+weights in each buffer type it offers (AMX, CPU_REPACK, plain CPU), and the AVX2 ("haswell")
+backend, so a figure can be read against the ISA it came from.
+
+  make bench-llamacpp
+  /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --shape phi-3.5-mini --block-size 128 --repeats 5
+
+The weights of one matrix stay in the caches between calls (a phi matrix is 6-28 MB; this
+machine's L2 is 2 MiB per core), so M = 1 here measures the kernel, not the DRAM stream a whole
+model's decode pays: the full-model figures are bench/vs_llamacpp.py's.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# (name, K, N) per shape: the distinct matmuls of one decoder layer (q/k/v fused as the model
+# builder writes them for phi3; gate/up fused), then the LM head.
+SHAPES = {
+    "phi-3.5-mini": [("qkv", 3072, 9216), ("o_proj", 3072, 3072), ("gate_up", 3072, 16384),
+                     ("down", 8192, 3072), ("lm_head", 3072, 32064)],
+    "small": [("q/k/v/o", 768, 768), ("gate/up", 768, 2048), ("down", 2048, 768),
+              ("lm_head", 768, 32000)],
+}
+
+
+def run(probe, prefix, m, threads, rounds, buft, backend, engines):
+    cmd = [probe, "--model", prefix, "--m", ",".join(map(str, m)), "--threads", str(threads), "--rounds",
+           str(rounds), "--buft", buft, "--cpu-backend", backend, "--engines", engines]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {p.returncode}):\n{p.stderr}")
+    lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    return lines[0], {r["m"]: r for r in lines[1:]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--shape", default="phi-3.5-mini", choices=sorted(SHAPES))
+    ap.add_argument("--block-size", type=int, default=128, choices=(32, 64, 128, 256))
+    ap.add_argument("--m", default="1,128,512", help="rows of A (tokens per call)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=10, help="timed calls per engine per process")
+    ap.add_argument("--repeats", type=int, default=3, help="processes per variant (medians over them)")
+    ap.add_argument("--variants", default="native:AMX,native:CPU_REPACK,native:CPU,haswell:CPU_REPACK",
+                    help="ggml BACKEND:BUFFER_TYPE pairs (a pair the CPU lacks is reported and skipped)")
+    ap.add_argument("--models", default="/tmp/ebb-matmul-models")
+    ap.add_argument("--json", help="write every run here")
+    a = ap.parse_args()
+    probe = os.path.join(a.build_dir, "bench", "llamacpp", "matmul_probe")
+    if not os.access(probe, os.X_OK):
+        raise SystemExit(f"{probe} not built: run `make bench-llamacpp` first")
+    ms = [int(x) for x in a.m.split(",")]
+    variants = [tuple(v.split(":")) for v in a.variants.split(",")]
+    runs, rows = [], []
+    for name, k, n in SHAPES[a.shape]:
+        prefix = os.path.join(a.models, f"{a.shape}-{name.replace('/', '_')}-k{k}-n{n}-b{a.block_size}")
+        if not os.path.exists(prefix + ".json"):
+            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llamacpp", "matmul_model.py"), "--k",
+                            str(k), "--n", str(n), "--block-size", str(a.block_size), "--out", prefix],
+                           check=True, stdout=subprocess.DEVNULL)
+        got = {}  # variant -> list of {m: result}
+        setup = {}
+        ort = []
+        for rep in range(a.repeats):
+            order = variants[rep % len(variants):] + variants[:rep % len(variants)]
+            s, r = run(probe, prefix, ms, a.threads, a.rounds, "CPU", "native", "ort")
+            ort.append(r)
+            for backend, buft in order:
+                try:
+                    s, r = run(probe, prefix, ms, a.threads, a.rounds, buft, backend, "ggml")
+                except SystemExit as e:
+                    print(f"skipped {backend}:{buft}: {str(e).splitlines()[-1]}", file=sys.stderr)
+                    continue
+                setup[(backend, buft)] = s
+                got.setdefault((backend, buft), []).append(r)
+                runs.append({"matrix": name, "variant": f"{backend}:{buft}", "setup": s, "results": r})
+        _, diff = run(probe, prefix, ms, a.threads, 2, "auto", "native", "both")
+        for m in ms:
+            o = statistics.median(x[m]["ort_median_s"] for x in ort)
+            row = {"matrix": name, "k": k, "n": n, "m": m, "ort_ms": o * 1e3,
+                   "ort_gflop_s": 2 * m * n * k / o / 1e9, "diff_rel": diff[m]["max_diff_rel"], "ggml": {}}
+            for v, lst in got.items():
+                g = statistics.median(x[m]["ggml_median_s"] for x in lst)
+                row["ggml"][f"{v[0]}:{v[1]}"] = {"ms": g * 1e3, "gflop_s": 2 * m * n * k / g / 1e9,
+                                                  "lib": os.path.basename(setup[v]["ggml_backend"])}
+            rows.append(row)
+            print(f"{name} M={m}: ORT {o * 1e3:.3f} ms; " + ", ".join(
+                f"{v} {d['ms']:.3f} ms" for v, d in row["ggml"].items()), file=sys.stderr)
+    names = list(rows[0]["ggml"])
+    print(f"\n{a.shape}, MatMulNBits block {a.block_size} (accuracy_level 4) against Q4_0, {a.threads} threads, "
+          f"medians of {a.repeats} processes x {a.rounds} calls\n")
+    print("| matrix (K x N) | M | ORT ms (GFLOP/s) | " + " | ".join(f"ggml {v} ms (GFLOP/s)" for v in names) +
+          " | ORT / best ggml | max diff (rel.) |")
+    print("|---|---:|---:|" + "---:|" * len(names) + "---:|---:|")
+    for r in rows:
+        best = min(d["ms"] for d in r["ggml"].values())
+        print(f"| {r['matrix']} ({r['k']} x {r['n']}) | {r['m']} | {r['ort_ms']:.3f} ({r['ort_gflop_s']:.0f}) | " +
+              " | ".join(f"{r['ggml'][v]['ms']:.3f} ({r['ggml'][v]['gflop_s']:.0f})" if v in r["ggml"] else "-"
+                         for v in names) + f" | {r['ort_ms'] / best:.2f} | {r['diff_rel']:.1e} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"shape": a.shape, "block_size": a.block_size, "threads": a.threads, "rows": rows, "runs": runs},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
