@@ -1,30 +1,44 @@
 #!/usr/bin/python3
-"""ebb against llama.cpp on the same weights (issue 15 item 4; docs/benchmarks.md).
+"""ebb against llama.cpp on the same weights (issue 15 item 4, issue 28 item 4; docs/benchmarks.md).
 
 Generates (or reuses) one synthesized model as an ebb int4 folder and its Q4_0 GGUF from the same
-synth run (tools/synth_model.py --gguf), measures the machine's read bandwidth (membw), warms the
-page cache, then runs --pairs alternated pairs (each run waits, up to --quiet-wait seconds, for a
-second in which the CPUs are --quiet idle: on a shared 2-core machine another build turns both
-engines' spinning thread barriers into time-slice waits) of one-process generations (ebb_probe,
-llamacpp_probe; the order flips every other pair) and prints a markdown table of medians and
-ebb / llama.cpp ratios, the greedy tokens' agreement, and (--json) every run.
+synth run (tools/synth_model.py --gguf), measures the machine's read bandwidth (membw, built with
+-O3 -march=native) before and after, warms the page cache, then runs --pairs rounds ("pairs") of
+one-process generations: ebb_probe and every llama.cpp variant (llamacpp_probe with each of
+--llama-backends x --llama-fa x --llama-mmap), the order rotated by one every pair. Each run waits,
+up to --quiet-wait seconds, for a second in which the CPUs are --quiet idle, and the CPU time other
+processes used during the run is measured (/proc/stat busy time minus the probe's and this
+script's own): a pair in which any run's share exceeds --max-other-cpu is dropped and rerun (at
+most --max-reruns times). On a shared 2-core machine another build turns both engines' spinning
+thread barriers into time-slice waits, which distorts a run by far more than its share.
+
+It prints the CPU (lscpu's model name, the ISA flags that matter), the kernel path of each engine,
+the bandwidth, the dropped pairs, and one markdown table per llama.cpp backend: for every metric
+llama.cpp's best median over its flash-attention (and mmap) settings, naming the setting, against
+ebb's median, and their ratio; memory rows once per mmap setting. Then every variant's medians, the
+greedy tokens' agreement, and (--json) everything, kept and dropped runs apart.
 
   make bench-llamacpp       # scripts/bench_bootstrap + the probes in build/release/bench/llamacpp
   /usr/bin/python3 bench/vs_llamacpp.py --family llama --preset small --vocab 32000 \\
-      --prompt-tokens 512 --gen-tokens 64 --pairs 3 --json small.json
+      --prompt-tokens 512 --gen-tokens 64 --pairs 3 --llama-mmap on,off --json small.json
   /usr/bin/python3 bench/vs_llamacpp.py ... --block-size 32   # ebb's int4 at block 32 (default 128)
+  /usr/bin/python3 bench/vs_llamacpp.py ... --llama-backends native --llama-fa auto --llama-mmap auto  # as before
   /usr/bin/python3 bench/vs_llamacpp.py --check   # the same-weights test (exit 77: deps absent)
 
-Figures (per engine, medians over the pairs):
+Figures (per variant, medians over the kept pairs):
   prefill tok/s       prompt tokens / the prompt's forward pass (in-process)
-  decode tok/s        (gen - 1) / first token -> last token (in-process)
+  decode tok/s, cold  (gen - 1) / first token -> last token (in-process): every decode step
+  decode tok/s, warm  (gen - 1 - W) / token W -> last token, W = --warm-steps (default 8): the
+                      first steps' one-off costs (graph and buffer set-up, first touches) left out
   start -> first token  process spawn -> the probe's "first_token" line (outside; includes the
-                      dynamic loader, the model load, context creation and the prefill)
+                      dynamic loader, the model load, context creation, the --warmup generation
+                      if any, and the prefill)
   peak RSS            VmHWM at the end; anon / file RSS after the model load
-  decode % roofline   decode tok/s x bytes of weights read per token / read bandwidth, with the
-                      bytes read per token = every matmul weight (lm_head included) + the norms +
-                      one embedding row: ebb int4 16 B + 4 B per block of codes and fp32 scales
-                      per 32 weights (block 32: 20 B; 128: 17 B), Q4_0 18 B.
+  decode % roofline   decode tok/s x bytes of weights read per token / read bandwidth (the higher
+                      of membw's before and after figures, so that a slow membw pass cannot
+                      inflate it), with the bytes read per token = every matmul weight (lm_head
+                      included) + the norms + one embedding row: ebb int4 16 B + 4 B per block of
+                      codes and fp32 scales per 32 weights (block 32: 20 B; 128: 17 B), Q4_0 18 B.
 
 Debian's python3 only (numpy and onnx through tools/synth_model.py).
 """
@@ -32,6 +46,7 @@ Debian's python3 only (numpy and onnx through tools/synth_model.py).
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -44,6 +59,11 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import gguf  # noqa: E402
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE
+CLK_TCK = os.sysconf("SC_CLK_TCK")  # /proc/stat's unit: 1 / CLK_TCK seconds
+NCPU = os.cpu_count() or 1  # /proc/stat's first line sums all of them
+# The ISA flags (lscpu / /proc/cpuinfo names) that decide which kernels the engines can use.
+ISA_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni",
+             "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16")
 
 
 def probes(build_dir):
@@ -89,29 +109,45 @@ def synth(out_dir, family, preset, vocab, seed, precision="int4", block_size=Non
 
 
 def warm(paths):
-    """Reads the files once so that both engines start from a warm page cache."""
+    """Reads the files once so that both engines start from a warm page cache. A folder is walked
+    (recursively, files only: a model folder may hold a cache folder)."""
+    files = []
     for p in paths:
+        if os.path.isdir(p):
+            files += [os.path.join(d, f) for d, _, names in os.walk(p) for f in sorted(names)]
+        else:
+            files.append(p)
+    for p in files:
+        if not os.path.isfile(p):  # a dangling link, a socket, ...
+            continue
         with open(p, "rb") as f:
             while f.read(16 << 20):
                 pass
 
 
+def stat_cpu():
+    """/proc/stat's all-CPU line, in seconds: (busy, idle + iowait). busy = user + nice + system +
+    irq + softirq + steal (guest time is already inside user and nice; steal counts as busy, since
+    a hypervisor's other guests take the time from the run)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(v) - v[3] - v[4]) / CLK_TCK, (v[3] + v[4]) / CLK_TCK
+
+
 def cpu_idle(interval=1.0):
     """Fraction of all CPUs idle over `interval` seconds (/proc/stat)."""
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return v[3] + v[4], sum(v)  # idle + iowait, total
-    i0, t0 = sample()
+    b0, i0 = stat_cpu()
     time.sleep(interval)
-    i1, t1 = sample()
-    return (i1 - i0) / max(1, t1 - t0)
+    b1, i1 = stat_cpu()
+    return (i1 - i0) / max(1e-9, (b1 - b0) + (i1 - i0))
 
 
 def wait_quiet(threshold, max_wait):
     """Waits until the CPUs were >= threshold idle for one second, at most max_wait seconds: both
     engines spin their threads at barriers, so a busy machine (another build) distorts a run by
     far more than its share (llama.cpp's decode most of all). Returns the last idle fraction."""
+    if threshold <= 0:
+        return cpu_idle(0.1)
     deadline = time.monotonic() + max_wait
     idle = cpu_idle()
     while idle < threshold and time.monotonic() < deadline:
@@ -119,22 +155,43 @@ def wait_quiet(threshold, max_wait):
     return idle
 
 
-def run_probe(exe, model, threads, prompt, gen):
-    """One process: returns its JSON plus start_to_first_token_s measured from outside."""
-    cmd = [exe, "--model", model, "--threads", str(threads), "--prompt-tokens", str(prompt), "--gen-tokens", str(gen)]
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    t_first, last = None, None
-    for line in p.stdout:
-        if line.startswith("first_token ") and t_first is None:
-            t_first = time.monotonic()
-        elif line.startswith("{"):
-            last = line
-    err = p.stderr.read()
-    if p.wait() != 0 or last is None:
-        raise SystemExit(f"{' '.join(cmd)} failed (exit {p.returncode}):\n{err}")
+def run_probe(exe, model, threads, prompt, gen, extra=()):
+    """One process: returns its JSON plus, measured from outside, start_to_first_token_s, wall_s
+    (spawn -> reaped), probe_cpu_s (its user + system time, os.wait4) and the other processes' CPU
+    time during the run: other_cpu_s = /proc/stat busy seconds (all CPUs) across the run - the
+    probe's - this script's own; other_cpu_frac = other_cpu_s / (wall_s x CPUs). /proc/stat counts
+    in ticks, so other_cpu_s is only good to other_cpu_resolution_s (2 ticks per CPU)."""
+    cmd = [exe, "--model", model, "--threads", str(threads), "--prompt-tokens", str(prompt),
+           "--gen-tokens", str(gen), *extra]
+    with tempfile.TemporaryFile(mode="w+") as err:  # a file, not a pipe: it can never fill up
+        self0 = resource.getrusage(resource.RUSAGE_SELF)
+        busy0, _ = stat_cpu()
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+        t_first, last = None, None
+        for line in p.stdout:
+            if line.startswith("first_token ") and t_first is None:
+                t_first = time.monotonic()
+            elif line.startswith("{"):
+                last = line
+        _, status, ru = os.wait4(p.pid, 0)
+        t1 = time.monotonic()
+        busy1, _ = stat_cpu()
+        self1 = resource.getrusage(resource.RUSAGE_SELF)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        p.stdout.close()
+        err.seek(0)
+        err_text = err.read()
+    if p.returncode != 0 or last is None or t_first is None:
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {p.returncode}):\n{err_text}")
     r = json.loads(last)
-    r["start_to_first_token_s"] = t_first - t0
+    wall = t1 - t0
+    probe_cpu = ru.ru_utime + ru.ru_stime
+    self_cpu = (self1.ru_utime - self0.ru_utime) + (self1.ru_stime - self0.ru_stime)
+    other = max(0.0, (busy1 - busy0) - probe_cpu - self_cpu)
+    r.update(start_to_first_token_s=t_first - t0, wall_s=wall, probe_cpu_s=probe_cpu,
+             runner_cpu_s=self_cpu, other_cpu_s=other, other_cpu_frac=other / (wall * NCPU),
+             other_cpu_resolution_s=2.0 * NCPU / CLK_TCK, command=cmd)
     return r
 
 
@@ -166,36 +223,173 @@ def weight_bytes_per_token(model_dir, gguf_path):
 
 
 def measure_bandwidth(membw, threads):
+    """membw's JSON (read_gb_s, build_flags, vector_isa, ...)."""
     out = subprocess.run([membw, "--threads", str(threads), "--mib", "1024", "--repeats", "5"], check=True,
                          capture_output=True, text=True).stdout
-    return json.loads(out)["read_gb_s"] * 1e9
+    return json.loads(out)
 
 
-ROWS = [  # (label, JSON key, format)
-    ("prefill tok/s", "prefill_tok_s", "{:.1f}"),
-    ("decode tok/s", "decode_tok_s", "{:.2f}"),
-    ("process start -> first token (s)", "start_to_first_token_s", "{:.3f}"),
-    ("model load (s)", "load_s", "{:.3f}"),
-    ("peak RSS (MiB)", "peak_rss_mib", "{:.1f}"),
-    ("anon RSS after load (MiB)", "rss_anon_after_load_mib", "{:.1f}"),
-    ("file RSS after load (MiB)", "rss_file_after_load_mib", "{:.1f}"),
-    ("decode % of read roofline", "roofline_pct", "{:.1f}"),
+def cpu_info():
+    """{"model": lscpu's "Model name", "flags": the ISA_FLAGS present} (/proc/cpuinfo if lscpu
+    fails)."""
+    model, flags = "?", set()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True,
+                             env={**os.environ, "LC_ALL": "C"}).stdout
+        for line in out.splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() == "Model name" and model == "?":
+                model = v.strip()
+            elif k.strip() == "Flags":
+                flags = set(v.split())
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    if model == "?" or not flags:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k.strip() == "model name" and model == "?":
+                    model = v.strip()
+                elif k.strip() == "flags" and not flags:
+                    flags = set(v.split())
+    return {"model": model, "flags": [f for f in ISA_FLAGS if f in flags]}
+
+
+def mlas_isa(flags):
+    """The ISA level ONNX Runtime's MLAS dispatches to, inferred from the CPU flags (MLAS does not
+    report it): the highest of AVX512VNNI, AVXVNNI, AVX512, AVX2."""
+    if "avx512_vnni" in flags:
+        return "AVX512VNNI"
+    if "avx_vnni" in flags:
+        return "AVXVNNI"
+    if "avx512f" in flags and "avx512bw" in flags:
+        return "AVX512"
+    if "avx2" in flags:
+        return "AVX2"
+    return "below AVX2"
+
+
+# (JSON key, label, format, better: max or min). SPEED rows compare llama.cpp's best variant of
+# a backend (over flash attention and mmap); MEMORY rows its best over flash attention, once per
+# mmap setting.
+SPEED = [
+    ("prefill_tok_s", "prefill tok/s", "{:.1f}", max),
+    ("decode_tok_s", "decode tok/s, cold (all gen - 1 steps)", "{:.2f}", max),
+    ("decode_warm_tok_s", "decode tok/s, warm (after the first {W} steps)", "{:.2f}", max),
+    ("start_to_first_token_s", "process start -> first token (s)", "{:.3f}", min),
+    ("load_s", "model load (s)", "{:.3f}", min),
+    ("roofline_pct", "decode % of read roofline, cold", "{:.1f}", max),
+    ("roofline_warm_pct", "decode % of read roofline, warm", "{:.1f}", max),
 ]
+MEMORY = [
+    ("peak_rss_mib", "peak RSS (MiB)", "{:.1f}", min),
+    ("rss_anon_after_load_mib", "anon RSS after load (MiB)", "{:.1f}", min),
+    ("rss_file_after_load_mib", "file RSS after load (MiB)", "{:.1f}", min),
+]
+KEYS = [k for k, *_ in SPEED + MEMORY]
 
 
-def table(med):
-    lines = ["| | llama.cpp | ebb | ebb / llama.cpp |", "|---|---:|---:|---:|"]
-    for label, key, fmt in ROWS:
-        a, b = med["llama.cpp"][key], med["ebb"][key]
-        ratio = f"{b / a:.2f}" if a else "-"
-        lines.append(f"| {label} | {fmt.format(a)} | {fmt.format(b)} | {ratio} |")
+def variants(a):
+    """ebb, then llama.cpp for every backend x flash-attention x mmap setting."""
+    vs = [{"name": "ebb", "engine": "ebb"}]
+    for b in a.llama_backends:
+        for fa in a.llama_fa:
+            for mm in a.llama_mmap:
+                vs.append({"name": f"llama.cpp {b} fa={fa} mmap={mm}", "engine": "llama.cpp",
+                           "backend": b, "flash_attn": fa, "mmap": mm})
+    return vs
+
+
+def run_variant(v, paths, folder, gg, a):
+    extra = ["--warm-steps", str(a.warm_steps)] + (["--warmup"] if a.warmup else [])
+    if v["engine"] == "ebb":
+        return run_probe(paths["ebb_probe"], folder, a.threads, a.prompt_tokens, a.gen_tokens, extra)
+    extra += ["--cpu-backend", v["backend"], "--flash-attn", v["flash_attn"], "--mmap", v["mmap"]]
+    return run_probe(paths["llamacpp_probe"], gg, a.threads, a.prompt_tokens, a.gen_tokens, extra)
+
+
+def add_roofline(runs, bw, ebb_bytes, llama_bytes):
+    for r in runs:
+        b = ebb_bytes if r["engine"] == "ebb" else llama_bytes
+        r["roofline_pct"] = 100.0 * r["decode_tok_s"] * b / bw
+        r["roofline_warm_pct"] = 100.0 * r["decode_warm_tok_s"] * b / bw
+
+
+def setting(v, with_mmap):
+    return f"fa {v['flash_attn']}" + (f", mmap {v['mmap']}" if with_mmap else "")
+
+
+def best_of(vs, med, key, better):
+    """(value, variant) of the variant in vs whose median `key` is the best."""
+    v = better(vs, key=lambda x: med[x["name"]][key])
+    return med[v["name"]][key], v
+
+
+def backend_table(backend, vs, med, a):
+    """The markdown table of one llama.cpp backend against ebb, and its JSON."""
+    mine = [v for v in vs if v["engine"] == "llama.cpp" and v["backend"] == backend]
+    many_mmap = len(a.llama_mmap) > 1
+    e = med["ebb"]
+    lines = ["| | llama.cpp | llama.cpp setting | ebb | ebb / llama.cpp |", "|---|---:|---|---:|---:|"]
+    out = {}
+
+    def row(label, key, fmt, better, cand, name):
+        val, v = best_of(cand, med, key, better)
+        ratio = f"{e[key] / val:.2f}" if val else "-"
+        s = setting(v, many_mmap and cand is mine)
+        lines.append(f"| {label} | {fmt.format(val)} | {s} | {fmt.format(e[key])} | {ratio} |")
+        out[name] = {"llama.cpp": val, "variant": v["name"], "setting": s, "ebb": e[key],
+                     "ebb_over_llama": e[key] / val if val else None}
+
+    for key, label, fmt, better in SPEED:
+        row(label.format(W=a.warm_steps), key, fmt, better, mine, key)
+    for key, label, fmt, better in MEMORY:
+        for mm in a.llama_mmap:
+            cand = [v for v in mine if v["mmap"] == mm]
+            row(f"{label}, llama.cpp mmap {mm}", key, fmt, better, cand, f"{key} mmap={mm}")
+    return "\n".join(lines), out
+
+
+def variants_table(vs, med, a):
+    """Every variant's medians, one column each."""
+    lines = ["| | " + " | ".join(v["name"] for v in vs) + " |", "|---|" + "---:|" * len(vs)]
+    for key, label, fmt, _ in SPEED + MEMORY:
+        lines.append(f"| {label.format(W=a.warm_steps)} | " +
+                     " | ".join(fmt.format(med[v["name"]][key]) for v in vs) + " |")
     return "\n".join(lines)
+
+
+def kernel_info(vs, runs, cpu):
+    """Which kernels each engine ran, from the kept runs' JSON and the CPU flags."""
+    info = {"ebb": {"ort_version": next((r.get("ort_version") for r in runs if r["engine"] == "ebb"), "?"),
+                    "mlas_isa": mlas_isa(cpu["flags"]), "mlas_isa_source": "inferred from CPU flags"},
+            "llama.cpp": {}}
+    for v in vs:
+        r = next((r for r in runs if r["variant"] == v["name"]), None)
+        if v["engine"] != "llama.cpp" or r is None:
+            continue
+        b = info["llama.cpp"].setdefault(v["backend"], {
+            "library": r.get("cpu_backend_library") or r.get("log_backend_path", "?"),
+            "features": next((x["features"] for x in r.get("backends", []) if x["name"] == "CPU"), {}),
+            "variants": {}})
+        b["variants"][v["name"]] = {k: r.get(k) for k in ("flash_attn_resolved", "load_mode_resolved",
+                                                          "model_buffers_mib", "weights_repacked")}
+    return info
+
+
+def disturbed(r, limit):
+    """Whether other processes took more than `limit` of the CPUs during run r (beyond what
+    /proc/stat's tick can resolve)."""
+    return r["other_cpu_frac"] > limit and r["other_cpu_s"] > r["other_cpu_resolution_s"]
 
 
 def bench(a):
     paths, missing = probes(a.build_dir)
     if missing:
         raise SystemExit(f"missing {', '.join(missing)}: run `make bench-llamacpp` first")
+    if a.gen_tokens < a.warm_steps + 2:
+        raise SystemExit(f"--gen-tokens {a.gen_tokens} leaves no warm decode step after --warm-steps "
+                         f"{a.warm_steps}: it must be >= {a.warm_steps + 2}")
     if a.model_dir:
         folder, gg = a.model_dir, a.gguf
         if not gg:
@@ -205,57 +399,128 @@ def bench(a):
             (f"-v{a.vocab}" if a.vocab else "") + f"-s{a.seed}"
         folder, gg = synth(os.path.join(a.models, name), a.family, a.preset, a.vocab, a.seed,
                            block_size=a.block_size)
+    cpu = cpu_info()
+    vs = variants(a)
     wait_quiet(a.quiet, a.quiet_wait)
-    bw = measure_bandwidth(paths["membw"], a.threads)
+    membw = {"before": measure_bandwidth(paths["membw"], a.threads)}
+    if "-march=native" not in membw["before"].get("build_flags", ""):
+        print(f"warning: membw was built with '{membw['before'].get('build_flags', '?')}', without "
+              f"-march=native: its bandwidth is low and every % of roofline too high", file=sys.stderr)
     ebb_bytes, llama_bytes = weight_bytes_per_token(folder, gg)
-    print(f"read bandwidth {bw / 1e9:.2f} GB/s ({a.threads} threads); weights read per token: ebb "
-          f"{ebb_bytes / 2**20:.1f} MiB, llama.cpp {llama_bytes / 2**20:.1f} MiB", file=sys.stderr)
-    warm([os.path.join(folder, f) for f in os.listdir(folder)] + [gg])
-    runs = []
+    print(f"CPU {cpu['model']} ({' '.join(cpu['flags'])}); read bandwidth {membw['before']['read_gb_s']:.2f} "
+          f"GB/s ({a.threads} threads); weights read per token: ebb {ebb_bytes / 2**20:.1f} MiB, llama.cpp "
+          f"{llama_bytes / 2**20:.1f} MiB; {len(vs)} variants per pair", file=sys.stderr)
+    warm([folder, gg])
+    kept, dropped, gave_up = [], [], []
+
+    def save(final=None):  # after every run, so that an interrupted benchmark keeps what it measured
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(final or {"partial": True, "runs": kept, "dropped": dropped}, f, indent=1)
+
     for i in range(a.pairs):
-        order = ["ebb", "llama.cpp"] if i % 2 == 0 else ["llama.cpp", "ebb"]
-        for eng in order:
-            exe, model = (paths["ebb_probe"], folder) if eng == "ebb" else (paths["llamacpp_probe"], gg)
-            idle = wait_quiet(a.quiet, a.quiet_wait)
-            load_before = os.getloadavg()[0]
-            r = run_probe(exe, model, a.threads, a.prompt_tokens, a.gen_tokens)
-            r["pair"] = i
-            r["cpu_idle_before"] = idle  # other work on the machine skews a run
-            r["loadavg_1min_before"] = load_before
-            r["roofline_pct"] = 100.0 * r["decode_tok_s"] * (ebb_bytes if eng == "ebb" else llama_bytes) / bw
-            runs.append(r)
-            if a.json:  # after every run, so that an interrupted benchmark keeps what it measured
-                with open(a.json, "w") as f:
-                    json.dump({"partial": True, "runs": runs}, f, indent=1)
-            print(f"pair {i} {eng}: prefill {r['prefill_tok_s']:.1f} tok/s, decode {r['decode_tok_s']:.2f} tok/s, "
-                  f"start->first {r['start_to_first_token_s']:.3f} s, peak {r['peak_rss_mib']:.0f} MiB, "
-                  f"CPUs {100 * idle:.0f} % idle before", file=sys.stderr)
-    med = {eng: {key: statistics.median(r[key] for r in runs if r["engine"] == eng) for _, key, _ in ROWS}
-           for eng in ("ebb", "llama.cpp")}
-    agree = [leading_agreement(x["tokens"], y["tokens"])
-             for x in runs if x["engine"] == "ebb" for y in runs if y["engine"] == "llama.cpp"]
+        k = i % len(vs)
+        order = vs[k:] + vs[:k]
+        for attempt in range(a.max_reruns + 1):
+            runs, bad = [], None
+            for pos, v in enumerate(order):
+                idle = wait_quiet(a.quiet, a.quiet_wait)
+                load_before = os.getloadavg()[0]
+                r = run_variant(v, paths, folder, gg, a)
+                r.update(variant=v["name"], pair=i, attempt=attempt, position=pos, cpu_idle_before=idle,
+                         loadavg_1min_before=load_before)
+                runs.append(r)
+                print(f"pair {i}.{attempt} {v['name']}: prefill {r['prefill_tok_s']:.1f} tok/s, decode "
+                      f"{r['decode_tok_s']:.2f} (warm {r['decode_warm_tok_s']:.2f}) tok/s, start->first "
+                      f"{r['start_to_first_token_s']:.3f} s, peak {r['peak_rss_mib']:.0f} MiB, CPUs "
+                      f"{100 * idle:.0f} % idle before, others {100 * r['other_cpu_frac']:.1f} % during",
+                      file=sys.stderr)
+                if disturbed(r, a.max_other_cpu):
+                    bad = r
+                    break  # the pair is dropped: the remaining runs would be thrown away
+            if bad is None:
+                kept += runs
+                save()
+                break
+            why = (f"{bad['variant']}: other processes used {100 * bad['other_cpu_frac']:.1f} % of the "
+                   f"{NCPU} CPUs ({bad['other_cpu_s']:.2f} CPU s in {bad['wall_s']:.2f} s) > "
+                   f"{100 * a.max_other_cpu:.0f} %")
+            last = attempt == a.max_reruns
+            print(f"pair {i}.{attempt} dropped ({why}); {'giving up on this pair' if last else 'rerunning it'}",
+                  file=sys.stderr)
+            dropped.append({"pair": i, "attempt": attempt, "reason": why, "runs": runs})
+            if last:
+                gave_up.append(i)
+            save()
+    if not kept:
+        save({"partial": True, "runs": [], "dropped": dropped})
+        raise SystemExit("every pair was disturbed: no runs kept (see --max-other-cpu)")
+    wait_quiet(a.quiet, a.quiet_wait)
+    membw["after"] = measure_bandwidth(paths["membw"], a.threads)
+    bw = 1e9 * max(membw["before"]["read_gb_s"], membw["after"]["read_gb_s"])
+    add_roofline(kept, bw, ebb_bytes, llama_bytes)
+    for d in dropped:
+        add_roofline(d["runs"], bw, ebb_bytes, llama_bytes)
+
+    med = {v["name"]: {key: statistics.median(r[key] for r in kept if r["variant"] == v["name"]) for key in KEYS}
+           for v in vs}
+    ebb_runs = [r for r in kept if r["engine"] == "ebb"]
+    agree = {v["name"]: min(leading_agreement(x["tokens"], y["tokens"]) for x in ebb_runs
+                            for y in kept if y["variant"] == v["name"]) for v in vs[1:]}
+    kernels = kernel_info(vs, kept, cpu)
     block = json.load(open(os.path.join(folder, "synth_info.json"))).get("int4_block_size", 32) \
         if os.path.exists(os.path.join(folder, "synth_info.json")) else None
+    pairs_kept = a.pairs - len(gave_up)
     print(f"\n{os.path.basename(os.path.normpath(folder))}: int4 block {block}, prompt {a.prompt_tokens}, "
-          f"gen {a.gen_tokens}, "
-          f"{a.threads} threads, medians of {a.pairs} alternated pairs; read bandwidth {bw / 1e9:.1f} GB/s; "
-          f"CPUs {100 * min(r['cpu_idle_before'] for r in runs):.0f}-"
-          f"{100 * max(r['cpu_idle_before'] for r in runs):.0f} % idle in the second before each run\n")
-    print(table(med))
-    print(f"\ngreedy tokens: the first {min(agree)} of {a.gen_tokens} agree (worst pair of runs)")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"model_dir": folder, "gguf": gg, "int4_block_size": block, "threads": a.threads, "prompt_tokens": a.prompt_tokens,
-                       "gen_tokens": a.gen_tokens, "pairs": a.pairs, "read_bandwidth_bytes_s": bw,
-                       "weight_bytes_per_token": {"ebb": ebb_bytes, "llama.cpp": llama_bytes},
-                       "medians": med, "leading_tokens_agree": min(agree), "runs": runs}, f, indent=1)
+          f"gen {a.gen_tokens}, {a.threads} threads, warm-up {'on' if a.warmup else 'off'}; medians of "
+          f"{pairs_kept} kept pairs (of {a.pairs}), each of {len(vs)} runs in rotated order")
+    print(f"CPU: {cpu['model']}; ISA flags: {' '.join(cpu['flags']) or 'none of ' + ' '.join(ISA_FLAGS)}")
+    print(f"ebb kernels: ONNX Runtime {kernels['ebb']['ort_version']}, MLAS {kernels['ebb']['mlas_isa']} "
+          f"(inferred from CPU flags)")
+    for b, info in kernels["llama.cpp"].items():
+        feats = " ".join(k for k, val in info["features"].items() if val == "1") or "?"
+        bufs = "; ".join(
+            f"load mode {x['load_mode_resolved']}, fa {x['flash_attn_resolved']}: " +
+            ", ".join(f"{n} {m:.1f} MiB" for n, m in (x["model_buffers_mib"] or {}).items()) +
+            (" (weights repacked)" if x["weights_repacked"] else "")
+            for x in info["variants"].values())
+        print(f"llama.cpp {b} kernels: {os.path.basename(info['library'])} ({feats}); model buffers: {bufs}")
+    print(f"read bandwidth: {membw['before']['read_gb_s']:.1f} GB/s before, {membw['after']['read_gb_s']:.1f} "
+          f"GB/s after (membw {membw['before'].get('build_flags', '?')}, {membw['before'].get('vector_isa', '?')}); "
+          f"the roofline uses {bw / 1e9:.1f}")
+    print(f"disturbed: {len(dropped)} pair attempt(s) dropped (another process > {100 * a.max_other_cpu:.0f} % "
+          f"of the CPUs during a run), {len(gave_up)} pair(s) given up after {a.max_reruns} reruns; kept runs: "
+          f"others {100 * max(r['other_cpu_frac'] for r in kept):.1f} % of the CPUs at most, CPUs "
+          f"{100 * min(r['cpu_idle_before'] for r in kept):.0f}-{100 * max(r['cpu_idle_before'] for r in kept):.0f} "
+          f"% idle in the second before each run")
+    for d in dropped:
+        print(f"  dropped pair {d['pair']}.{d['attempt']}: {d['reason']}")
+    best = {}
+    for b in a.llama_backends:
+        text, best[b] = backend_table(b, vs, med, a)
+        print(f"\n### llama.cpp {b} ({os.path.basename(kernels['llama.cpp'][b]['library'])}) against ebb\n")
+        print(text)
+    print("\n### every variant (medians)\n")
+    print(variants_table(vs, med, a))
+    print()
+    for name, n in agree.items():
+        print(f"greedy tokens, ebb against {name}: the first {n} of {a.gen_tokens} agree (worst pair of runs)")
+    save({"model_dir": folder, "gguf": gg, "int4_block_size": block, "threads": a.threads,
+          "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens, "warm_steps": a.warm_steps,
+          "warmup": a.warmup, "pairs": a.pairs, "pairs_kept": pairs_kept, "pairs_given_up": gave_up,
+          "max_other_cpu": a.max_other_cpu, "max_reruns": a.max_reruns, "cpu": cpu, "ncpu": NCPU,
+          "kernels": kernels, "membw": membw, "read_bandwidth_bytes_s": bw,
+          "weight_bytes_per_token": {"ebb": ebb_bytes, "llama.cpp": llama_bytes}, "variants": vs,
+          "medians": med, "best": best, "leading_tokens_agree": agree, "disturbed_attempts": len(dropped),
+          "runs": kept, "dropped": dropped})
 
 
 # The same-weights test: (family, preset, extra synth args, prompt, gen, tokens that must agree).
 # Both engines multiply by identical int4 values, so greedy tokens agree until a near-tie
 # between two logits flips under the engines' different float rounding (activation int8
 # quantization, F16 KV cache in llama.cpp); the synth models have margins of a few units, so
-# on these shapes all of them agree.
+# on these shapes all of them agree. llama.cpp runs with its defaults (native backend, automatic
+# flash attention and load mode).
 CHECKS = [("llama", "tiny", [], 64, 32, 32), ("phi3", "tiny", [], 64, 32, 32),
           ("llama", "small", [], 128, 16, 16)]
 
@@ -285,6 +550,19 @@ def check(a):
     return 1 if failed else 0
 
 
+def csv_choices(allowed=None):
+    """An argparse type: a comma-separated list (each in `allowed`, if given), duplicates dropped."""
+    def parse(s):
+        items = list(dict.fromkeys(x.strip() for x in s.split(",") if x.strip()))
+        if not items:
+            raise argparse.ArgumentTypeError("an empty list")
+        bad = [x for x in items if allowed and x not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(f"{', '.join(bad)}: not one of {', '.join(allowed)}")
+        return items
+    return parse
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
@@ -303,8 +581,26 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--gen-tokens", type=int, default=64)
+    ap.add_argument("--warm-steps", type=int, default=8,
+                    help="the warm decode rate leaves out the first this many decode steps (gen must be >= this + 2)")
+    ap.add_argument("--warmup", action="store_true",
+                    help="both probes run a short untimed generation (32-token prompt, 8 tokens) before the "
+                    "timed one; start -> first token then includes it")
     ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--json", help="write every run and the medians here")
+    ap.add_argument("--llama-backends", type=csv_choices(), default=["native", "haswell"],
+                    help="llama.cpp CPU backends (llamacpp_probe --cpu-backend): native (ggml's best "
+                    "libggml-cpu-<isa>.so for this CPU), an ISA name (haswell = AVX2 only) or a .so path; "
+                    "default native,haswell")
+    ap.add_argument("--llama-fa", type=csv_choices(("on", "off", "auto")), default=["on", "off"],
+                    help="llama.cpp flash-attention settings to run (default on,off)")
+    ap.add_argument("--llama-mmap", type=csv_choices(("on", "off", "auto")), default=["on"],
+                    help="llama.cpp load modes to run (default on; on,off doubles the llama.cpp variants "
+                    "and reports the memory rows for both)")
+    ap.add_argument("--max-other-cpu", type=float, default=0.05,
+                    help="drop and rerun a pair when other processes used more than this fraction of the "
+                    "CPUs during one of its runs")
+    ap.add_argument("--max-reruns", type=int, default=3, help="reruns of a disturbed pair before giving up on it")
+    ap.add_argument("--json", help="write every run (kept and dropped), the machine and the medians here")
     ap.add_argument("--quiet", type=float, default=0.9,
                     help="before each run, wait until the CPUs were this idle for a second (0: don't wait)")
     ap.add_argument("--quiet-wait", type=float, default=120, help="at most this many seconds per run")
