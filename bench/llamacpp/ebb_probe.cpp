@@ -12,7 +12,8 @@
 // generation that hits EOS stops early (the synthesized models practically never pick it).
 // --warmup: before the timed Generator, a separate one runs a short generation (probe_util.h's
 // kWarmup*; other prompt ids) and is destroyed, so only the model and ORT's session state carry
-// over. The JSON adds "ort_version" (the ONNX Runtime loaded at run time).
+// over. The JSON adds "ort_version" (the ONNX Runtime loaded at run time) and "cpu_kernels"
+// (ebb::CpuKernels(): the MLAS kernel family this CPU's flags select).
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -49,7 +50,8 @@ int main(int argc, char** argv) {
   r.args = probe::ParseArgs(argc, argv, /*llama=*/false);
   try {
     r.extra_json = "\"ort_version\": " + probe::JsonString(ebb::OrtVersion()) +
-                   ", \"ebb_version\": " + probe::JsonString(ebb::Version()) + ", ";
+                   ", \"ebb_version\": " + probe::JsonString(ebb::Version()) +
+                   ", \"cpu_kernels\": " + probe::JsonString(ebb::CpuKernels()) + ", ";
     ebb::ModelOptions mo;
     mo.session_options["intra_op_num_threads"] = std::to_string(r.args.threads);
     const auto t0 = probe::Clock::now();

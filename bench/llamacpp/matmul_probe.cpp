@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -111,8 +112,9 @@ Args Parse(int argc, char** argv) {
 }
 
 // K and N from PREFIX.json ({"k": .., "n": .., "block_size": ..}).
-long JsonInt(const std::string& text, const std::string& key) {
+long JsonInt(const std::string& text, const std::string& key, long fallback = -1) {
   const size_t p = text.find("\"" + key + "\":");
+  if (p == std::string::npos && fallback >= 0) return fallback;
   if (p == std::string::npos) Die("no " + key + " in the model's .json");
   return std::strtol(text.c_str() + p + key.size() + 3, nullptr, 10);
 }
@@ -142,7 +144,7 @@ struct Ggml {
   std::string backend_lib;  // which libggml-cpu-<isa>.so
   std::string features;     // the backend's feature list, "AVX2=1 AVX512=1 ..."
   ggml_context* wctx = nullptr;
-  ggml_tensor* w = nullptr;
+  std::vector<ggml_tensor*> w;  // the chain's matrices, in order (one unless --layers)
   ggml_backend_buffer_t wbuf = nullptr;
   std::string buft_name;
 
@@ -193,8 +195,9 @@ struct Ggml {
     }
   }
 
-  // Puts W (ne = [K, N], Q4_0) in the first buffer type that supports W x A.
-  void LoadWeights(const Args& a, long k, long n, const std::string& q4) {
+  // Puts the `layers` matrices W (ne = [K, N], Q4_0, one after the other in `q4`) in the first
+  // buffer type that supports W x A.
+  void LoadWeights(const Args& a, long k, long n, long layers, const std::string& q4) {
     std::vector<ggml_backend_buffer_type_t> cands;
     auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
         ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
@@ -207,9 +210,12 @@ struct Ggml {
       const std::string name = ggml_backend_buft_name(bt);
       seen += (seen.empty() ? "" : ", ") + name;
       if (a.buft != "auto" && name != a.buft) continue;
-      ggml_init_params ip = {ggml_tensor_overhead() * 4, nullptr, true};
+      ggml_init_params ip = {ggml_tensor_overhead() * static_cast<size_t>(layers + 4), nullptr,
+                             true};
       ggml_context* ctx = ggml_init(ip);
-      ggml_tensor* t = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, k, n);
+      std::vector<ggml_tensor*> ts;
+      for (long l = 0; l < layers; ++l) ts.push_back(ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, k, n));
+      ggml_tensor* t = ts[0];
       ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, bt);
       if (!buf) {
         ggml_free(ctx);
@@ -228,9 +234,12 @@ struct Ggml {
         continue;
       }
       ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-      ggml_backend_tensor_set(t, q4.data(), 0, q4.size());  // repacks for CPU_REPACK / AMX
+      const size_t per = q4.size() / static_cast<size_t>(layers);
+      for (long l = 0; l < layers; ++l) {  // repacks for CPU_REPACK / AMX
+        ggml_backend_tensor_set(ts[static_cast<size_t>(l)], q4.data() + per * l, 0, per);
+      }
       wctx = ctx;
-      w = t;
+      w = ts;
       wbuf = buf;
       buft_name = name;
       return;
@@ -248,10 +257,17 @@ struct Ggml {
 
   Graph Build(long k, long m) {
     Graph g;
-    ggml_init_params ip = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
+    ggml_init_params ip = {ggml_tensor_overhead() * (w.size() + 8) + ggml_graph_overhead(), nullptr,
+                           true};
     g.ctx = ggml_init(ip);
     g.x = ggml_new_tensor_2d(g.ctx, GGML_TYPE_F32, k, m);
-    g.y = ggml_mul_mat(g.ctx, w, g.x);
+    // An input the allocator must keep: it frees a tensor after its last use, and a chain's later
+    // results would otherwise overwrite A between calls (set_input alone does not prevent it).
+    ggml_set_input(g.x);
+    ggml_set_output(g.x);
+    g.y = g.x;
+    for (ggml_tensor* wl : w) g.y = ggml_mul_mat(g.ctx, wl, g.y);
+    ggml_set_output(g.y);
     g.gf = ggml_new_graph(g.ctx);
     ggml_build_forward_expand(g.gf, g.y);
     g.alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
@@ -267,13 +283,19 @@ int main(int argc, char** argv) {
   const std::string meta = ReadFile(a.model + ".json");
   const long k = JsonInt(meta, "k"), n = JsonInt(meta, "n"), block = JsonInt(meta, "block_size");
   const long int4_bytes = JsonInt(meta, "int4_bytes"), q4_bytes = JsonInt(meta, "q4_0_bytes");
+  const long layers = JsonInt(meta, "layers", 1);  // a chain of K x K matrices (matmul_model.py)
   const std::string q4 = ReadFile(a.model + ".q4_0");
   if (static_cast<long>(q4.size()) != q4_bytes) Die("the .q4_0 file does not match its .json");
 
+  // Only the engines measured exist in the process: an idle ggml pool's workers poll and an idle
+  // ORT session's workers spin, and either would take a core from the other engine's turn.
+  const bool do_ort = a.engines != "ggml", do_gg = a.engines != "ort";
   Ggml gg;
-  gg.Init(a);
-  gg.SetThreads(a.threads);
-  gg.LoadWeights(a, k, n, q4);
+  if (do_gg) {
+    gg.Init(a);
+    gg.SetThreads(a.threads);
+    gg.LoadWeights(a, k, n, layers, q4);
+  }
 
   Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "matmul_probe");
   Ort::SessionOptions so;
@@ -281,16 +303,18 @@ int main(int argc, char** argv) {
   so.SetInterOpNumThreads(1);
   for (const auto& [key, value] : a.ort_config) so.AddConfigEntry(key.c_str(), value.c_str());
   const std::string onnx = a.model + ".onnx";
-  Ort::Session session(env, onnx.c_str(), so);
+  std::optional<Ort::Session> session;
+  if (do_ort) session.emplace(env, onnx.c_str(), so);
   Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   const char* in_names[] = {"A"};
   const char* out_names[] = {"Y"};
 
   std::printf(
-      "{\"kind\": \"setup\", \"k\": %ld, \"n\": %ld, \"block_size\": %ld, \"threads\": %d, "
+      "{\"kind\": \"setup\", \"k\": %ld, \"n\": %ld, \"block_size\": %ld, \"layers\": %ld, "
+      "\"threads\": %d, "
       "\"ort_version\": \"%s\", \"ggml_backend\": \"%s\", \"ggml_features\": \"%s\", "
       "\"ggml_buft\": \"%s\"}\n",
-      k, n, block, a.threads, Ort::GetVersionString().c_str(), gg.backend_lib.c_str(),
+      k, n, block, layers, a.threads, Ort::GetVersionString().c_str(), gg.backend_lib.c_str(),
       gg.features.c_str(), gg.buft_name.c_str());
   std::fflush(stdout);
 
@@ -303,16 +327,18 @@ int main(int argc, char** argv) {
     const int64_t xs[] = {m, k}, ys[] = {m, n};
     Ort::Value xin = Ort::Value::CreateTensor<float>(mem, x.data(), x.size(), xs, 2);
     Ort::Value yout = Ort::Value::CreateTensor<float>(mem, y_ort.data(), y_ort.size(), ys, 2);
-    Ggml::Graph g = gg.Build(k, m);
-    ggml_backend_tensor_set(g.x, x.data(), 0, x.size() * sizeof(float));
+    Ggml::Graph g;
+    if (do_gg) {
+      g = gg.Build(k, m);
+      ggml_backend_tensor_set(g.x, x.data(), 0, x.size() * sizeof(float));
+    }
 
-    auto run_ort = [&] { session.Run(Ort::RunOptions{}, in_names, &xin, 1, out_names, &yout, 1); };
+    auto run_ort = [&] { session->Run(Ort::RunOptions{}, in_names, &xin, 1, out_names, &yout, 1); };
     auto run_gg = [&] {
       if (ggml_backend_graph_compute(gg.backend, g.gf) != GGML_STATUS_SUCCESS) {
         Die("ggml_backend_graph_compute failed");
       }
     };
-    const bool do_ort = a.engines != "ggml", do_gg = a.engines != "ort";
     // One engine at a time: all of ORT's rounds, a pause, then all of ggml's. Interleaving them
     // call by call measures each one against the other's spinning workers (ORT's pool spins
     // after a Run, ggml's polls for the next graph), which on 2 cores costs either of them up to
@@ -332,13 +358,13 @@ int main(int argc, char** argv) {
     if (do_gg) timed(run_gg, t_gg);
     if (!do_ort) t_ort = {0};
     if (!do_gg) t_gg = {0};
-    ggml_backend_tensor_get(g.y, y_gg.data(), 0, y_gg.size() * sizeof(float));
+    if (do_gg) ggml_backend_tensor_get(g.y, y_gg.data(), 0, y_gg.size() * sizeof(float));
     double max_abs = 0, max_diff = 0;
     for (size_t i = 0; i < y_ort.size(); ++i) {
       max_abs = std::max(max_abs, static_cast<double>(std::fabs(y_ort[i])));
       max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_ort[i] - y_gg[i])));
     }
-    const double flops = 2.0 * m * n * k;
+    const double flops = 2.0 * m * n * k * layers;
     const double mo = Median(t_ort), mg = Median(t_gg);
     auto per_s = [](double amount, double t) {
       return t > 0 ? amount / t : 0.0;
@@ -353,11 +379,15 @@ int main(int argc, char** argv) {
         per_s(q4_bytes, mg) / 1e9, per_s(flops, mo) / 1e9, per_s(flops, mg) / 1e9, per_s(mo, mg),
         max_abs > 0 && a.engines == "both" ? max_diff / max_abs : 0.0);
     std::fflush(stdout);
-    ggml_gallocr_free(g.alloc);
-    ggml_free(g.ctx);
+    if (do_gg) {
+      ggml_gallocr_free(g.alloc);
+      ggml_free(g.ctx);
+    }
   }
-  ggml_backend_buffer_free(gg.wbuf);
-  ggml_free(gg.wctx);
-  ggml_backend_free(gg.backend);
+  if (do_gg) {
+    ggml_backend_buffer_free(gg.wbuf);
+    ggml_free(gg.wctx);
+    ggml_backend_free(gg.backend);
+  }
   return 0;
 }

@@ -12,10 +12,13 @@ backend, so a figure can be read against the ISA it came from.
 
   make bench-llamacpp
   /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --shape phi-3.5-mini --block-size 128 --repeats 5
+  /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --shape dram --m 1 --repeats 3
 
 The weights of one matrix stay in the caches between calls (a phi matrix is 6-28 MB; this
-machine's L2 is 2 MiB per core), so M = 1 here measures the kernel, not the DRAM stream a whole
-model's decode pays: the full-model figures are bench/vs_llamacpp.py's.
+machine's L2 is 2 MiB per core), so M = 1 there measures the kernel, not the DRAM stream a whole
+model's decode pays. The "dram" shape is a chain of 128 distinct 3072 x 3072 matrices (642 MB of
+int4, more than any cache), Y = A W1^T ... W128^T, so that each call streams every weight once, as
+a decode step does; GB/s there is the figure to hold against membw's read bandwidth.
 """
 
 import argparse
@@ -29,7 +32,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # (name, K, N) per shape: the distinct matmuls of one decoder layer (q/k/v fused as the model
 # builder writes them for phi3; gate/up fused), then the LM head.
-SHAPES = {
+SHAPES = {  # (name, K, N[, layers])
+    "dram": [("chain of 128", 3072, 3072, 128)],
     "phi-3.5-mini": [("qkv", 3072, 9216), ("o_proj", 3072, 3072), ("gate_up", 3072, 16384),
                      ("down", 8192, 3072), ("lm_head", 3072, 32064)],
     "small": [("q/k/v/o", 768, 768), ("gate/up", 768, 2048), ("down", 2048, 768),
@@ -67,12 +71,14 @@ def main():
     ms = [int(x) for x in a.m.split(",")]
     variants = [tuple(v.split(":")) for v in a.variants.split(",")]
     runs, rows = [], []
-    for name, k, n in SHAPES[a.shape]:
-        prefix = os.path.join(a.models, f"{a.shape}-{name.replace('/', '_')}-k{k}-n{n}-b{a.block_size}")
+    for name, k, n, *rest in SHAPES[a.shape]:
+        layers = rest[0] if rest else 1
+        prefix = os.path.join(a.models, f"{a.shape}-{name.replace('/', '_').replace(' ', '_')}-k{k}-n{n}-l{layers}"
+                              f"-b{a.block_size}")
         if not os.path.exists(prefix + ".json"):
             subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llamacpp", "matmul_model.py"), "--k",
-                            str(k), "--n", str(n), "--block-size", str(a.block_size), "--out", prefix],
-                           check=True, stdout=subprocess.DEVNULL)
+                            str(k), "--n", str(n), "--block-size", str(a.block_size), "--layers", str(layers),
+                            "--out", prefix], check=True, stdout=subprocess.DEVNULL)
         got = {}  # variant -> list of {m: result}
         setup = {}
         ort = []
@@ -92,11 +98,14 @@ def main():
         _, diff = run(probe, prefix, ms, a.threads, 2, "auto", "native", "both")
         for m in ms:
             o = statistics.median(x[m]["ort_median_s"] for x in ort)
-            row = {"matrix": name, "k": k, "n": n, "m": m, "ort_ms": o * 1e3,
-                   "ort_gflop_s": 2 * m * n * k / o / 1e9, "diff_rel": diff[m]["max_diff_rel"], "ggml": {}}
+            flop = 2 * m * n * k * layers
+            row = {"matrix": name, "k": k, "n": n, "layers": layers, "m": m, "ort_ms": o * 1e3,
+                   "ort_gflop_s": flop / o / 1e9, "ort_gb_s": statistics.median(x[m]["ort_gb_s"] for x in ort),
+                   "diff_rel": diff[m]["max_diff_rel"], "ggml": {}}
             for v, lst in got.items():
                 g = statistics.median(x[m]["ggml_median_s"] for x in lst)
-                row["ggml"][f"{v[0]}:{v[1]}"] = {"ms": g * 1e3, "gflop_s": 2 * m * n * k / g / 1e9,
+                row["ggml"][f"{v[0]}:{v[1]}"] = {"ms": g * 1e3, "gflop_s": flop / g / 1e9,
+                                                  "gb_s": statistics.median(x[m]["ggml_gb_s"] for x in lst),
                                                   "lib": os.path.basename(setup[v]["ggml_backend"])}
             rows.append(row)
             print(f"{name} M={m}: ORT {o * 1e3:.3f} ms; " + ", ".join(
@@ -104,14 +113,18 @@ def main():
     names = list(rows[0]["ggml"])
     print(f"\n{a.shape}, MatMulNBits block {a.block_size} (accuracy_level 4) against Q4_0, {a.threads} threads, "
           f"medians of {a.repeats} processes x {a.rounds} calls\n")
-    print("| matrix (K x N) | M | ORT ms (GFLOP/s) | " + " | ".join(f"ggml {v} ms (GFLOP/s)" for v in names) +
+    print("ms per multiply; in brackets GFLOP/s, or for M = 1 GB/s of weights read\n")
+    print("| matrix (K x N) | M | ORT | " + " | ".join(f"ggml {v}" for v in names) +
           " | ORT / best ggml | max diff (rel.) |")
     print("|---|---:|---:|" + "---:|" * len(names) + "---:|---:|")
+    def cell(ms, gflop_s, gb_s, m):
+        return f"{ms:.3f} ({gb_s:.1f} GB/s)" if m == 1 else f"{ms:.3f} ({gflop_s:.0f})"
     for r in rows:
         best = min(d["ms"] for d in r["ggml"].values())
-        print(f"| {r['matrix']} ({r['k']} x {r['n']}) | {r['m']} | {r['ort_ms']:.3f} ({r['ort_gflop_s']:.0f}) | " +
-              " | ".join(f"{r['ggml'][v]['ms']:.3f} ({r['ggml'][v]['gflop_s']:.0f})" if v in r["ggml"] else "-"
-                         for v in names) + f" | {r['ort_ms'] / best:.2f} | {r['diff_rel']:.1e} |")
+        print(f"| {r['matrix']} ({r['k']} x {r['n']}) | {r['m']} | {cell(r['ort_ms'], r['ort_gflop_s'], r['ort_gb_s'], r['m'])} | " +
+              " | ".join(cell(r["ggml"][v]["ms"], r["ggml"][v]["gflop_s"], r["ggml"][v]["gb_s"], r["m"])
+                         if v in r["ggml"] else "-" for v in names) +
+              f" | {r['ort_ms'] / best:.2f} | {r['diff_rel']:.1e} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"shape": a.shape, "block_size": a.block_size, "threads": a.threads, "rows": rows, "runs": runs},

@@ -37,6 +37,7 @@ void RegisterInfoCommand(CLI::App& app) {
       j["ebb_version"] = Version();
       j["onnxruntime_version"] = OrtVersion();
       j["execution_providers"] = AvailableProviders();
+      j["cpu_kernels"] = CpuKernels();
       j["model"] = internal::ToJson(summary);
       std::cout << j.dump(2) << "\n";
       return;
@@ -46,6 +47,7 @@ void RegisterInfoCommand(CLI::App& app) {
     const auto eps = AvailableProviders();
     for (size_t i = 0; i < eps.size(); ++i) std::cout << (i ? ", " : "") << eps[i];
     std::cout << ")\n";
+    std::cout << "kernels:  " << CpuKernels() << "\n";
     std::cout << "model:    " << c.dir.string() << "\n";
     std::cout << "type:     " << c.model_type << (c.is_encoder ? " (encoder)" : " (decoder)")
               << "\n";

@@ -25,6 +25,7 @@
 #include "ebb/version.h"
 #include "model/prepacked_align.h"
 #include "model/probe_run.h"
+#include "ort/cpu_kernels.h"
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
 
@@ -318,16 +319,7 @@ std::string IsaLevel() {
       "avx512dq", "avx512vl", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
       "amx_tile", "amx_int8", "amx_bf16",    "asimd",    "asimddp",     "i8mm",
       "sve",      "sve2",     "fphp",        "bf16"};
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  std::set<std::string> have;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    std::string w;
-    while (words >> w) have.insert(w);
-    break;
-  }
+  const std::set<std::string> have = CpuFlags();
 #if defined(__x86_64__)
   std::string out = "x86-64";
 #elif defined(__aarch64__)
