@@ -2,7 +2,8 @@
 // Q4_0 mul_mat on exactly the same weights (issue 28 item 1: where the time goes per kernel).
 //
 //   matmul_probe --model PREFIX [--m 1,128,512] [--threads 2] [--rounds 20] [--buft auto]
-//                [--cpu-backend native|haswell|PATH]
+//                [--cpu-backend native|haswell|PATH] [--engines both|ort|ggml]
+//                [--ggml-threads pool|caller] [--ort-config KEY=VALUE]...
 //
 // PREFIX.onnx / PREFIX.q4_0 / PREFIX.json come from bench/llamacpp/matmul_model.py (one
 // MatMulNBits node, accuracy_level 4, and the same codes and scales as ggml Q4_0 rows).
@@ -20,15 +21,22 @@
 // llama.cpp loads it), n_threads = --threads, one persistent thread pool (as a llama.cpp context
 // with a pool attached), weights in the first buffer type that supports this multiply (auto:
 // the device's extra types first, as llama.cpp's loader does; or the one --buft names).
+// --ggml-threads caller instead cuts the matrix into --threads row blocks and runs one
+// single-threaded ggml call per block on the probe's own spinning threads (the caller and
+// persistent workers): the way an ORT custom op would have to run ggml inside ORT's intra-op pool
+// (KernelContext_ParallelFor) rather than next to it. --layers chains (matmul_model.py) stream
+// every weight from DRAM once per call.
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -63,7 +71,8 @@ struct Args {
   int gap_ms = 300;
   std::string buft = "auto";
   std::string cpu_backend = "native";
-  std::string engines = "both";                                 // both | ort | ggml
+  std::string engines = "both";       // both | ort | ggml
+  std::string ggml_threads = "pool";  // pool: ggml's own threads; caller: one ggml call per thread
   std::vector<std::pair<std::string, std::string>> ort_config;  // session config entries
 };
 
@@ -89,6 +98,8 @@ Args Parse(int argc, char** argv) {
       a.cpu_backend = v;
     } else if (k == "--engines") {
       a.engines = v;
+    } else if (k == "--ggml-threads") {
+      a.ggml_threads = v;
     } else if (k == "--ort-config") {
       const size_t eq = v.find('=');
       if (eq == std::string::npos) Die("--ort-config needs KEY=VALUE, got '" + v + "'");
@@ -100,10 +111,13 @@ Args Parse(int argc, char** argv) {
   if (a.model.empty() || a.threads < 1 || a.rounds < 1 || a.ms.empty()) {
     Die("usage: matmul_probe --model PREFIX [--m 1,128,512] [--threads 2] [--rounds 20] "
         "[--gap-ms 300] [--buft auto|CPU|CPU_REPACK|AMX] [--cpu-backend native|haswell|PATH] "
-        "[--engines both|ort|ggml] [--ort-config KEY=VALUE]...");
+        "[--engines both|ort|ggml] [--ggml-threads pool|caller] [--ort-config KEY=VALUE]...");
   }
   if (a.engines != "both" && a.engines != "ort" && a.engines != "ggml") {
     Die("--engines must be both, ort or ggml");
+  }
+  if (a.ggml_threads != "pool" && a.ggml_threads != "caller") {
+    Die("--ggml-threads must be pool or caller");
   }
   for (int m : a.ms) {
     if (m < 1) Die("--m values must be positive");
@@ -195,8 +209,9 @@ struct Ggml {
     }
   }
 
-  // Puts the `layers` matrices W (ne = [K, N], Q4_0, one after the other in `q4`) in the first
-  // buffer type that supports W x A.
+  // Puts `layers` matrices (ne = [K, n], Q4_0, one after the other in `q4`) in the first buffer
+  // type that supports W x A: the chain's matrices, or one matrix cut into `layers` row blocks
+  // (Q4_0 rows are contiguous, so equal byte slices of `q4` are equal row blocks).
   void LoadWeights(const Args& a, long k, long n, long layers, const std::string& q4) {
     std::vector<ggml_backend_buffer_type_t> cands;
     auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
@@ -255,6 +270,26 @@ struct Ggml {
     ggml_gallocr_t alloc = nullptr;
   };
 
+  // The graph of one part (--ggml-threads caller): x [K, M] times w[part] only, computed by
+  // parts_backend[part] (one CPU backend per calling thread, each with 1 thread).
+  Graph BuildPart(long k, long m, size_t part) {
+    Graph g;
+    ggml_init_params ip = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
+    g.ctx = ggml_init(ip);
+    g.x = ggml_new_tensor_2d(g.ctx, GGML_TYPE_F32, k, m);
+    ggml_set_input(g.x);
+    ggml_set_output(g.x);
+    g.y = ggml_mul_mat(g.ctx, w[part], g.x);
+    ggml_set_output(g.y);
+    g.gf = ggml_new_graph(g.ctx);
+    ggml_build_forward_expand(g.gf, g.y);
+    g.alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(parts_backend[part]));
+    if (!ggml_gallocr_alloc_graph(g.alloc, g.gf)) Die("ggml_gallocr_alloc_graph failed");
+    return g;
+  }
+
+  std::vector<ggml_backend_t> parts_backend;  // --ggml-threads caller: one per thread
+
   Graph Build(long k, long m) {
     Graph g;
     ggml_init_params ip = {ggml_tensor_overhead() * (w.size() + 8) + ggml_graph_overhead(), nullptr,
@@ -276,6 +311,60 @@ struct Ggml {
   }
 };
 
+inline void CpuRelax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Runs task(t) for t in [0, n) per Run: t = 0 on the caller, the others on persistent workers
+// that spin between calls (like ORT's intra-op pool with allow_spinning=1). n = 1: no workers.
+class CallerPool {
+ public:
+  explicit CallerPool(size_t n) : n_(n) {
+    for (size_t t = 1; t < n_; ++t) {
+      workers_.emplace_back([this, t] {
+        uint64_t seen = 0;
+        for (;;) {
+          uint64_t g;
+          while ((g = generation_.load(std::memory_order_acquire)) == seen) {
+            CpuRelax();
+          }
+          seen = g;
+          if (stop_.load(std::memory_order_acquire)) return;
+          (*task_)(t);
+          done_.fetch_add(1, std::memory_order_acq_rel);
+        }
+      });
+    }
+  }
+  CallerPool(const CallerPool&) = delete;
+  CallerPool& operator=(const CallerPool&) = delete;
+  ~CallerPool() {
+    stop_.store(true, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    for (auto& w : workers_) w.join();
+  }
+
+  void Run(const std::function<void(size_t)>& task) {
+    task_ = &task;
+    done_.store(0, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    task(0);
+    while (done_.load(std::memory_order_acquire) != n_ - 1) CpuRelax();
+  }
+
+ private:
+  size_t n_;
+  const std::function<void(size_t)>* task_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<size_t> done_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -290,12 +379,32 @@ int main(int argc, char** argv) {
   // Only the engines measured exist in the process: an idle ggml pool's workers poll and an idle
   // ORT session's workers spin, and either would take a core from the other engine's turn.
   const bool do_ort = a.engines != "ggml", do_gg = a.engines != "ort";
+  // --ggml-threads caller: what an ORT custom op would do from KernelContext_ParallelFor. The
+  // matrix is cut into --threads row blocks at load; each call runs block t on thread t (thread
+  // 0 = the caller, the others persistent and spinning between calls, as ORT's pool does), each
+  // block a single-threaded ggml call on its own CPU backend. ggml's own pool is not created.
+  const bool caller = a.ggml_threads == "caller";
+  const size_t parts = caller ? static_cast<size_t>(a.threads) : 1;
+  if (caller && (layers != 1 || n % a.threads != 0)) {
+    Die("--ggml-threads caller needs one matrix (no --layers) whose N divides by --threads");
+  }
   Ggml gg;
   if (do_gg) {
     gg.Init(a);
-    gg.SetThreads(a.threads);
-    gg.LoadWeights(a, k, n, layers, q4);
+    if (caller) {
+      auto set_n = reinterpret_cast<ggml_backend_set_n_threads_t>(
+          ggml_backend_reg_get_proc_address(gg.reg, "ggml_backend_set_n_threads"));
+      for (size_t t = 0; t < parts; ++t) {
+        gg.parts_backend.push_back(ggml_backend_dev_init(gg.dev, nullptr));
+        set_n(gg.parts_backend.back(), 1);
+      }
+      gg.LoadWeights(a, k, n / a.threads, a.threads, q4);
+    } else {
+      gg.SetThreads(a.threads);
+      gg.LoadWeights(a, k, n, layers, q4);
+    }
   }
+  CallerPool pool(caller && do_gg ? parts : 1);
 
   Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "matmul_probe");
   Ort::SessionOptions so;
@@ -328,14 +437,25 @@ int main(int argc, char** argv) {
     Ort::Value xin = Ort::Value::CreateTensor<float>(mem, x.data(), x.size(), xs, 2);
     Ort::Value yout = Ort::Value::CreateTensor<float>(mem, y_ort.data(), y_ort.size(), ys, 2);
     Ggml::Graph g;
-    if (do_gg) {
+    std::vector<Ggml::Graph> gp(caller ? parts : 0);
+    if (do_gg && !caller) {
       g = gg.Build(k, m);
       ggml_backend_tensor_set(g.x, x.data(), 0, x.size() * sizeof(float));
+    }
+    for (size_t t = 0; t < gp.size() && do_gg; ++t) {
+      gp[t] = gg.BuildPart(k, m, t);
+      ggml_backend_tensor_set(gp[t].x, x.data(), 0, x.size() * sizeof(float));
     }
 
     auto run_ort = [&] { session->Run(Ort::RunOptions{}, in_names, &xin, 1, out_names, &yout, 1); };
     auto run_gg = [&] {
-      if (ggml_backend_graph_compute(gg.backend, g.gf) != GGML_STATUS_SUCCESS) {
+      if (caller) {
+        pool.Run([&](size_t t) {
+          if (ggml_backend_graph_compute(gg.parts_backend[t], gp[t].gf) != GGML_STATUS_SUCCESS) {
+            Die("ggml_backend_graph_compute failed");
+          }
+        });
+      } else if (ggml_backend_graph_compute(gg.backend, g.gf) != GGML_STATUS_SUCCESS) {
         Die("ggml_backend_graph_compute failed");
       }
     };
@@ -358,7 +478,19 @@ int main(int argc, char** argv) {
     if (do_gg) timed(run_gg, t_gg);
     if (!do_ort) t_ort = {0};
     if (!do_gg) t_gg = {0};
-    if (do_gg) ggml_backend_tensor_get(g.y, y_gg.data(), 0, y_gg.size() * sizeof(float));
+    if (do_gg && !caller) {
+      ggml_backend_tensor_get(g.y, y_gg.data(), 0, y_gg.size() * sizeof(float));
+    }
+    const size_t rows = static_cast<size_t>(n) / std::max<size_t>(parts, 1);
+    for (size_t t = 0; t < gp.size() && do_gg; ++t) {  // gather the row blocks: y[m][t*rows + i]
+      std::vector<float> part(rows * static_cast<size_t>(m));
+      ggml_backend_tensor_get(gp[t].y, part.data(), 0, part.size() * sizeof(float));
+      for (size_t r = 0; r < static_cast<size_t>(m); ++r) {
+        std::copy(part.begin() + static_cast<long>(r * rows),
+                  part.begin() + static_cast<long>((r + 1) * rows),
+                  y_gg.begin() + static_cast<long>(r * n + t * rows));
+      }
+    }
     double max_abs = 0, max_diff = 0;
     for (size_t i = 0; i < y_ort.size(); ++i) {
       max_abs = std::max(max_abs, static_cast<double>(std::fabs(y_ort[i])));
@@ -379,11 +511,16 @@ int main(int argc, char** argv) {
         per_s(q4_bytes, mg) / 1e9, per_s(flops, mo) / 1e9, per_s(flops, mg) / 1e9, per_s(mo, mg),
         max_abs > 0 && a.engines == "both" ? max_diff / max_abs : 0.0);
     std::fflush(stdout);
-    if (do_gg) {
+    if (do_gg && !caller) {
       ggml_gallocr_free(g.alloc);
       ggml_free(g.ctx);
     }
+    for (auto& part : gp) {
+      ggml_gallocr_free(part.alloc);
+      ggml_free(part.ctx);
+    }
   }
+  for (ggml_backend_t b : gg.parts_backend) ggml_backend_free(b);
   if (do_gg) {
     ggml_backend_buffer_free(gg.wbuf);
     ggml_free(gg.wctx);

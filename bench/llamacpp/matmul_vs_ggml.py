@@ -41,9 +41,10 @@ SHAPES = {  # (name, K, N[, layers])
 }
 
 
-def run(probe, prefix, m, threads, rounds, buft, backend, engines):
+def run(probe, prefix, m, threads, rounds, buft, backend, engines, ggml_threads="pool"):
     cmd = [probe, "--model", prefix, "--m", ",".join(map(str, m)), "--threads", str(threads), "--rounds",
-           str(rounds), "--buft", buft, "--cpu-backend", backend, "--engines", engines]
+           str(rounds), "--buft", buft, "--cpu-backend", backend, "--engines", engines,
+           "--ggml-threads", ggml_threads]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {p.returncode}):\n{p.stderr}")
@@ -61,7 +62,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=10, help="timed calls per engine per process")
     ap.add_argument("--repeats", type=int, default=3, help="processes per variant (medians over them)")
     ap.add_argument("--variants", default="native:AMX,native:CPU_REPACK,native:CPU,haswell:CPU_REPACK",
-                    help="ggml BACKEND:BUFFER_TYPE pairs (a pair the CPU lacks is reported and skipped)")
+                    help="ggml BACKEND:BUFFER_TYPE[:caller] (a pair the CPU lacks is reported and skipped); "
+                    ":caller cuts the matrix in --threads row blocks and runs one single-threaded ggml "
+                    "call per thread on the probe's own spinning threads, as an ORT custom op would from "
+                    "ORT's pool")
     ap.add_argument("--models", default="/tmp/ebb-matmul-models")
     ap.add_argument("--json", help="write every run here")
     a = ap.parse_args()
@@ -70,6 +74,9 @@ def main():
         raise SystemExit(f"{probe} not built: run `make bench-llamacpp` first")
     ms = [int(x) for x in a.m.split(",")]
     variants = [tuple(v.split(":")) for v in a.variants.split(",")]
+    for v in variants:
+        if len(v) not in (2, 3) or (len(v) == 3 and v[2] != "caller"):
+            raise SystemExit(f"--variants: '{':'.join(v)}' is not BACKEND:BUFFER_TYPE[:caller]")
     runs, rows = [], []
     for name, k, n, *rest in SHAPES[a.shape]:
         layers = rest[0] if rest else 1
@@ -86,15 +93,17 @@ def main():
             order = variants[rep % len(variants):] + variants[:rep % len(variants)]
             s, r = run(probe, prefix, ms, a.threads, a.rounds, "CPU", "native", "ort")
             ort.append(r)
-            for backend, buft in order:
+            for v in order:
+                backend, buft = v[0], v[1]
+                mode = "caller" if len(v) == 3 else "pool"
                 try:
-                    s, r = run(probe, prefix, ms, a.threads, a.rounds, buft, backend, "ggml")
+                    s, r = run(probe, prefix, ms, a.threads, a.rounds, buft, backend, "ggml", mode)
                 except SystemExit as e:
-                    print(f"skipped {backend}:{buft}: {str(e).splitlines()[-1]}", file=sys.stderr)
+                    print(f"skipped {':'.join(v)}: {str(e).splitlines()[-1]}", file=sys.stderr)
                     continue
-                setup[(backend, buft)] = s
-                got.setdefault((backend, buft), []).append(r)
-                runs.append({"matrix": name, "variant": f"{backend}:{buft}", "setup": s, "results": r})
+                setup[v] = s
+                got.setdefault(v, []).append(r)
+                runs.append({"matrix": name, "variant": ":".join(v), "setup": s, "results": r})
         _, diff = run(probe, prefix, ms, a.threads, 2, "auto", "native", "both")
         for m in ms:
             o = statistics.median(x[m]["ort_median_s"] for x in ort)
@@ -104,7 +113,7 @@ def main():
                    "diff_rel": diff[m]["max_diff_rel"], "ggml": {}}
             for v, lst in got.items():
                 g = statistics.median(x[m]["ggml_median_s"] for x in lst)
-                row["ggml"][f"{v[0]}:{v[1]}"] = {"ms": g * 1e3, "gflop_s": flop / g / 1e9,
+                row["ggml"][":".join(v)] = {"ms": g * 1e3, "gflop_s": flop / g / 1e9,
                                                   "gb_s": statistics.median(x[m]["ggml_gb_s"] for x in lst),
                                                   "lib": os.path.basename(setup[v]["ggml_backend"])}
             rows.append(row)
