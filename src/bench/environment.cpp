@@ -38,6 +38,7 @@ Environment ReadEnvironment() {
   utsname u{};
   e.os = uname(&u) == 0 ? std::string(u.sysname) + " " + u.release + " " + u.machine : "unknown";
   e.ort_version = OrtVersion();
+  e.cpu_kernels = CpuKernels();
   e.ebb_version = Version();
   e.ebb_git_commit = EBB_GIT_COMMIT;
   if (e.ebb_git_commit.empty()) e.ebb_git_commit = "unknown";

@@ -11,6 +11,7 @@ struct Environment {
   int num_cores = 0;        // logical CPUs this process may use
   std::string os;           // uname: sysname release machine
   std::string ort_version;  // the loaded libonnxruntime (ebb::OrtVersion())
+  std::string cpu_kernels;  // the MLAS kernel family this CPU selects (ebb::CpuKernels())
   std::string ebb_version;
   std::string ebb_git_commit;  // from the build's configure step, or "unknown"
   std::string created_utc;     // ISO 8601, e.g. 2026-11-29T20:15:00Z

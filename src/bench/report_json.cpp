@@ -168,6 +168,7 @@ json ReportJson(const Environment& env, const BenchOptions& o, const std::vector
             {"num_cores", env.num_cores},
             {"os", env.os},
             {"ort_version", env.ort_version},
+            {"cpu_kernels", env.cpu_kernels},
             {"ebb_version", env.ebb_version},
             {"ebb_git_commit", env.ebb_git_commit},
             {"created_utc", env.created_utc}}},

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_test_util.h"
+#include "ebb/version.h"
 #include "json_schema_lite.h"
 
 namespace ebb::testing {
@@ -82,6 +83,7 @@ TEST_F(BenchRun, JsonValidatesAgainstTheDocumentedSchema) {
   EXPECT_TRUE(doc["runs"][2]["iterations"][1]["load_s"].is_null());
   EXPECT_EQ(doc["options"]["compare"], nlohmann::json({"naive-ort", "recycle:2"}));
   EXPECT_FALSE(doc["environment"]["ort_version"].get<std::string>().empty());
+  EXPECT_EQ(doc["environment"]["cpu_kernels"].get<std::string>(), CpuKernels());
 }
 
 TEST_F(BenchRun, TheValidatorRejectsBrokenReports) {
