@@ -244,15 +244,27 @@ def test_readiness_fails_when_no_slot_makes_progress_and_recovers():
 
 
 def test_readiness_ignores_idle_time_and_a_long_request_that_keeps_producing():
-    small = "llama-small-int4"  # 50-150 tokens/s in a Debug build: 600 take seconds
+    small = "llama-small-int4"
+    stall = 1  # --ready-stall-timeout, whole seconds
     with Server("--model", f"{small}={MODELS / small}", "--parallel", "1",
-                "--ready-stall-timeout", "1") as srv:
-        time.sleep(1.5)  # idle longer than the stall timeout: still ready
+                "--ready-stall-timeout", str(stall)) as srv:
+        time.sleep(stall + 0.5)  # idle longer than the stall timeout: still ready
         assert ready(srv)[0] == 200
-        srv.post("/v1/chat/completions", chat_body(small, max_tokens=2))  # load it first
+        # Load it, and measure this build's decode rate on this machine: the long request is
+        # sized from it to run ~4x the stall timeout (a fixed max_tokens ran 600 tokens in 1.4 s
+        # on one CI machine and would take a minute under ASan on another).
+        s, _, body = srv.post("/v1/chat/completions", chat_body(small, max_tokens=2))
+        assert s == 200, body
+        t0 = time.monotonic()
+        s, _, body = srv.post("/v1/chat/completions", chat_body(small, max_tokens=64))
+        assert s == 200, body
+        rate = body["usage"]["completion_tokens"] / (time.monotonic() - t0)
+        # The 64-token rate includes the prefill and a cold start, so it can read low (198 tokens/s
+        # against ~375 in the long run here): 4x leaves the long request well past the timeout.
+        want = min(1200, max(64, int(rate * 4 * stall)))  # 1,200: ~4 s here, context 2,048
         results = []
         t = threading.Thread(target=lambda: results.append(
-            srv.post("/v1/chat/completions", chat_body(small, max_tokens=600))[0]))
+            srv.post("/v1/chat/completions", chat_body(small, max_tokens=want), timeout=120)))
         t0 = time.monotonic()
         t.start()
         states = []
@@ -261,9 +273,15 @@ def test_readiness_ignores_idle_time_and_a_long_request_that_keeps_producing():
             time.sleep(0.05)
         t.join()
         took = time.monotonic() - t0
+        s, _, body = results[0]
+        assert s == 200, body
+        made = body["usage"]["completion_tokens"]
+        print(f"{made} tokens (asked {want} at {rate:.0f} tokens/s) in {took:.2f} s, "
+              f"{len(states)} /ready polls")
         # Not streamed: only its tokens (through Generate's text callback) count as progress.
-        assert took > 1.5, f"the request took {took:.2f} s: too short to show anything"
-        assert results == [200] and set(states) == {200}, states
+        assert took > stall + 0.5, (f"{made} tokens took {took:.2f} s: not long enough past the "
+                                    f"{stall} s stall timeout to show anything")
+        assert set(states) == {200}, states
 
 
 def test_queue_running_and_kv_gauges_move_under_load_and_pass_promtool(tmp_path):
