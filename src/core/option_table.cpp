@@ -109,6 +109,11 @@ constexpr std::array kTable = {
                "gather policy: the longest a step waits for members still sampling their last "
                "token (a member that missed a step is not waited for again until it returns)"},
     // ---- ORT session options with typed setters ----
+    OptionSpec{"custom_ops_library", T::kString, kSe, "", "none", "a shared library path",
+               "an ONNX Runtime custom-op library (exports RegisterCustomOps) registered in the "
+               "model's sessions before its graph loads, for graphs with ops ORT lacks; "
+               "genai_config.json's session_options.custom_ops_library, relative to the model "
+               "folder"},
     OptionSpec{"profile_file_prefix", T::kString, kSe, "", "off", "a file path prefix",
                "write ORT's per-operator profile (Chrome trace JSON) to PREFIX_<date>.json when "
                "the model unloads; summarise with tools/ort_profile.py"},
@@ -221,7 +226,7 @@ bool ParseRange(std::string_view values, double* lo, double* hi) {
 
 // The keys only the admin may set (core/admin_options.h): process-wide state, files and folders,
 // code to load, thread counts and arena sizes. Keep docs/http_api.md#security-model in step.
-constexpr std::array<std::string_view, 15> kAdminOnly = {
+constexpr std::array<std::string_view, 16> kAdminOnly = {
     "memory.limit",
     "arena.max_mem",
     "arena_extend_strategy",
@@ -234,6 +239,7 @@ constexpr std::array<std::string_view, 15> kAdminOnly = {
     "model_cache.max_bytes",
     "memory.pressure_cgroup",
     "profile_file_prefix",
+    "custom_ops_library",
     "intra_op_num_threads",
     "inter_op_num_threads",
     "use_env_allocators",

@@ -100,6 +100,9 @@ class Reader {
     Fail(path, "expected a string, number or boolean, got " + Show(v));
   }
 
+  // The folder of the config file: relative paths in it are the folder's.
+  std::filesystem::path dir() const { return std::filesystem::absolute(file_).parent_path(); }
+
  private:
   std::filesystem::path file_;
 };
@@ -131,7 +134,16 @@ void ReadSessionOptions(const Reader& r, const json& so, const std::string& path
           cfg.provider_options.push_back(std::move(po));
         }
       }
-    } else if (key == "log_id" || key == "log_severity_level" || key == "custom_ops_library") {
+    } else if (key == "custom_ops_library") {
+      // onnxruntime-genai's key for an ORT custom-op library. A relative path is the model
+      // folder's, so that a folder that ships its library can be moved as a whole.
+      if (!value.is_string() || value.get<std::string>().empty()) {
+        r.Fail(path + "/" + key, "expected the path of a shared library, got " + Show(value));
+      }
+      std::filesystem::path lib = value.get<std::string>();
+      if (lib.is_relative()) lib = r.dir() / lib;
+      cfg.session_options.emplace_back(key, lib.lexically_normal().string());
+    } else if (key == "log_id" || key == "log_severity_level") {
       // Session identification / logging hints of onnxruntime-genai; ebb has its own logging.
       continue;
     } else {

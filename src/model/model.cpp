@@ -16,6 +16,7 @@
 #include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "ebb/version.h"
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
 #include "memory/mapped_file_guard.h"
@@ -98,6 +99,16 @@ Error SessionCreateError(const GenaiConfig& cfg, const ModelOptions& options,
       ort_message.find("INVALID_PROTOBUF") != std::string::npos) {
     return Error(ErrorCode::InvalidArgument,
                  where + "not a valid ONNX file (" + msg + "); it may be corrupt or truncated");
+  }
+  if (ort_message.find("is not a registered function/op") != std::string::npos) {
+    // An op from a domain ORT does not have: a custom op whose library was not registered (or
+    // an op newer than this ORT).
+    return Error(ErrorCode::InvalidArgument,
+                 where + "the graph uses an op this ONNX Runtime " + OrtVersion() +
+                     " does not have (" + msg +
+                     "); if it comes from a custom-op library, name the library with "
+                     "session_options.custom_ops_library (genai_config.json or "
+                     "--session-option custom_ops_library=PATH)");
   }
   return Error(ErrorCode::InvalidArgument,
                where + "ONNX Runtime could not create a session: " + msg);

@@ -78,6 +78,7 @@ TEST(AdminOnlyOptions, ClientRequestsGet403NamingTheKey) {
   EXPECT_TRUE(internal::IsAdminOnlyOption("memory.limit"));
   EXPECT_TRUE(internal::IsAdminOnlyOption("model_cache.dir"));
   EXPECT_TRUE(internal::IsAdminOnlyOption("profile_file_prefix"));
+  EXPECT_TRUE(internal::IsAdminOnlyOption("custom_ops_library"));  // loads code
   EXPECT_FALSE(internal::IsAdminOnlyOption("top_k"));
   EXPECT_FALSE(internal::IsAdminOnlyOption("kv_cache.max_bytes"));
   EXPECT_NO_THROW(RefuseAdminOnlyOptions(
