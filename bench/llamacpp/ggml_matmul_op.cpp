@@ -22,9 +22,10 @@
 // each as one single-threaded ggml CPU backend call (the --ggml-threads caller design of
 // matmul_probe.cpp, measured as fast as ggml's own pool).
 //
-// Backend: loaded once per process from EBB_LLAMACPP_BIN_DIR (the best libggml-cpu-<isa>.so for
-// this CPU, as llama.cpp picks it), or the one env EBB_GGML_CPU_BACKEND names (an ISA such as
-// "haswell" for libggml-cpu-haswell.so in that folder, or a path). Weights go to the first buffer
+// Backend: loaded once per process (unless the process already has a ggml CPU backend) from
+// EBB_LLAMACPP_BIN_DIR (the best libggml-cpu-<isa>.so for this CPU, as llama.cpp picks it), or
+// the one env EBB_GGML_CPU_BACKEND names (an ISA such as "haswell" for libggml-cpu-haswell.so in
+// that folder, or a path). Weights go to the first buffer
 // type that runs this multiply (the device's extra types first, AMX before CPU_REPACK, as
 // llama.cpp's loader does), chosen per block; env EBB_GGML_BUFT=AMX|CPU_REPACK|CPU forces one.
 // The first kernel prints the backend .so and each new buffer type to stderr, once per process.
@@ -137,7 +138,9 @@ Ggml& GetGgml() {
         g.error = "EBB_GGML_CPU_BACKEND: could not load " + path;
         return;
       }
-    } else {
+    } else if (!ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)) {
+      // Not when the process already holds a CPU backend (ggml's registry is process-wide: the
+      // host, e.g. matmul_probe, loaded one): a second copy would be registered after it, unused.
       ggml_backend_load_all_from_path(EBB_LLAMACPP_BIN_DIR);
     }
     g.dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
