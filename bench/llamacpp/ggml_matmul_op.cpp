@@ -401,6 +401,11 @@ struct Kernel {
   }
 };
 
+std::string NodeName(const Ort::ConstKernelInfo& ki) {
+  const std::string name = ki.GetNodeName();
+  return name.empty() ? "(unnamed)" : "'" + name + "'";
+}
+
 struct MatMulQ4_0Op : Ort::CustomOpBase<MatMulQ4_0Op, Kernel, true> {
   OrtStatusPtr CreateKernelV2(const OrtApi& api, const OrtKernelInfo* info, void** out) const {
     (void)api;
@@ -417,7 +422,7 @@ struct MatMulQ4_0Op : Ort::CustomOpBase<MatMulQ4_0Op, Kernel, true> {
       int is_constant = 0;
       Ort::ConstValue w = ki.GetTensorConstantInput(1, &is_constant);
       if (!is_constant || !static_cast<const OrtValue*>(w)) {
-        return Error("input W (node " + ki.GetNodeName() +
+        return Error("input W (node " + NodeName(ki) +
                      ") must be a constant initializer: it is repacked once, at kernel creation");
       }
       Ort::TensorTypeAndShapeInfo wi = w.GetTensorTypeAndShapeInfo();
@@ -425,7 +430,7 @@ struct MatMulQ4_0Op : Ort::CustomOpBase<MatMulQ4_0Op, Kernel, true> {
           static_cast<size_t>(n) * static_cast<size_t>(k / kQ4Block) * kQ4BlockBytes;
       if (wi.GetElementType() != ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 ||
           wi.GetElementCount() != want) {
-        return Error("W (node " + ki.GetNodeName() + ") must be uint8 with N * K/32 * 18 = " +
+        return Error("W (node " + NodeName(ki) + ") must be uint8 with N * K/32 * 18 = " +
                      std::to_string(want) + " elements (Q4_0 rows)");
       }
       Ggml& gg = GetGgml();
@@ -459,7 +464,7 @@ struct MatMulQ4_0Op : Ort::CustomOpBase<MatMulQ4_0Op, Kernel, true> {
         Block& b = *kernel->blocks[i];
         b.slot = i;
         const std::string why = LoadBlock(gg, b, k, q4);
-        if (!why.empty()) return Error("node " + ki.GetNodeName() + ": " + why);
+        if (!why.empty()) return Error("node " + NodeName(ki) + ": " + why);
         gg.PrintOnce(b.buft);
       }
       *out = kernel.release();
