@@ -4,6 +4,7 @@
 //   matmul_probe --model PREFIX [--m 1,128,512] [--threads 2] [--rounds 20] [--buft auto]
 //                [--cpu-backend native|haswell|PATH] [--engines both|ort|ggml]
 //                [--ggml-threads pool|caller] [--ort-config KEY=VALUE]...
+//                [--op-library libebb_ggml_matmul.so --op-model PREFIX_op.onnx]
 //
 // PREFIX.onnx / PREFIX.q4_0 / PREFIX.json come from bench/llamacpp/matmul_model.py (one
 // MatMulNBits node, accuracy_level 4, and the same codes and scales as ggml Q4_0 rows).
@@ -26,6 +27,14 @@
 // persistent workers): the way an ORT custom op would have to run ggml inside ORT's intra-op pool
 // (KernelContext_ParallelFor) rather than next to it. --layers chains (matmul_model.py) stream
 // every weight from DRAM once per call.
+// --op-library / --op-model add a third engine, "op": the model rewritten by
+// bench/llamacpp/ggml_op_model.py --onnx (ebb.ggml.MatMulQ4_0, libebb_ggml_matmul.so: ggml's
+// kernels inside ORT), in a second ORT session with the same options and the library registered.
+// It is timed after ORT's block, one engine at a time like the others; its JSON fields are op_*,
+// ort_over_op_time, and max_diff_rel_op (against ORT's MatMulNBits output) and, with ggml
+// measured too, max_diff_rel_op_ggml (against ggml called directly: the same kernels, ~0).
+// --engines takes a comma list of ort, ggml, op (both = ort,ggml; default: both, plus op when
+// --op-model is given).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -71,10 +80,13 @@ struct Args {
   int gap_ms = 300;
   std::string buft = "auto";
   std::string cpu_backend = "native";
-  std::string engines = "both";       // both | ort | ggml
+  std::string engines = "both";       // comma list of ort, ggml, op; both = ort,ggml
+  std::string op_library, op_model;   // the "op" engine (ggml_op_model.py's rewrite)
   std::string ggml_threads = "pool";  // pool: ggml's own threads; caller: one ggml call per thread
   std::vector<std::pair<std::string, std::string>> ort_config;  // session config entries
 };
+
+bool HasEngine(const Args& a, const std::string& e);
 
 Args Parse(int argc, char** argv) {
   Args a;
@@ -98,6 +110,10 @@ Args Parse(int argc, char** argv) {
       a.cpu_backend = v;
     } else if (k == "--engines") {
       a.engines = v;
+    } else if (k == "--op-library") {
+      a.op_library = v;
+    } else if (k == "--op-model") {
+      a.op_model = v;
     } else if (k == "--ggml-threads") {
       a.ggml_threads = v;
     } else if (k == "--ort-config") {
@@ -111,10 +127,18 @@ Args Parse(int argc, char** argv) {
   if (a.model.empty() || a.threads < 1 || a.rounds < 1 || a.ms.empty()) {
     Die("usage: matmul_probe --model PREFIX [--m 1,128,512] [--threads 2] [--rounds 20] "
         "[--gap-ms 300] [--buft auto|CPU|CPU_REPACK|AMX] [--cpu-backend native|haswell|PATH] "
-        "[--engines both|ort|ggml] [--ggml-threads pool|caller] [--ort-config KEY=VALUE]...");
+        "[--engines both|ort,ggml,op] [--ggml-threads pool|caller] [--ort-config KEY=VALUE]... "
+        "[--op-library SO --op-model PREFIX_op.onnx]");
   }
-  if (a.engines != "both" && a.engines != "ort" && a.engines != "ggml") {
-    Die("--engines must be both, ort or ggml");
+  if (a.engines == "both") a.engines = a.op_model.empty() ? "ort,ggml" : "ort,ggml,op";
+  {
+    std::stringstream ss(a.engines);
+    for (std::string e; std::getline(ss, e, ',');) {
+      if (e != "ort" && e != "ggml" && e != "op") Die("--engines: unknown engine '" + e + "'");
+    }
+  }
+  if (HasEngine(a, "op") && (a.op_library.empty() || a.op_model.empty())) {
+    Die("engine op needs --op-library and --op-model");
   }
   if (a.ggml_threads != "pool" && a.ggml_threads != "caller") {
     Die("--ggml-threads must be pool or caller");
@@ -123,6 +147,14 @@ Args Parse(int argc, char** argv) {
     if (m < 1) Die("--m values must be positive");
   }
   return a;
+}
+
+bool HasEngine(const Args& a, const std::string& e) {
+  std::stringstream ss(a.engines);
+  for (std::string x; std::getline(ss, x, ',');) {
+    if (x == e) return true;
+  }
+  return false;
 }
 
 // K and N from PREFIX.json ({"k": .., "n": .., "block_size": ..}).
@@ -388,7 +420,7 @@ int main(int argc, char** argv) {
 
   // Only the engines measured exist in the process: an idle ggml pool's workers poll and an idle
   // ORT session's workers spin, and either would take a core from the other engine's turn.
-  const bool do_ort = a.engines != "ggml", do_gg = a.engines != "ort";
+  const bool do_ort = HasEngine(a, "ort"), do_gg = HasEngine(a, "ggml"), do_op = HasEngine(a, "op");
   // --ggml-threads caller: what an ORT custom op would do from KernelContext_ParallelFor. The
   // matrix is cut into --threads row blocks at load; each call runs block t on thread t (thread
   // 0 = the caller, the others persistent and spinning between calls, as ORT's pool does), each
@@ -426,6 +458,13 @@ int main(int argc, char** argv) {
   const std::string onnx = a.model + ".onnx";
   std::optional<Ort::Session> session;
   if (do_ort) session.emplace(env, onnx.c_str(), so);
+  // The op engine: a second session, the same options plus the custom op library.
+  std::optional<Ort::Session> op_session;
+  if (do_op) {
+    Ort::SessionOptions so_op = so.Clone();
+    so_op.RegisterCustomOpsLibrary(a.op_library.c_str());
+    op_session.emplace(env, a.op_model.c_str(), so_op);
+  }
   Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   const char* in_names[] = {"A"};
   const char* out_names[] = {"Y"};
@@ -443,11 +482,12 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> dist(0.f, 1.f);
   for (int m : a.ms) {
     std::vector<float> x(static_cast<size_t>(m) * k), y_ort(static_cast<size_t>(m) * n),
-        y_gg(static_cast<size_t>(m) * n);
+        y_gg(static_cast<size_t>(m) * n), y_op(static_cast<size_t>(m) * n);
     for (float& v : x) v = dist(rng);
     const int64_t xs[] = {m, k}, ys[] = {m, n};
     Ort::Value xin = Ort::Value::CreateTensor<float>(mem, x.data(), x.size(), xs, 2);
     Ort::Value yout = Ort::Value::CreateTensor<float>(mem, y_ort.data(), y_ort.size(), ys, 2);
+    Ort::Value yop = Ort::Value::CreateTensor<float>(mem, y_op.data(), y_op.size(), ys, 2);
     Ggml::Graph g;
     std::vector<Ggml::Graph> gp(caller ? parts : 0);
     if (do_gg && !caller) {
@@ -460,6 +500,9 @@ int main(int argc, char** argv) {
     }
 
     auto run_ort = [&] { session->Run(Ort::RunOptions{}, in_names, &xin, 1, out_names, &yout, 1); };
+    auto run_op = [&] {
+      op_session->Run(Ort::RunOptions{}, in_names, &xin, 1, out_names, &yop, 1);
+    };
     auto run_gg = [&] {
       if (caller) {
         pool->Run([&](size_t t) {
@@ -476,7 +519,7 @@ int main(int argc, char** argv) {
     // after a Run, ggml's polls for the next graph), which on 2 cores costs either of them up to
     // 2-15x; the pause lets the finished engine's workers park. Noise across the two blocks is
     // handled by rerunning the process (bench/llamacpp/matmul_vs_ggml.py alternates them).
-    std::vector<double> t_ort, t_gg;
+    std::vector<double> t_ort, t_gg, t_op;
     const auto timed = [&](auto run, std::vector<double>& t) {
       std::this_thread::sleep_for(std::chrono::milliseconds(a.gap_ms));
       for (int i = 0; i < 3; ++i) run();  // warm-up: caches, first-call allocations
@@ -487,6 +530,7 @@ int main(int argc, char** argv) {
       }
     };
     if (do_ort) timed(run_ort, t_ort);
+    if (do_op) timed(run_op, t_op);
     if (do_gg) {
       if (caller) pool.emplace(parts);
       timed(run_gg, t_gg);
@@ -494,6 +538,7 @@ int main(int argc, char** argv) {
     }
     if (!do_ort) t_ort = {0};
     if (!do_gg) t_gg = {0};
+    if (!do_op) t_op = {0};
     if (do_gg && !caller) {
       ggml_backend_tensor_get(g.y, y_gg.data(), 0, y_gg.size() * sizeof(float));
     }
@@ -507,13 +552,20 @@ int main(int argc, char** argv) {
                   y_gg.begin() + static_cast<long>(r * n + t * rows));
       }
     }
-    double max_abs = 0, max_diff = 0;
-    for (size_t i = 0; i < y_ort.size(); ++i) {
-      max_abs = std::max(max_abs, static_cast<double>(std::fabs(y_ort[i])));
-      max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_ort[i] - y_gg[i])));
-    }
+    // Largest |ref - other| relative to the largest |ref|; 0 when either was not measured.
+    const auto rel_diff = [](const std::vector<float>& ref, const std::vector<float>& other) {
+      double max_abs = 0, max_diff = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        max_abs = std::max(max_abs, static_cast<double>(std::fabs(ref[i])));
+        max_diff = std::max(max_diff, static_cast<double>(std::fabs(ref[i] - other[i])));
+      }
+      return max_abs > 0 ? max_diff / max_abs : 0.0;
+    };
+    const double diff_gg = do_ort && do_gg ? rel_diff(y_ort, y_gg) : 0.0;
+    const double diff_op = do_ort && do_op ? rel_diff(y_ort, y_op) : 0.0;
+    const double diff_op_gg = do_gg && do_op ? rel_diff(y_gg, y_op) : 0.0;
     const double flops = 2.0 * m * n * k * layers;
-    const double mo = Median(t_ort), mg = Median(t_gg);
+    const double mo = Median(t_ort), mg = Median(t_gg), mop = Median(t_op);
     auto per_s = [](double amount, double t) {
       return t > 0 ? amount / t : 0.0;
     };  // 0: not measured
@@ -521,11 +573,14 @@ int main(int argc, char** argv) {
         "{\"kind\": \"result\", \"m\": %d, \"ort_median_s\": %.7f, \"ort_best_s\": %.7f, "
         "\"ggml_median_s\": %.7f, \"ggml_best_s\": %.7f, \"ort_gb_s\": %.2f, \"ggml_gb_s\": %.2f, "
         "\"ort_gflop_s\": %.1f, \"ggml_gflop_s\": %.1f, \"ort_over_ggml_time\": %.3f, "
-        "\"max_diff_rel\": %.2e}\n",
+        "\"max_diff_rel\": %.2e, \"op_median_s\": %.7f, \"op_best_s\": %.7f, "
+        "\"op_gflop_s\": %.1f, \"ort_over_op_time\": %.3f, \"max_diff_rel_op\": %.2e, "
+        "\"max_diff_rel_op_ggml\": %.2e}\n",
         m, mo, *std::min_element(t_ort.begin(), t_ort.end()), mg,
         *std::min_element(t_gg.begin(), t_gg.end()), per_s(int4_bytes, mo) / 1e9,
         per_s(q4_bytes, mg) / 1e9, per_s(flops, mo) / 1e9, per_s(flops, mg) / 1e9, per_s(mo, mg),
-        max_abs > 0 && a.engines == "both" ? max_diff / max_abs : 0.0);
+        diff_gg, mop, *std::min_element(t_op.begin(), t_op.end()), per_s(flops, mop) / 1e9,
+        per_s(mo, mop), diff_op, diff_op_gg);
     std::fflush(stdout);
     if (do_gg && !caller) {
       ggml_gallocr_free(g.alloc);

@@ -8,11 +8,15 @@ the variants' order rotates every repeat) and prints a markdown table of medians
 multiply, GB/s of weights and GFLOP/s per engine, and ORT's time over ggml's. The ggml variants are
 its CPU backend for this CPU ("native": the libggml-cpu-<isa>.so llama.cpp loads here) with the
 weights in each buffer type it offers (AMX, CPU_REPACK, plain CPU), and the AVX2 ("haswell")
-backend, so a figure can be read against the ISA it came from.
+backend, so a figure can be read against the ISA it came from. --op adds the variant "op":
+ggml's kernels inside ORT, the matrix rewritten as ebb.ggml.MatMulQ4_0 (bench/llamacpp/
+ggml_op_model.py --onnx) and run by libebb_ggml_matmul.so in an ORT session (issue 28 item 3),
+with its own difference from MatMulNBits' output in the last column.
 
   make bench-llamacpp
   /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --shape phi-3.5-mini --block-size 128 --repeats 5
   /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --shape dram --m 1 --repeats 3
+  /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --variants native:AMX:caller --op
 
 The weights of one matrix stay in the caches between calls (a phi matrix is 6-28 MB; this
 machine's L2 is 2 MiB per core), so M = 1 there measures the kernel, not the DRAM stream a whole
@@ -41,10 +45,12 @@ SHAPES = {  # (name, K, N[, layers])
 }
 
 
-def run(probe, prefix, m, threads, rounds, buft, backend, engines, ggml_threads="pool"):
+def run(probe, prefix, m, threads, rounds, buft, backend, engines, ggml_threads="pool", op_library=None):
     cmd = [probe, "--model", prefix, "--m", ",".join(map(str, m)), "--threads", str(threads), "--rounds",
            str(rounds), "--buft", buft, "--cpu-backend", backend, "--engines", engines,
            "--ggml-threads", ggml_threads]
+    if op_library:
+        cmd += ["--op-library", op_library, "--op-model", prefix + "_op.onnx"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {p.returncode}):\n{p.stderr}")
@@ -66,6 +72,8 @@ def main():
                     ":caller cuts the matrix in --threads row blocks and runs one single-threaded ggml "
                     "call per thread on the probe's own spinning threads, as an ORT custom op would from "
                     "ORT's pool")
+    ap.add_argument("--op", action="store_true",
+                    help="add the variant op: ebb.ggml.MatMulQ4_0 (libebb_ggml_matmul.so) inside ORT")
     ap.add_argument("--models", default="/tmp/ebb-matmul-models")
     ap.add_argument("--json", help="write every run here")
     a = ap.parse_args()
@@ -77,6 +85,12 @@ def main():
     for v in variants:
         if len(v) not in (2, 3) or (len(v) == 3 and v[2] != "caller"):
             raise SystemExit(f"--variants: '{':'.join(v)}' is not BACKEND:BUFFER_TYPE[:caller]")
+    op_library = None
+    if a.op:
+        op_library = os.path.join(a.build_dir, "bench", "llamacpp", "libebb_ggml_matmul.so")
+        if not os.path.exists(op_library):
+            raise SystemExit(f"{op_library} not built: build the target ebb_ggml_matmul")
+        variants.append(("op",))
     runs, rows = [], []
     for name, k, n, *rest in SHAPES[a.shape]:
         layers = rest[0] if rest else 1
@@ -86,6 +100,11 @@ def main():
             subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llamacpp", "matmul_model.py"), "--k",
                             str(k), "--n", str(n), "--block-size", str(a.block_size), "--layers", str(layers),
                             "--out", prefix], check=True, stdout=subprocess.DEVNULL)
+        if a.op and not os.path.exists(prefix + "_op.onnx"):
+            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llamacpp", "ggml_op_model.py"), "--onnx",
+                            prefix + ".onnx", "--out", prefix + "_op.onnx"], check=True, stdout=subprocess.DEVNULL)
+        with open(prefix + ".json") as f:
+            q4_bytes = json.load(f)["q4_0_bytes"]
         got = {}  # variant -> list of {m: result}
         setup = {}
         ort = []
@@ -94,6 +113,16 @@ def main():
             s, r = run(probe, prefix, ms, a.threads, a.rounds, "CPU", "native", "ort")
             ort.append(r)
             for v in order:
+                if v == ("op",):  # the op's times as the ggml fields the table reads
+                    s, r = run(probe, prefix, ms, a.threads, a.rounds, "auto", "native", "op", op_library=op_library)
+                    s["ggml_backend"] = op_library
+                    for x in r.values():
+                        x["ggml_median_s"] = x["op_median_s"]
+                        x["ggml_gb_s"] = q4_bytes / x["op_median_s"] / 1e9
+                    setup[v] = s
+                    got.setdefault(v, []).append(r)
+                    runs.append({"matrix": name, "variant": "op", "setup": s, "results": r})
+                    continue
                 backend, buft = v[0], v[1]
                 mode = "caller" if len(v) == 3 else "pool"
                 try:
@@ -104,13 +133,15 @@ def main():
                 setup[v] = s
                 got.setdefault(v, []).append(r)
                 runs.append({"matrix": name, "variant": ":".join(v), "setup": s, "results": r})
-        _, diff = run(probe, prefix, ms, a.threads, 2, "auto", "native", "both")
+        _, diff = run(probe, prefix, ms, a.threads, 2, "auto", "native", "ort,ggml,op" if a.op else "ort,ggml",
+                      op_library=op_library)
         for m in ms:
             o = statistics.median(x[m]["ort_median_s"] for x in ort)
             flop = 2 * m * n * k * layers
             row = {"matrix": name, "k": k, "n": n, "layers": layers, "m": m, "ort_ms": o * 1e3,
                    "ort_gflop_s": flop / o / 1e9, "ort_gb_s": statistics.median(x[m]["ort_gb_s"] for x in ort),
-                   "diff_rel": diff[m]["max_diff_rel"], "ggml": {}}
+                   "diff_rel": diff[m]["max_diff_rel"], "op_diff_rel": diff[m].get("max_diff_rel_op", 0.0),
+                   "ggml": {}}
             for v, lst in got.items():
                 g = statistics.median(x[m]["ggml_median_s"] for x in lst)
                 row["ggml"][":".join(v)] = {"ms": g * 1e3, "gflop_s": flop / g / 1e9,
@@ -123,9 +154,10 @@ def main():
     print(f"\n{a.shape}, MatMulNBits block {a.block_size} (accuracy_level 4) against Q4_0, {a.threads} threads, "
           f"medians of {a.repeats} processes x {a.rounds} calls\n")
     print("ms per multiply; in brackets GFLOP/s, or for M = 1 GB/s of weights read\n")
-    print("| matrix (K x N) | M | ORT | " + " | ".join(f"ggml {v}" for v in names) +
-          " | ORT / best ggml | max diff (rel.) |")
-    print("|---|---:|---:|" + "---:|" * len(names) + "---:|---:|")
+    op_col = " | op max diff (rel.)" if a.op else ""
+    print("| matrix (K x N) | M | ORT | " + " | ".join("op in ORT" if v == "op" else f"ggml {v}" for v in names) +
+          " | ORT / best ggml | max diff (rel.)" + op_col + " |")
+    print("|---|---:|---:|" + "---:|" * len(names) + "---:|---:|" + ("---:|" if a.op else ""))
     def cell(ms, gflop_s, gb_s, m):
         return f"{ms:.3f} ({gb_s:.1f} GB/s)" if m == 1 else f"{ms:.3f} ({gflop_s:.0f})"
     for r in rows:
@@ -133,7 +165,8 @@ def main():
         print(f"| {r['matrix']} ({r['k']} x {r['n']}) | {r['m']} | {cell(r['ort_ms'], r['ort_gflop_s'], r['ort_gb_s'], r['m'])} | " +
               " | ".join(cell(r["ggml"][v]["ms"], r["ggml"][v]["gflop_s"], r["ggml"][v]["gb_s"], r["m"])
                          if v in r["ggml"] else "-" for v in names) +
-              f" | {r['ort_ms'] / best:.2f} | {r['diff_rel']:.1e} |")
+              f" | {r['ort_ms'] / best:.2f} | {r['diff_rel']:.1e}" +
+              (f" | {r['op_diff_rel']:.1e}" if a.op else "") + " |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"shape": a.shape, "block_size": a.block_size, "threads": a.threads, "rows": rows, "runs": runs},
