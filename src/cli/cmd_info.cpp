@@ -53,6 +53,10 @@ void RegisterInfoCommand(CLI::App& app) {
               << "\n";
     std::cout << "file:     " << c.model_path.filename().string() << " ("
               << Mib(summary.model_file_bytes) << ")\n";
+    if (!summary.custom_ops_library.empty()) {
+      std::cout << "custom ops: " << summary.custom_ops_library
+                << " (session_options.custom_ops_library)\n";
+    }
     std::cout << "vocab:    " << c.vocab_size << ", context_length " << c.context_length << "\n";
     if (!c.is_encoder) {
       std::cout << "layers:   " << c.num_hidden_layers << ", heads " << c.num_attention_heads

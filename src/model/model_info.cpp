@@ -5,6 +5,7 @@
 #include "ebb/error.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
+#include "ort/session_options.h"
 
 namespace ebb::internal {
 namespace {
@@ -83,6 +84,14 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
   Ort::SessionOptions so;
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_DISABLE_ALL);
   so.SetIntraOpNumThreads(1);
+  // A graph with custom ops opens only with their library registered (the config's, as a load
+  // registers it; errors name the path).
+  for (const auto& [key, value] : c.session_options) {
+    if (key == "custom_ops_library") {
+      RegisterCustomOps(so, key, value);
+      s.custom_ops_library = value;
+    }
+  }
   try {
     Ort::Session session(OrtEnvironment(), c.model_path.c_str(), so);
     s.inputs = Describe(session, true);
@@ -123,6 +132,8 @@ nlohmann::json ToJson(const ModelSummary& s) {
   j["model_file_bytes"] = s.model_file_bytes;
   j["kv_bytes_per_token"] = s.kv_bytes_per_token;
   j["kv_element_type"] = s.kv_element_type;
+  j["custom_ops_library"] =
+      s.custom_ops_library.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.custom_ops_library);
   for (const auto* list : {&s.inputs, &s.outputs}) {
     auto& arr = j[list == &s.inputs ? "inputs" : "outputs"];
     arr = nlohmann::json::array();

@@ -26,6 +26,8 @@ struct ModelSummary {
   // element size of the graph's past KV inputs.
   uint64_t kv_bytes_per_token = 0;
   std::string kv_element_type;  // "float32" or "float16"; empty for an encoder
+  // The config's session_options.custom_ops_library (resolved against the folder); "" = none.
+  std::string custom_ops_library;
 };
 
 // Loads the config and opens the graph in ORT (CPU, no optimization) to read its interface.

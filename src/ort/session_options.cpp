@@ -152,35 +152,6 @@ void AppendProvider(Ort::SessionOptions& so, const std::string& ep, const std::s
   }
 }
 
-// custom_ops_library: ORT dlopen()s the library and calls its RegisterCustomOps, which adds its
-// op domains to `so`; the library stays loaded until the session options and every session made
-// from them are gone (ORT owns the handle). Checked first so that a wrong path names the file and
-// the fix, not dlopen's bare text. A relative path is taken from the working directory here
-// (genai_config.json's is resolved against the model folder when the config is read): dlopen
-// would search LD_LIBRARY_PATH for a bare name, which would make the same value mean different
-// files in different shells.
-void RegisterCustomOps(Ort::SessionOptions& so, const std::string& key, const std::string& value) {
-  const std::string path = Trim(value);
-  if (path.empty() || path == "none") return;
-  std::error_code ec;
-  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
-  if (ec || !std::filesystem::is_regular_file(abs, ec)) {
-    Bad(key, value,
-        "no such file; name an ONNX Runtime custom-op shared library (a .so that exports "
-        "RegisterCustomOps), or none");
-  }
-  try {
-    so.RegisterCustomOpsLibrary(abs.c_str());
-  } catch (const Ort::Exception& e) {
-    Bad(key, value,
-        std::string("ONNX Runtime could not register it (") + e.what() +
-            "); it must be a shared library for this machine that exports RegisterCustomOps, "
-            "built for ONNX Runtime " +
-            OrtVersion() + " or older");
-  }
-  EBB_LOG_INFO("session option {}='{}' -> custom ops registered from {}", key, value, abs.string());
-}
-
 // A minimal valid ONNX model (opset 17, y = Identity(x)), to probe session options cheaply.
 constexpr unsigned char kIdentityModel[] = {
     8,  8,  18,  3,   101, 98,  98,  58,  55,  10, 16, 10,  1,  120, 18, 1,   121, 34,
@@ -213,6 +184,35 @@ constexpr const char* kOrtRunKeys[] = {
 };
 
 }  // namespace
+
+// custom_ops_library: ORT dlopen()s the library and calls its RegisterCustomOps, which adds its
+// op domains to `so`; the library stays loaded until the session options and every session made
+// from them are gone (ORT owns the handle). Checked first so that a wrong path names the file and
+// the fix, not dlopen's bare text. A relative path is taken from the working directory here
+// (genai_config.json's is resolved against the model folder when the config is read): dlopen
+// would search LD_LIBRARY_PATH for a bare name, which would make the same value mean different
+// files in different shells.
+void RegisterCustomOps(Ort::SessionOptions& so, const std::string& key, const std::string& value) {
+  const std::string path = Trim(value);
+  if (path.empty() || path == "none") return;
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec || !std::filesystem::is_regular_file(abs, ec)) {
+    Bad(key, value,
+        "no such file; name an ONNX Runtime custom-op shared library (a .so that exports "
+        "RegisterCustomOps), or none");
+  }
+  try {
+    so.RegisterCustomOpsLibrary(abs.c_str());
+  } catch (const Ort::Exception& e) {
+    Bad(key, value,
+        std::string("ONNX Runtime could not register it (") + e.what() +
+            "); it must be a shared library for this machine that exports RegisterCustomOps, "
+            "built for ONNX Runtime " +
+            OrtVersion() + " or older");
+  }
+  EBB_LOG_INFO("session option {}='{}' -> custom ops registered from {}", key, value, abs.string());
+}
 
 bool IsKnownOrtSessionKey(const std::string& key) {
   for (const char* k : kOrtSessionKeys) {

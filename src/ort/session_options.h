@@ -33,6 +33,13 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
                                         ArenaConfig* env_arena = nullptr,
                                         bool* use_env_allocators = nullptr);
 
+// Registers the custom-op library `value` names (session option `key`, "custom_ops_library") in
+// `so`: "" or "none" registers nothing; a relative path is the working directory's. Throws
+// ebb::Error(InvalidArgument) naming the path for a missing file or one ORT cannot register.
+// BuildSessionOptions calls it for the key; so does anything else that opens a model's graph
+// (DescribeModel), since a graph with custom ops does not load without them.
+void RegisterCustomOps(Ort::SessionOptions& so, const std::string& key, const std::string& value);
+
 // Checks, without creating a session, that every execution provider a session with these
 // options would get (the config's list, or options.execution_provider / provider_options, as
 // BuildSessionOptions resolves them) is in this ONNX Runtime build and takes its options: each

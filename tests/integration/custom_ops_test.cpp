@@ -107,6 +107,20 @@ TEST(CustomOpsLibrary, AModelThatNeedsTheOpRunsWithTheLibraryItsConfigNames) {
   EXPECT_GE(ScaleCalls(m / kLibName), before + 13) << "one Scale per step: prefill + 12 decodes";
 }
 
+TEST(CustomOpsLibrary, EbbInfoOpensTheGraphWithTheLibraryAndNamesIt) {
+  TempDir d;
+  const fs::path m = ScaledModel(d, "scaled", 1.0);
+  const auto r = testing::RunCli("info " + m.string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("custom ops: " + (m / kLibName).string()));
+  const auto j = testing::RunCli("info " + m.string() + " --json");
+  ASSERT_EQ(j.status, 0) << j.out;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["model"]["custom_ops_library"], (m / kLibName).string());
+  const auto plain = testing::RunCli("info " + Tiny().string() + " --json");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  EXPECT_TRUE(nlohmann::json::parse(plain.out)["model"]["custom_ops_library"].is_null());
+}
+
 TEST(CustomOpsLibrary, TheOpReallyComputesANegativeFactorChangesTheTokens) {
   TempDir d;
   const fs::path m = ScaledModel(d, "negated", -1.0);
