@@ -30,6 +30,10 @@
 // llama.cpp's loader does), chosen per block; env EBB_GGML_BUFT=AMX|CPU_REPACK|CPU forces one.
 // The first kernel prints the backend .so and each new buffer type to stderr, once per process.
 //
+// Memory: the repacked copy is the op's (anonymous: ggml's AMX buffer cannot wrap a mapped file).
+// ORT keeps W for the session's life; once repacked its pages are handed back (DropSourcePages;
+// env EBB_GGML_KEEP_SOURCE_PAGES=1 keeps them).
+//
 // Concurrency: one process-wide set of single-threaded backends ("slots"), block i of every
 // kernel computing on slot i under slot i's mutex. A backend's state is its work buffer (A
 // quantized to int8), so shared slots bound that memory by P buffers instead of P per matrix; two
@@ -37,6 +41,8 @@
 // graph per M (at most kGraphCacheSize values; others are built per call), guarded by the same
 // mutex since a graph's input and output pointers are set per call.
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -406,6 +412,23 @@ std::string NodeName(const Ort::ConstKernelInfo& ki) {
   return name.empty() ? "(unnamed)" : "'" + name + "'";
 }
 
+// The Q4_0 bytes are never read again once repacked: every call multiplies by the repacked copy.
+// When ORT maps them from a file (the compiled-model cache's entry, or external data), their
+// resident pages are handed back to the kernel now, so the weights are not held twice (the copy
+// and the file's pages); they stay mapped, and a read would fault them in again from the file.
+// MADV_PAGEOUT (Linux 5.4) reclaims clean file-backed pages at once and is only a hint for any
+// other memory (anonymous pages without swap stay as they are), so it never changes what the
+// bytes read. An older kernel refuses the advice (EINVAL), which costs only the memory.
+void DropSourcePages(const uint8_t* data, size_t bytes) {
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+}
+
 struct MatMulQ4_0Op : Ort::CustomOpBase<MatMulQ4_0Op, Kernel, true> {
   OrtStatusPtr CreateKernelV2(const OrtApi& api, const OrtKernelInfo* info, void** out) const {
     (void)api;
@@ -466,6 +489,9 @@ struct MatMulQ4_0Op : Ort::CustomOpBase<MatMulQ4_0Op, Kernel, true> {
         const std::string why = LoadBlock(gg, b, k, q4);
         if (!why.empty()) return Error("node " + NodeName(ki) + ": " + why);
         gg.PrintOnce(b.buft);
+      }
+      if (const char* keep = std::getenv("EBB_GGML_KEEP_SOURCE_PAGES"); !keep || !*keep) {
+        DropSourcePages(q4, want);
       }
       *out = kernel.release();
       return nullptr;

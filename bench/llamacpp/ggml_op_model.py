@@ -168,6 +168,15 @@ def report(replaced, left, max_err):
         print("scales round-trip through fp16 exactly")
 
 
+def cpu_has_amx():
+    """Whether this CPU has AMX int8 tiles, which the op's speed depends on."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return any(line.startswith("flags") and " amx_int8" in line for line in f)
+    except OSError:
+        return False
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
@@ -175,7 +184,14 @@ def main():
     src.add_argument("--onnx", help="one .onnx file with inline weights")
     ap.add_argument("--out", required=True, help="output folder (--model-dir) or .onnx path (--onnx)")
     ap.add_argument("--library", default=DEFAULT_LIBRARY, help="libebb_ggml_matmul.so for genai_config.json")
+    ap.add_argument("--without-amx", action="store_true",
+                    help="rewrite even though this CPU has no AMX (ggml's other kernels are slower "
+                         "than ORT's MatMulNBits: docs/benchmarks.md)")
     a = ap.parse_args()
+    if not a.without_amx and not cpu_has_amx():
+        raise SystemExit("this CPU has no AMX (no amx_int8 in /proc/cpuinfo): ggml's Q4_0 kernels "
+                         "without it are slower than ORT's MatMulNBits (docs/benchmarks.md), so "
+                         "keep the original folder; --without-amx rewrites anyway (to measure)")
     if a.onnx:
         model = onnx.load(a.onnx)
         res = rewrite(model)
