@@ -516,17 +516,25 @@ struct MatMulQ4_0Op : Ort::CustomOpBase<MatMulQ4_0Op, Kernel, true> {
 }  // namespace
 
 // ORT's entry point for a custom op library: registers domain ebb.ggml with MatMulQ4_0. The op and
-// domain objects live to process exit (ORT keeps pointers to them in every session that uses them).
+// domain objects live to process exit (ORT keeps pointers to them in every session that uses them);
+// the library is linked -z nodelete, so ORT's dlclose after the last session does not unmap them
+// (nor leak the per-process ggml backends and scratch buffers on every reload).
 extern "C" __attribute__((visibility("default"))) OrtStatus* ORT_API_CALL
 RegisterCustomOps(OrtSessionOptions* options, const OrtApiBase* api_base) {
   const OrtApi* api = api_base->GetApi(ORT_API_VERSION);
-  if (!api) {  // an older ORT than these headers: no API to build an OrtStatus with
-    std::fprintf(stderr, "%s: this ONNX Runtime lacks API version %d; op not registered\n", kDomain,
-                 ORT_API_VERSION);
-    return nullptr;
+  if (!api) {
+    // An older ORT than these headers. API version 1 always exists and can still say so: a
+    // nullptr here would read as success with nothing registered.
+    const std::string why = std::string(kDomain) + ": this ONNX Runtime lacks API version " +
+                            std::to_string(ORT_API_VERSION) + " (built against newer headers)";
+    return api_base->GetApi(1)->CreateStatus(ORT_FAIL, why.c_str());
   }
-  g_api = api;
-  Ort::InitApi(api);
+  static const bool api_set = [api] {  // once, before any kernel can read g_api
+    g_api = api;
+    Ort::InitApi(api);
+    return true;
+  }();
+  (void)api_set;
   static MatMulQ4_0Op op;
   static OrtCustomOpDomain* domain = [api] {
     OrtCustomOpDomain* d = nullptr;

@@ -17,8 +17,10 @@ node left, why.
 --model-dir: a folder as tools/synth_model.py writes it (genai_config.json, the decoder's .onnx,
 its external data). OUT_DIR gets the rewritten graph (external data in model.onnx.data, 4096-byte
 aligned so ORT can mmap it, when the weights exceed 256 MiB), every other file of IN_DIR copied,
-and in genai_config.json model.decoder.session_options.custom_ops_library = the library's absolute
-path (--library; default: build/release/bench/llamacpp/libebb_ggml_matmul.so).
+the library (--library; default: build/release/bench/llamacpp/libebb_ggml_matmul.so) copied in,
+and in genai_config.json model.decoder.session_options.custom_ops_library = its name, which ebb
+resolves against the folder: the folder is self-contained (`ebb serve` refuses a config that names
+a library outside its folder), and the copy still finds ggml through its RUNPATH.
 --onnx: one .onnx file (weights inline), e.g. bench/llamacpp/matmul_model.py's, for matmul_probe
 --op-model.
 
@@ -228,9 +230,11 @@ def main():
         os.remove(data)
     save(model, os.path.join(out, fname), external=had_external or total > EXTERNAL_BYTES)
     lib = os.path.abspath(a.library)
-    if not os.path.exists(lib):
-        print(f"warning: {lib} does not exist (build target ebb_ggml_matmul)", file=sys.stderr)
-    dec.setdefault("session_options", {})["custom_ops_library"] = lib
+    if not os.path.isfile(lib):
+        raise SystemExit(f"{lib} does not exist: build it (make bench-llamacpp, target "
+                         "ebb_ggml_matmul) or name it with --library")
+    shutil.copy2(lib, os.path.join(out, os.path.basename(lib)))
+    dec.setdefault("session_options", {})["custom_ops_library"] = os.path.basename(lib)
     with open(os.path.join(out, "genai_config.json"), "w", encoding="utf-8", newline="\n") as f:
         json.dump(cfg, f, indent=2, ensure_ascii=False)
     report(*res)

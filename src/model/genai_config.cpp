@@ -141,6 +141,7 @@ void ReadSessionOptions(const Reader& r, const json& so, const std::string& path
         r.Fail(path + "/" + key, "expected the path of a shared library, got " + Show(value));
       }
       std::filesystem::path lib = value.get<std::string>();
+      if (lib == "none") continue;  // as on the command line: no library
       if (lib.is_relative()) lib = r.dir() / lib;
       cfg.session_options.emplace_back(key, lib.lexically_normal().string());
     } else if (key == "log_id" || key == "log_severity_level") {

@@ -100,15 +100,17 @@ Error SessionCreateError(const GenaiConfig& cfg, const ModelOptions& options,
     return Error(ErrorCode::InvalidArgument,
                  where + "not a valid ONNX file (" + msg + "); it may be corrupt or truncated");
   }
-  if (ort_message.find("is not a registered function/op") != std::string::npos) {
-    // An op from a domain ORT does not have: a custom op whose library was not registered (or
-    // an op newer than this ORT).
-    return Error(ErrorCode::InvalidArgument,
-                 where + "the graph uses an op this ONNX Runtime " + OrtVersion() +
-                     " does not have (" + msg +
-                     "); if it comes from a custom-op library, name the library with "
-                     "session_options.custom_ops_library (genai_config.json or "
-                     "--session-option custom_ops_library=PATH)");
+  // An op ORT does not have: a custom op whose library was not registered, or lacks it.
+  std::string library;
+  for (const auto& [k, v] : cfg.session_options) {
+    if (k == "custom_ops_library") library = v;
+  }
+  if (const auto it = options.session_options.find("custom_ops_library");
+      it != options.session_options.end()) {
+    library = it->second;
+  }
+  if (const std::string hint = UnregisteredOpHint(ort_message, library); !hint.empty()) {
+    return Error(ErrorCode::InvalidArgument, where + hint + " (" + msg + ")");
   }
   return Error(ErrorCode::InvalidArgument,
                where + "ONNX Runtime could not create a session: " + msg);

@@ -136,7 +136,14 @@ std::string GraphInputs(const KeyValues& config_session,
   out << "prefill_logits=" << (options.last_position_logits ? "last" : "all") << "\n";
   for (const auto& [k, v] : merged) {
     if (ConflictingKey(k) && conflict->empty()) *conflict = k;
-    if (!RuntimeOnlyKey(k)) out << "session." << k << "=" << v << "\n";
+    if (k == "custom_ops_library") {
+      // As registered: a relative path is the working directory's (the config's are already
+      // absolute), so the same spelling from two folders is two libraries.
+      std::error_code ec;
+      out << "session." << k << "=" << fs::absolute(v, ec).lexically_normal().string() << "\n";
+    } else if (!RuntimeOnlyKey(k)) {
+      out << "session." << k << "=" << v << "\n";
+    }
   }
   // The providers as the session gets them (ResolveProviders); sorted by name, as before, so
   // that existing entries keep their keys.

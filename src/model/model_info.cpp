@@ -2,6 +2,7 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
@@ -97,6 +98,11 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
     s.inputs = Describe(session, true);
     s.outputs = Describe(session, false);
   } catch (const Ort::Exception& e) {
+    if (const std::string hint = UnregisteredOpHint(e.what(), s.custom_ops_library);
+        !hint.empty()) {
+      throw Error(ErrorCode::InvalidArgument, c.model_path.string() + ": " + hint + " (" +
+                                                  EscapeForMessage(e.what(), 600) + ")");
+    }
     throw Error(ErrorCode::InvalidArgument,
                 c.model_path.string() + ": ONNX Runtime cannot load the model: " + e.what() +
                     "; the file may be corrupt or truncated");

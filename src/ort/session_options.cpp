@@ -199,8 +199,10 @@ void RegisterCustomOps(Ort::SessionOptions& so, const std::string& key, const st
   const std::filesystem::path abs = std::filesystem::absolute(path, ec);
   if (ec || !std::filesystem::is_regular_file(abs, ec)) {
     Bad(key, value,
-        "no such file; name an ONNX Runtime custom-op shared library (a .so that exports "
-        "RegisterCustomOps), or none");
+        "no such file (" + abs.string() +
+            "; a relative path is the working directory's, or in genai_config.json the model "
+            "folder's, and LD_LIBRARY_PATH is not searched); name an ONNX Runtime custom-op "
+            "shared library (a .so that exports RegisterCustomOps), or none");
   }
   try {
     so.RegisterCustomOpsLibrary(abs.c_str());
@@ -212,6 +214,19 @@ void RegisterCustomOps(Ort::SessionOptions& so, const std::string& key, const st
             OrtVersion() + " or older");
   }
   EBB_LOG_INFO("session option {}='{}' -> custom ops registered from {}", key, value, abs.string());
+}
+
+std::string UnregisteredOpHint(const std::string& ort_message, const std::string& library) {
+  if (ort_message.find("is not a registered function/op") == std::string::npos) return "";
+  if (!library.empty() && library != "none") {
+    return "the graph uses an op that neither ONNX Runtime " + OrtVersion() +
+           " nor the custom-op library " + library +
+           " provides; check that the library registers the op's domain, name and opset";
+  }
+  return "the graph uses an op this ONNX Runtime " + OrtVersion() +
+         " does not have; if it comes from a custom-op library, name the library with "
+         "session_options.custom_ops_library (genai_config.json or --session-option "
+         "custom_ops_library=PATH)";
 }
 
 bool IsKnownOrtSessionKey(const std::string& key) {

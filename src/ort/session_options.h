@@ -40,6 +40,11 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
 // (DescribeModel), since a graph with custom ops does not load without them.
 void RegisterCustomOps(Ort::SessionOptions& so, const std::string& key, const std::string& value);
 
+// For ORT's "X is not a registered function/op" (a graph with an op this ORT lacks): the reason
+// and the fix, given the custom_ops_library the session had ("" = none); "" for any other
+// message.
+std::string UnregisteredOpHint(const std::string& ort_message, const std::string& library);
+
 // Checks, without creating a session, that every execution provider a session with these
 // options would get (the config's list, or options.execution_provider / provider_options, as
 // BuildSessionOptions resolves them) is in this ONNX Runtime build and takes its options: each

@@ -28,7 +28,8 @@ void Filenames(const nlohmann::json& j, const std::string& where,
                std::vector<std::pair<std::string, std::string>>& out) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
-      if (k == "filename" && v.is_string()) {
+      // custom_ops_library names code the load would run: confined like the model's files.
+      if ((k == "filename" || k == "custom_ops_library") && v.is_string()) {
         out.emplace_back(where + "/" + k, v.get<std::string>());
       } else {
         Filenames(v, where + "/" + k, out);

@@ -19,6 +19,7 @@
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
+#include "runtime/model_folder_check.h"
 #include "test_env.h"
 
 #ifndef EBB_TEST_CUSTOM_OPS_LIB
@@ -53,11 +54,12 @@ class TempDir {
 
 // Writes a copy of the tiny model whose logits go through ebb.test.Scale(factor), with the
 // library copied into the folder and named relatively in its genai_config.json.
-fs::path ScaledModel(const TempDir& d, const std::string& name, double factor) {
+fs::path ScaledModel(const TempDir& d, const std::string& name, double factor,
+                     const std::string& op_type = "Scale") {
   const fs::path out = d.path() / name;
   const std::string cmd = "timeout 120 /usr/bin/python3 " + std::string(EBB_SOURCE_DIR) +
                           "/tools/custom_op_model.py " + Tiny().string() + " " + out.string() +
-                          " " + kLibName + " " + std::to_string(factor);
+                          " " + kLibName + " " + std::to_string(factor) + " " + op_type;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   fs::copy_file(EBB_TEST_CUSTOM_OPS_LIB, out / kLibName);
   return out;
@@ -161,6 +163,64 @@ TEST(CustomOpsLibrary, AMissingLibraryIsRefusedNamingThePathAndTheFix) {
         << where << ": the path, resolved against the model folder for the config";
     EXPECT_THAT(msg, HasSubstr("RegisterCustomOps")) << where << ": what the file must be";
   }
+}
+
+TEST(CustomOpsLibrary, ALibraryWithoutTheGraphsOpIsNamedInTheError) {
+  TempDir d;
+  const fs::path m = ScaledModel(d, "missing-op", 1.0, "NoSuchOp");
+  ErrorCode code = ErrorCode::Internal;
+  const std::string msg = ErrorOf([&] { Model::Load(m); }, &code);
+  EXPECT_EQ(code, ErrorCode::InvalidArgument) << msg;
+  EXPECT_THAT(msg, HasSubstr("NoSuchOp"));
+  EXPECT_THAT(msg, HasSubstr("nor the custom-op library " + (m / kLibName).string()));
+}
+
+TEST(CustomOpsLibrary, NoneInTheConfigMeansNoLibrary) {
+  TempDir d;
+  const fs::path m = d.path() / "tiny";
+  fs::copy(Tiny(), m, fs::copy_options::recursive);
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(m / "genai_config.json"));
+  cfg["model"]["decoder"]["session_options"]["custom_ops_library"] = "none";
+  std::ofstream(m / "genai_config.json") << cfg.dump(2);
+  EXPECT_EQ(Greedy(Model::Load(m)), Greedy(Model::Load(Tiny())));
+}
+
+// ebb serve's model folders are confined (docs/http_api.md#security-model): a config may name a
+// library inside its folder, never one outside it (that would load code from anywhere).
+TEST(CustomOpsLibrary, AServedFolderMayNameOnlyALibraryInsideIt) {
+  TempDir d;
+  const fs::path m = ScaledModel(d, "scaled", 1.0);
+  EXPECT_NO_THROW(internal::CheckModelFolderConfined(m));
+  for (const std::string outside : {EBB_TEST_CUSTOM_OPS_LIB, "../libx.so"}) {
+    nlohmann::json cfg = nlohmann::json::parse(std::ifstream(m / "genai_config.json"));
+    cfg["model"]["decoder"]["session_options"]["custom_ops_library"] = outside;
+    std::ofstream(m / "genai_config.json") << cfg.dump(2);
+    ErrorCode code = ErrorCode::Internal;
+    const std::string msg = ErrorOf([&] { internal::CheckModelFolderConfined(m); }, &code);
+    EXPECT_EQ(code, ErrorCode::InvalidArgument) << outside;
+    EXPECT_THAT(msg, HasSubstr("custom_ops_library")) << msg;
+    EXPECT_THAT(msg, HasSubstr("outside the folder")) << msg;
+  }
+}
+
+// On the command line a relative path is the working directory's (never a library search).
+TEST(CustomOpsLibrary, ARelativePathOnTheCommandLineIsTheWorkingDirectorys) {
+  TempDir d;
+  const fs::path m = ScaledModel(d, "scaled", 1.0);
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(m / "genai_config.json"));
+  cfg["model"]["decoder"]["session_options"].erase("custom_ops_library");
+  std::ofstream(m / "genai_config.json") << cfg.dump(2);
+  const std::string gen = " generate " + m.string() + " --input-ids 5,17,42 --max-length 8" +
+                          " --session-option custom_ops_library=" + kLibName;
+  // RunCli runs `ebb ARGS`: a --version first, so that the generate runs in another folder.
+  const auto here =
+      testing::RunCli("--version >/dev/null; cd " + m.string() + " && " + testing::CliPath() + gen);
+  EXPECT_EQ(here.status, 0) << here.out;
+  const auto elsewhere = testing::RunCli("--version >/dev/null; cd " + d.path().string() + " && " +
+                                         testing::CliPath() + gen);
+  EXPECT_NE(elsewhere.status, 0) << elsewhere.out;
+  EXPECT_THAT(elsewhere.out, HasSubstr((d.path() / kLibName).string()))
+      << "the resolved path, in the working directory";
 }
 
 TEST(CustomOpsLibrary, AFileThatIsNotALibraryIsRefusedWithORTsReason) {

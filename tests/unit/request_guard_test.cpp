@@ -83,9 +83,10 @@ TEST(AdminOnlyOptions, ClientRequestsGet403NamingTheKey) {
   EXPECT_FALSE(internal::IsAdminOnlyOption("kv_cache.max_bytes"));
   EXPECT_NO_THROW(RefuseAdminOnlyOptions(
       {{"kv_cache.max_bytes", "1MiB"}, {"session_options.enable_cpu_mem_arena", "0"}}));
-  for (const char* key : {"memory.limit", "session_options.profile_file_prefix",
-                          "session_options.intra_op_num_threads",
-                          "session_options.session.some_ort_entry", "provider_options.cuda.x"}) {
+  for (const char* key :
+       {"memory.limit", "session_options.profile_file_prefix", "session_options.custom_ops_library",
+        "session_options.intra_op_num_threads", "session_options.session.some_ort_entry",
+        "provider_options.cuda.x"}) {
     try {
       RefuseAdminOnlyOptions({{key, "1"}});
       ADD_FAILURE() << key << " was accepted";

@@ -1,7 +1,7 @@
 // A real ONNX Runtime custom-op library for the custom_ops_library tests: op `ebb.test.Scale`,
-// Y = X * factor (float tensors of any shape; attribute `factor`, default 1). Built as a shared
-// library that exports RegisterCustomOps, as any third-party op library does, and loaded by ORT
-// through the session option, never linked into the test.
+// Y = X * factor (float tensors of any shape; float attribute `factor`, required). Built as a
+// shared library that exports RegisterCustomOps, as any third-party op library does, and loaded by
+// ORT through the session option, never linked into the test.
 //
 // EbbTestScaleCalls() returns how many times Compute ran in this process: the test dlopen()s the
 // same file (the same handle ORT holds) to prove the op ran, not just registered.
@@ -63,13 +63,14 @@ __attribute__((visibility("default"))) uint64_t EbbTestScaleCalls() { return g_c
 __attribute__((visibility("default"))) OrtStatus* ORT_API_CALL
 RegisterCustomOps(OrtSessionOptions* options, const OrtApiBase* api_base) {
   Ort::InitApi(api_base->GetApi(ORT_API_VERSION));
-  static ScaleOp op;
-  static Ort::CustomOpDomain domain{nullptr};
   try {
-    if (!domain) {
-      domain = Ort::CustomOpDomain("ebb.test");
-      domain.Add(&op);
-    }
+    static ScaleOp op;
+    // Created once, thread-safely (two loads may register at once).
+    static Ort::CustomOpDomain domain = [] {
+      Ort::CustomOpDomain d("ebb.test");
+      d.Add(&op);
+      return d;
+    }();
     Ort::UnownedSessionOptions(options).Add(domain);
   } catch (const Ort::Exception& e) {
     return Ort::GetApi().CreateStatus(ORT_FAIL, e.what());
