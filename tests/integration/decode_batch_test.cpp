@@ -85,10 +85,13 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
   // even on a loaded machine (done members pause and are not waited for).
   auto model = LoadBatched(4, "gather", "1000000");
   std::vector<Tokens> got(prompts.size());
-  // Request k joins once request k-1 has generated 4 tokens (staggered joins).
+  // Request k joins once request k-1 has generated 4 tokens (staggered joins), and request k-1
+  // holds there until request k has prefilled: without the hold, a loaded machine could let a
+  // tiny request finish before the next one joined, and no step would have two rows.
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int> produced(prompts.size(), 0);
+  std::vector<bool> joined(prompts.size(), false);
   std::atomic<int> max_stride_seen{0};
   std::vector<std::thread> threads;
   for (size_t k = 0; k < prompts.size(); ++k) {
@@ -101,13 +104,21 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
       p.max_length = kMax;
       Generator g(model, p);
       g.AppendTokens(prompts[k]);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        joined[k] = true;
+      }
+      cv.notify_all();
       while (!g.IsDone()) {
         g.GenerateNextToken();
         {
-          std::lock_guard<std::mutex> lock(mu);
+          std::unique_lock<std::mutex> lock(mu);
           ++produced[k];
+          cv.notify_all();
+          if (produced[k] == 4 && k + 1 < prompts.size()) {
+            cv.wait(lock, [&] { return joined[k + 1]; });
+          }
         }
-        cv.notify_all();
       }
       const int st = BatcherOf(model)->stride();
       int seen = max_stride_seen.load();
