@@ -2,6 +2,7 @@
 // else from the build's defaults (tests/CMakeLists.txt).
 #pragma once
 
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -46,6 +47,27 @@ inline CliResult RunCli(const std::string& args) {
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
 }
+
+// A fresh, uniquely named folder under /tmp (mkdtemp: /tmp/ebb-TAG-XXXXXX), removed with
+// everything in it by the destructor.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "test") {
+    std::string tmpl = "/tmp/ebb-" + tag + "-XXXXXX";
+    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace ebb::testing
 

@@ -60,6 +60,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "ggml_weights.h"
 
 #define ORT_API_MANUAL_INIT
 #include "onnxruntime_cxx_api.h"
@@ -246,13 +247,7 @@ struct Block {
 // Puts Q4_0 rows [row0, row0 + rows) (of `q4`, K/32 * 18 bytes each) into the first buffer type
 // that supports W x A on this device (or the one EBB_GGML_BUFT names). Returns "" or the reason.
 std::string LoadBlock(Ggml& gg, Block& b, long k, const uint8_t* q4) {
-  std::vector<ggml_backend_buffer_type_t> cands;
-  auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
-      ggml_backend_reg_get_proc_address(gg.reg, "ggml_backend_dev_get_extra_bufts"));
-  if (get_extra) {
-    for (ggml_backend_buffer_type_t* t = get_extra(gg.dev); t && *t; ++t) cands.push_back(*t);
-  }
-  cands.push_back(ggml_backend_dev_buffer_type(gg.dev));
+  const std::vector<ggml_backend_buffer_type_t> cands = ggml_weights::Candidates(gg.reg, gg.dev);
   const char* want = std::getenv("EBB_GGML_BUFT");
   std::string seen;
   const size_t row_bytes = static_cast<size_t>(k / kQ4Block * kQ4BlockBytes);
@@ -268,13 +263,7 @@ std::string LoadBlock(Ggml& gg, Block& b, long k, const uint8_t* q4) {
       ggml_free(ctx);
       continue;
     }
-    // Would the device run W x A with W in this buffer (llama.cpp's weight-buffer choice)?
-    ggml_init_params op_ip = {ggml_tensor_overhead() * 4, nullptr, true};
-    ggml_context* op_ctx = ggml_init(op_ip);
-    ggml_tensor* y = ggml_mul_mat(op_ctx, t, ggml_new_tensor_2d(op_ctx, GGML_TYPE_F32, k, 512));
-    const bool ok = ggml_backend_dev_supports_op(gg.dev, y);
-    ggml_free(op_ctx);
-    if (!ok) {
+    if (!ggml_weights::MultipliesFrom(gg.dev, t, k)) {
       ggml_backend_buffer_free(buf);
       ggml_free(ctx);
       continue;

@@ -57,6 +57,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "ggml_weights.h"
 #include "onnxruntime_cxx_api.h"
 
 #ifndef EBB_LLAMACPP_BIN_DIR
@@ -255,13 +256,7 @@ struct Ggml {
   // type that supports W x A: the chain's matrices, or one matrix cut into `layers` row blocks
   // (Q4_0 rows are contiguous, so equal byte slices of `q4` are equal row blocks).
   void LoadWeights(const Args& a, long k, long n, long layers, const std::string& q4) {
-    std::vector<ggml_backend_buffer_type_t> cands;
-    auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
-        ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
-    if (get_extra) {
-      for (ggml_backend_buffer_type_t* b = get_extra(dev); b && *b; ++b) cands.push_back(*b);
-    }
-    cands.push_back(ggml_backend_dev_buffer_type(dev));
+    const std::vector<ggml_backend_buffer_type_t> cands = ggml_weights::Candidates(reg, dev);
     std::string seen;
     for (ggml_backend_buffer_type_t bt : cands) {
       const std::string name = ggml_backend_buft_name(bt);
@@ -278,14 +273,7 @@ struct Ggml {
         ggml_free(ctx);
         continue;
       }
-      // Would the device run W x A with W in this buffer (llama.cpp's weight-buffer choice)?
-      ggml_init_params op_ip = {ggml_tensor_overhead() * 4, nullptr, true};
-      ggml_context* op_ctx = ggml_init(op_ip);
-      ggml_tensor* x = ggml_new_tensor_2d(op_ctx, GGML_TYPE_F32, k, 512);
-      ggml_tensor* y = ggml_mul_mat(op_ctx, t, x);
-      const bool ok = ggml_backend_dev_supports_op(dev, y);
-      ggml_free(op_ctx);
-      if (!ok) {
+      if (!ggml_weights::MultipliesFrom(dev, t, k)) {
         ggml_backend_buffer_free(buf);
         ggml_free(ctx);
         continue;

@@ -36,21 +36,7 @@ const char* kLibName = "libebb_test_custom_ops.so";
 
 fs::path Tiny() { return testing::TestModelsDir() / "llama-tiny-fp32"; }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/ebb-custom-ops-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 // Writes a copy of the tiny model whose logits go through ebb.test.Scale(factor), with the
 // library copied into the folder and named relatively in its genai_config.json.
@@ -63,6 +49,18 @@ fs::path ScaledModel(const TempDir& d, const std::string& name, double factor,
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   fs::copy_file(EBB_TEST_CUSTOM_OPS_LIB, out / kLibName);
   return out;
+}
+
+// Sets (or, with nullptr, removes) the folder's model.decoder.session_options.custom_ops_library.
+void SetConfigLibrary(const fs::path& model, const nlohmann::json& value) {
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(model / "genai_config.json"));
+  auto& so = cfg["model"]["decoder"]["session_options"];
+  if (value.is_null()) {
+    so.erase("custom_ops_library");
+  } else {
+    so["custom_ops_library"] = value;
+  }
+  std::ofstream(model / "genai_config.json") << cfg.dump(2);
 }
 
 std::vector<int32_t> Greedy(const std::shared_ptr<Model>& model) {
@@ -133,9 +131,7 @@ TEST(CustomOpsLibrary, TheOpReallyComputesANegativeFactorChangesTheTokens) {
 TEST(CustomOpsLibrary, WithoutTheLibraryTheLoadFailsNamingTheOp) {
   TempDir d;
   const fs::path m = ScaledModel(d, "scaled", 1.0);
-  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(m / "genai_config.json"));
-  cfg["model"]["decoder"]["session_options"].erase("custom_ops_library");
-  std::ofstream(m / "genai_config.json") << cfg.dump(2);
+  SetConfigLibrary(m, nullptr);
   ErrorCode code = ErrorCode::Internal;
   const std::string msg = ErrorOf([&] { Model::Load(m); }, &code);
   EXPECT_EQ(code, ErrorCode::InvalidArgument) << msg;
@@ -179,9 +175,7 @@ TEST(CustomOpsLibrary, NoneInTheConfigMeansNoLibrary) {
   TempDir d;
   const fs::path m = d.path() / "tiny";
   fs::copy(Tiny(), m, fs::copy_options::recursive);
-  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(m / "genai_config.json"));
-  cfg["model"]["decoder"]["session_options"]["custom_ops_library"] = "none";
-  std::ofstream(m / "genai_config.json") << cfg.dump(2);
+  SetConfigLibrary(m, "none");
   EXPECT_EQ(Greedy(Model::Load(m)), Greedy(Model::Load(Tiny())));
 }
 
@@ -192,9 +186,7 @@ TEST(CustomOpsLibrary, AServedFolderMayNameOnlyALibraryInsideIt) {
   const fs::path m = ScaledModel(d, "scaled", 1.0);
   EXPECT_NO_THROW(internal::CheckModelFolderConfined(m));
   for (const std::string outside : {EBB_TEST_CUSTOM_OPS_LIB, "../libx.so"}) {
-    nlohmann::json cfg = nlohmann::json::parse(std::ifstream(m / "genai_config.json"));
-    cfg["model"]["decoder"]["session_options"]["custom_ops_library"] = outside;
-    std::ofstream(m / "genai_config.json") << cfg.dump(2);
+    SetConfigLibrary(m, outside);
     ErrorCode code = ErrorCode::Internal;
     const std::string msg = ErrorOf([&] { internal::CheckModelFolderConfined(m); }, &code);
     EXPECT_EQ(code, ErrorCode::InvalidArgument) << outside;
@@ -207,9 +199,7 @@ TEST(CustomOpsLibrary, AServedFolderMayNameOnlyALibraryInsideIt) {
 TEST(CustomOpsLibrary, ARelativePathOnTheCommandLineIsTheWorkingDirectorys) {
   TempDir d;
   const fs::path m = ScaledModel(d, "scaled", 1.0);
-  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(m / "genai_config.json"));
-  cfg["model"]["decoder"]["session_options"].erase("custom_ops_library");
-  std::ofstream(m / "genai_config.json") << cfg.dump(2);
+  SetConfigLibrary(m, nullptr);
   const std::string gen = " generate " + m.string() + " --input-ids 5,17,42 --max-length 8" +
                           " --session-option custom_ops_library=" + kLibName;
   // RunCli runs `ebb ARGS`: a --version first, so that the generate runs in another folder.
@@ -236,9 +226,7 @@ TEST(CustomOpsLibrary, AFileThatIsNotALibraryIsRefusedWithORTsReason) {
 TEST(CustomOpsLibrary, TheLibraryFromTheCommandLineRunsTheModel) {
   TempDir d;
   const fs::path m = ScaledModel(d, "scaled", 1.0);
-  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(m / "genai_config.json"));
-  cfg["model"]["decoder"]["session_options"].erase("custom_ops_library");
-  std::ofstream(m / "genai_config.json") << cfg.dump(2);
+  SetConfigLibrary(m, nullptr);
   const std::string base = "generate " + m.string() + " --input-ids 5,17,42 --max-length 8";
   const auto ok =
       testing::RunCli(base + " --session-option custom_ops_library=" + (m / kLibName).string());

@@ -45,20 +45,9 @@ testing::CliResult RunEbb(const std::string& args, int seconds = 120, const std:
   return r;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/ebb-hardening-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+// The shared temp folder, named as this suite's were (/tmp/ebb-hardening-XXXXXX).
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("hardening") {}
 };
 
 std::vector<std::string> FilesUnder(const fs::path& dir) {
