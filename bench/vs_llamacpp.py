@@ -350,7 +350,9 @@ def kernel_info(vs, runs, cpu):
     ebb_run = next((r for r in runs if r["engine"] == "ebb"), {})
     # ebb::CpuKernels(): derived from the CPU flags in MLAS's own dispatch order (MLAS does not
     # report its choice; src/ort/cpu_kernels.cpp, tested in tests/unit/cpu_kernels_test.cpp).
-    info = {"ebb": {"ort_version": ebb_run.get("ort_version", "?"), "cpu_kernels": ebb_run.get("cpu_kernels", "?")},
+    # model_kernels: the model's own line (ModelInfo::kernels), which names a custom op's library.
+    info = {"ebb": {"ort_version": ebb_run.get("ort_version", "?"), "cpu_kernels": ebb_run.get("cpu_kernels", "?"),
+                    "model_kernels": ebb_run.get("model_kernels", "?")},
             "llama.cpp": {}}
     for v in vs:
         r = next((r for r in runs if r["variant"] == v["name"]), None)
@@ -463,8 +465,8 @@ def bench(a):
           f"gen {a.gen_tokens}, {a.threads} threads, warm-up {'on' if a.warmup else 'off'}; medians of "
           f"{pairs_kept} kept pairs (of {a.pairs}), each of {len(vs)} runs in rotated order")
     print(f"CPU: {cpu['model']}; ISA flags: {' '.join(cpu['flags']) or 'none of ' + ' '.join(ISA_FLAGS)}")
-    print(f"ebb kernels: ONNX Runtime {kernels['ebb']['ort_version']}, {kernels['ebb']['cpu_kernels']} "
-          f"(from the CPU flags, in MLAS's dispatch order)")
+    print(f"ebb kernels: ONNX Runtime {kernels['ebb']['ort_version']}, {kernels['ebb']['model_kernels']} "
+          f"(from the graph's operators and the CPU flags, in MLAS's dispatch order)")
     for b, info in kernels["llama.cpp"].items():
         feats = " ".join(k for k, val in info["features"].items() if val == "1") or "?"
         bufs = "; ".join(

@@ -13,7 +13,8 @@
 // --warmup: before the timed Generator, a separate one runs a short generation (probe_util.h's
 // kWarmup*; other prompt ids) and is destroyed, so only the model and ORT's session state carry
 // over. The JSON adds "ort_version" (the ONNX Runtime loaded at run time) and "cpu_kernels"
-// (ebb::CpuKernels(): the MLAS kernel family this CPU's flags select).
+// (ebb::CpuKernels(): the MLAS kernel family this CPU's flags select) and "model_kernels"
+// (ModelInfo::kernels: what this model's matmuls and attention run on, a custom op included).
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
     auto t1 = probe::Clock::now();
     r.load_s = probe::Seconds(t0, t1);
     r.after_load = probe::Memory::Now();
+    r.extra_json += "\"model_kernels\": " + probe::JsonString(model->info().kernels) + ", ";
     if (r.args.warmup) {
       Warmup(model, r.args);
       const auto tw = probe::Clock::now();

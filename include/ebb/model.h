@@ -46,6 +46,11 @@ struct ModelInfo {
   int32_t pad_token_id = 0;
   int32_t bos_token_id = -1;
   uint64_t kv_bytes_per_token = 0;  // per sequence, all layers, K and V
+  // The kernels the graph's heavy operators run on, for people, e.g. "MatMulNBits x85: MLAS
+  // AVX512VNNI; GroupQueryAttention x12: ORT CPU"; a custom op names its library. Derived from
+  // the graph's operators and the CPU's flags (ORT does not report its choice);
+  // docs/architecture.md "Kernels".
+  std::string kernels;
 };
 
 class Runtime;

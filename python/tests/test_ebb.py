@@ -316,6 +316,10 @@ def test_tokenizer_and_info(model):
     assert tok.decode(ids) == "hello world"
     info = model.info
     assert info["type"] == "llama" and info["vocab_size"] > 0 and info["id"] == "tiny"
+    # Issue 28: what the graph runs on, the line of ebb info and /v1/runtime (the tiny model is
+    # fp32: MatMul on MLAS's GEMM, GroupQueryAttention on ORT's CPU kernel, no int4 kernel).
+    assert "MLAS GEMM" in info["kernels"] and "GroupQueryAttention x" in info["kernels"]
+    assert "MatMulNBits" not in info["kernels"]
 
 
 def test_two_threads_generate_concurrently(model):

@@ -47,7 +47,7 @@ void RegisterInfoCommand(CLI::App& app) {
     const auto eps = AvailableProviders();
     for (size_t i = 0; i < eps.size(); ++i) std::cout << (i ? ", " : "") << eps[i];
     std::cout << ")\n";
-    std::cout << "kernels:  " << CpuKernels() << "\n";
+    std::cout << "kernels:  " << summary.kernels << "\n";
     std::cout << "model:    " << c.dir.string() << "\n";
     std::cout << "type:     " << c.model_type << (c.is_encoder ? " (encoder)" : " (decoder)")
               << "\n";

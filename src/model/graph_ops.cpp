@@ -10,9 +10,9 @@ namespace {
 
 // Protobuf wire types.
 constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
-// ModelProto.graph, GraphProto.node, NodeProto.op_type.
-constexpr uint64_t kModelGraph = 7, kGraphNode = 1, kNodeOpType = 4;
-// Longer op_type strings are not ONNX operators: the file is not what it claims to be.
+// ModelProto.graph, GraphProto.node, NodeProto.op_type, NodeProto.domain.
+constexpr uint64_t kModelGraph = 7, kGraphNode = 1, kNodeOpType = 4, kNodeDomain = 7;
+// Longer op_type or domain strings are not ONNX operators: the file is not what it claims to be.
 constexpr uint64_t kMaxOpTypeBytes = 1024;
 // Skips shorter than this read through the stream's buffer; longer ones seek.
 constexpr uint64_t kSeekAbove = 4096;
@@ -116,20 +116,30 @@ void ForEachField(Reader& r, uint64_t end, F&& on_field) {
 
 }  // namespace
 
-std::set<std::string> GraphOpTypes(const std::filesystem::path& onnx_file) {
+std::map<OpId, int> GraphOps(const std::filesystem::path& onnx_file) {
   Reader r(onnx_file);
-  std::set<std::string> ops;
+  std::map<OpId, int> ops;
+  OpId current;
   auto node = [&](uint64_t field, int wire_type, uint64_t end) {
-    if (field != kNodeOpType || wire_type != kLengthDelimited) return false;
+    if ((field != kNodeOpType && field != kNodeDomain) || wire_type != kLengthDelimited) {
+      return false;
+    }
     const uint64_t n = r.Length(end);
-    if (n > kMaxOpTypeBytes) r.Fail("op_type of " + std::to_string(n) + " bytes");
-    ops.insert(r.Bytes(n));
+    if (n > kMaxOpTypeBytes) {
+      r.Fail(std::string(field == kNodeOpType ? "op_type" : "domain") + " of " + std::to_string(n) +
+             " bytes");
+    }
+    (field == kNodeOpType ? current.op_type : current.domain) = r.Bytes(n);
     return true;
   };
   auto graph = [&](uint64_t field, int wire_type, uint64_t end) {
     if (field != kGraphNode || wire_type != kLengthDelimited) return false;
     const uint64_t n = r.Length(end);
+    current = OpId{};
     ForEachField(r, r.pos() + n, node);
+    // "ai.onnx" is the default domain's other spelling.
+    if (current.domain == "ai.onnx") current.domain.clear();
+    ++ops[current];
     return true;
   };
   ForEachField(r, r.size(), [&](uint64_t field, int wire_type, uint64_t end) {
@@ -139,6 +149,12 @@ std::set<std::string> GraphOpTypes(const std::filesystem::path& onnx_file) {
     return true;
   });
   return ops;
+}
+
+std::set<std::string> GraphOpTypes(const std::filesystem::path& onnx_file) {
+  std::set<std::string> types;
+  for (const auto& [op, count] : GraphOps(onnx_file)) types.insert(op.op_type);
+  return types;
 }
 
 }  // namespace ebb::internal

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -27,8 +28,10 @@
 #include "model/model_cache.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
+#include "model/model_kernels.h"
 #include "model/probe_run.h"
 #include "ort/arena_stats.h"
+#include "ort/cpu_kernels.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
@@ -60,6 +63,20 @@ bool IsIndexType(ONNXTensorElementDataType t) {
 
 bool IsFloatType(ONNXTensorElementDataType t) {
   return t == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || t == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
+}
+
+// The custom_ops_library a session registers, with BuildSessionOptions' precedence (the user's
+// option over genai_config.json's); empty when none is named.
+std::string CustomOpsLibrary(const GenaiConfig& cfg, const ModelOptions& options) {
+  std::string library;
+  for (const auto& [k, v] : cfg.session_options) {
+    if (k == "custom_ops_library") library = v;
+  }
+  if (const auto it = options.session_options.find("custom_ops_library");
+      it != options.session_options.end()) {
+    library = it->second;
+  }
+  return library == "none" ? std::string() : library;
 }
 
 // Resolves the config's names against the graph; every problem names the file and the tensor.
@@ -101,15 +118,8 @@ Error SessionCreateError(const GenaiConfig& cfg, const ModelOptions& options,
                  where + "not a valid ONNX file (" + msg + "); it may be corrupt or truncated");
   }
   // An op ORT does not have: a custom op whose library was not registered, or lacks it.
-  std::string library;
-  for (const auto& [k, v] : cfg.session_options) {
-    if (k == "custom_ops_library") library = v;
-  }
-  if (const auto it = options.session_options.find("custom_ops_library");
-      it != options.session_options.end()) {
-    library = it->second;
-  }
-  if (const std::string hint = UnregisteredOpHint(ort_message, library); !hint.empty()) {
+  if (const std::string hint = UnregisteredOpHint(ort_message, CustomOpsLibrary(cfg, options));
+      !hint.empty()) {
     return Error(ErrorCode::InvalidArgument, where + hint + " (" + msg + ")");
   }
   return Error(ErrorCode::InvalidArgument,
@@ -309,11 +319,11 @@ uint64_t WeightsBytes(const std::filesystem::path& model_path) {
   return total;
 }
 
-// The operator types of the graph, or nullopt (logged) when ebb cannot list them. Read before
-// ORT loads the file; callers fall back to safe defaults.
-std::optional<std::set<std::string>> TryGraphOpTypes(const std::filesystem::path& model_path) {
+// The operators of the graph (node counts), or nullopt (logged) when ebb cannot list them. Read
+// before ORT loads the file; callers fall back to safe defaults.
+std::optional<std::map<OpId, int>> TryGraphOps(const std::filesystem::path& model_path) {
   try {
-    return GraphOpTypes(model_path);
+    return GraphOps(model_path);
   } catch (const Error& e) {
     EBB_LOG_WARN("cannot list the operators of {} ({})", model_path.string(), e.what());
     return std::nullopt;
@@ -763,7 +773,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   // optimise and the weights (prepacked ones included) mapped from the entry; or load the model
   // normally and build the entry in the background once the load is done. A cache problem never
   // fails a load.
-  const std::optional<std::set<std::string>> op_types = TryGraphOpTypes(cfg.model_path);
+  const std::optional<std::map<OpId, int>> graph_ops = TryGraphOps(cfg.model_path);
   ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, cfg.session_options,
                                       cfg.provider_options, options);
   if (cache.action() == ModelCache::Action::kLoad) {
@@ -860,6 +870,8 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   gov.AddModel(1);
   impl->registered = true;
 
+  // The providers the session was created with.
+  const ProviderPlan providers = ResolveProviders(cfg.provider_options, options);
   ModelInfo& info = impl->info;
   info.path = cfg.dir;
   info.type = cfg.model_type;
@@ -871,11 +883,16 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   info.head_size = cfg.head_size;
   // Padding and the KV layout follow the graph's attention op, not a config flag. An encoder
   // has no KV cache (its KvPool exists and stays at 0).
-  info.uses_gqa = !cfg.is_encoder && (op_types ? op_types->count("GroupQueryAttention") > 0
-                                               : cfg.search.past_present_share_buffer);
+  info.uses_gqa =
+      !cfg.is_encoder && (graph_ops ? graph_ops->count({"com.microsoft", "GroupQueryAttention"}) > 0
+                                    : cfg.search.past_present_share_buffer);
   info.past_present_share_buffer =
       cfg.search.past_present_share_buffer && info.uses_gqa && !impl->io.combined_kv;
   info.last_position_logits = !impl->io.logits_index.empty();
+  info.kernels = graph_ops
+                     ? DescribeModelKernels(*graph_ops, CpuFlags(), CustomOpsLibrary(cfg, options),
+                                            providers.FirstAccelerator())
+                     : "unknown (ebb could not list the graph's operators; see the log)";
   info.eos_token_ids = cfg.eos_token_ids;
   info.pad_token_id = cfg.pad_token_id >= 0
                           ? cfg.pad_token_id
@@ -928,9 +945,8 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   }
   ModelImpl& mi = *impl;
   Model* raw = impl.get();  // the controller lives inside the model: no ownership cycle
-  // The providers the session was created with: a gpu:N shrink key is refused at load when
-  // none is a GPU (execution_provider=cpu included), not left to fail every Run().
-  const ProviderPlan providers = ResolveProviders(cfg.provider_options, options);
+  // A gpu:N shrink key is refused at load when no provider is a GPU (execution_provider=cpu
+  // included), not left to fail every Run().
   mi.shrink = std::make_unique<ShrinkController>(
       mi.has_cpu_arena, providers.has_gpu(), providers.Describe(),
       [raw, step = std::move(steps.shrink)] { step(*raw); },

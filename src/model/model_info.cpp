@@ -4,8 +4,12 @@
 
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "model/graph_ops.h"
+#include "model/model_kernels.h"
+#include "ort/cpu_kernels.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
+#include "ort/provider_plan.h"
 #include "ort/session_options.h"
 
 namespace ebb::internal {
@@ -107,6 +111,17 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
                 c.model_path.string() + ": ONNX Runtime cannot load the model: " + e.what() +
                     "; the file may be corrupt or truncated");
   }
+  // The config's providers, as a load without execution_provider resolves them. ORT opened the
+  // graph above, so its operators can be listed.
+  std::string accelerator;
+  try {
+    accelerator = ResolveProviders(c.provider_options, ModelOptions{}).FirstAccelerator();
+  } catch (const Error&) {
+    // A provider the config names that ebb does not know: a load says so; info shows the CPU's.
+  }
+  s.kernels =
+      DescribeModelKernels(GraphOps(c.model_path), CpuFlags(),
+                           s.custom_ops_library == "none" ? "" : s.custom_ops_library, accelerator);
   if (!c.is_encoder) {
     // The KV element size is the graph's (the first layer's past input), as Model::Load uses.
     const std::string past =
@@ -138,6 +153,7 @@ nlohmann::json ToJson(const ModelSummary& s) {
   j["model_file_bytes"] = s.model_file_bytes;
   j["kv_bytes_per_token"] = s.kv_bytes_per_token;
   j["kv_element_type"] = s.kv_element_type;
+  j["kernels"] = s.kernels;
   j["custom_ops_library"] =
       s.custom_ops_library.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.custom_ops_library);
   for (const auto* list : {&s.inputs, &s.outputs}) {

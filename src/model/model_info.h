@@ -28,6 +28,9 @@ struct ModelSummary {
   std::string kv_element_type;  // "float32" or "float16"; empty for an encoder
   // The config's session_options.custom_ops_library (resolved against the folder); "" = none.
   std::string custom_ops_library;
+  // What the graph's heavy operators run on with the config's providers (model_kernels.h), as
+  // ModelInfo::kernels says for a loaded model.
+  std::string kernels;
 };
 
 // Loads the config and opens the graph in ORT (CPU, no optimization) to read its interface.

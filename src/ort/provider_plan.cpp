@@ -15,6 +15,13 @@ bool ProviderPlan::has_gpu() const {
   return std::any_of(order.begin(), order.end(), IsGpuProvider);
 }
 
+std::string ProviderPlan::FirstAccelerator() const {
+  for (const auto& p : order) {
+    if (p != "cpu") return p;
+  }
+  return {};
+}
+
 std::string ProviderPlan::Describe() const {
   std::string s;
   bool cpu = false;

@@ -31,6 +31,9 @@ struct ProviderPlan {
   bool has_gpu() const;
   // For messages: "cpu (execution_provider=cpu)", "cuda (genai_config.json), then cpu".
   std::string Describe() const;
+  // The first provider other than the CPU's ("cuda", "dml", ...), whose kernels ORT prefers;
+  // empty when the session runs on the CPU only.
+  std::string FirstAccelerator() const;
 };
 
 // `config_providers`: genai_config.json's list; `options`: provider_options and

@@ -252,6 +252,7 @@ std::vector<ModelSummary> Runtime::List() const {
     s.path = m->info.path;
     s.type = m->info.type;
     s.is_encoder = m->info.is_encoder;
+    s.kernels = m->info.kernels;
     s.weights_bytes = m->weights_bytes;
     const MemoryStats ms = m->memory_stats();
     s.kv = ms.kv;

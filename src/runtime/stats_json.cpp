@@ -98,6 +98,7 @@ StatsJson ModelSummaryJson(const ModelSummary& s) {
           {"path", s.path.string()},
           {"type", s.type},
           {"is_encoder", s.is_encoder},
+          {"kernels", s.kernels},
           {"weights_bytes", s.weights_bytes},
           {"weights", WeightsMemoryJson(s.weights)},
           {"kv", KvStatsJson(s.kv)},
@@ -132,6 +133,7 @@ StatsJson ModelInfoJson(const Model& model) {
           {"pad_token_id", i.pad_token_id},
           {"bos_token_id", i.bos_token_id},
           {"kv_bytes_per_token", i.kv_bytes_per_token},
+          {"kernels", i.kernels},
           {"weights_bytes", model.weights_bytes()}};
 }
 

@@ -702,6 +702,12 @@ def test_runtime_routes_give_info_and_sdk_stats_and_options_max_length_wins(srv)
     assert info["kv_bytes_per_token"] > 0 and info["weights_bytes"] == weights_bytes(MODELS / m)
     assert {"num_layers", "num_kv_heads", "head_size", "uses_gqa", "eos_token_ids",
             "pad_token_id", "bos_token_id", "past_present_share_buffer", "path"} <= set(info)
+    # Issue 28: the kernels line is the same in info, in /v1/runtime's model list and in the
+    # model runtime document (merged from the runtime's ModelSummary).
+    assert "MLAS GEMM" in info["kernels"] and "MatMulNBits" not in info["kernels"]
+    assert j["kernels"] == info["kernels"]
+    listed = [e for e in srv.runtime()["models"] if e["id"] == m]
+    assert listed and listed[0]["kernels"] == info["kernels"]
     stats = srv.runtime()["stats"]
     assert {"process", "kv"} <= set(stats) and stats["process"]["rss_bytes"] > 0
     # max_tokens sets max_length to prompt + max_tokens, unless options.max_length is given.

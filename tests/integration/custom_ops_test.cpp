@@ -113,6 +113,10 @@ TEST(CustomOpsLibrary, EbbInfoOpensTheGraphWithTheLibraryAndNamesIt) {
   const auto r = testing::RunCli("info " + m.string());
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("custom ops: " + (m / kLibName).string()));
+  // Issue 28: the kernel line names the op and its library, in `ebb info` and once loaded.
+  const std::string op_line = std::string("ebb.test.Scale x1: custom op (") + kLibName + ")";
+  EXPECT_THAT(r.out, HasSubstr(op_line));
+  EXPECT_THAT(Model::Load(m)->info().kernels, HasSubstr(op_line));
   const auto j = testing::RunCli("info " + m.string() + " --json");
   ASSERT_EQ(j.status, 0) << j.out;
   EXPECT_EQ(nlohmann::json::parse(j.out)["model"]["custom_ops_library"], (m / kLibName).string());

@@ -65,6 +65,28 @@ TEST_F(GraphOpsTest, FindsTheMainGraphsOpTypesAndSkipsEverythingElse) {
   EXPECT_EQ(GraphOpTypes(Write(model)), (std::set<std::string>{"GroupQueryAttention", "MatMul"}));
 }
 
+TEST_F(GraphOpsTest, GraphOpsCountsNodesPerDomainAndOperator) {
+  // Field order inside a node is free: the domain (7) may come before the op_type (4).
+  const std::string plain = Field(1, "x") + Field(4, "MatMul");
+  const std::string spelled = Field(7, "ai.onnx") + Field(4, "MatMul");
+  const std::string custom = Field(7, "ebb.ggml") + Field(4, "MatMulQ4_0");
+  const std::string graph = Field(1, plain) + Field(1, spelled) + Field(1, custom) +
+                            Field(1, Node("GroupQueryAttention", "g1")) +
+                            Field(1, Node("GroupQueryAttention", "g2")) + Field(1, custom);
+  const auto ops = GraphOps(Write(VarintField(1, 8) + Field(7, graph)));
+  EXPECT_EQ(ops, (std::map<OpId, int>{{{"", "MatMul"}, 2},
+                                      {{"com.microsoft", "GroupQueryAttention"}, 2},
+                                      {{"ebb.ggml", "MatMulQ4_0"}, 2}}));
+  // An over-long domain is not an operator's: the file is refused, naming the field.
+  const std::string bad = Field(7, Field(1, Field(7, std::string(2000, 'd'))));
+  try {
+    GraphOps(Write(VarintField(1, 8) + bad));
+    ADD_FAILURE() << "accepted a 2000-byte domain";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("domain of 2000 bytes"));
+  }
+}
+
 TEST_F(GraphOpsTest, AModelWithoutGqaHasNoGqa) {
   const std::string model = VarintField(1, 8) + Field(7, Field(1, Node("Attention", "a")));
   EXPECT_EQ(GraphOpTypes(Write(model)).count("GroupQueryAttention"), 0u);
