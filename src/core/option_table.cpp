@@ -117,8 +117,10 @@ constexpr std::array kTable = {
     OptionSpec{"profile_file_prefix", T::kString, kSe, "", "off", "a file path prefix",
                "write ORT's per-operator profile (Chrome trace JSON) to PREFIX_<date>.json when "
                "the model unloads; summarise with tools/ort_profile.py"},
-    OptionSpec{"intra_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 4 x cores",
-               "threads of one operator; 0 = ORT's default (physical cores)"},
+    OptionSpec{"intra_op_num_threads", T::kInt, kSe, "threads", "physical cores", "0 to 4 x cores",
+               "threads of one operator; default: the physical cores this process may use "
+               "(CPU affinity, cgroup cpu.max); 0 = ORT's own default (cpuinfo's core count, "
+               "which was 1 thread on a 2-vCPU VM)"},
     OptionSpec{"inter_op_num_threads", T::kInt, kSe, "threads", "0", "0 to 4 x cores",
                "threads across operators (execution_mode=parallel); 0 = ORT's default"},
     OptionSpec{"enable_cpu_mem_arena", T::kBool, kSe, "", "1", "",

@@ -14,6 +14,7 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/version.h"
+#include "ort/cpu_threads.h"
 #include "ort/execution_providers.h"
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
@@ -310,6 +311,11 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
   // lengths (measured: tests/integration Soak.*), and decode gains nothing from it.
   // enable_mem_pattern=1 restores ORT's default.
   so.DisableMemPattern();
+  // ebb's default thread count: the physical cores this process may use (cpu_threads.h says why
+  // ORT's own default is not used); intra_op_num_threads=0 asks for ORT's.
+  if (merged.count("intra_op_num_threads") == 0) {
+    so.SetIntraOpNumThreads(DefaultIntraOpThreads());
+  }
   for (const auto& [key, value] : merged) {
     try {
       if (key == "intra_op_num_threads") {

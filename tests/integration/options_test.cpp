@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "ebb/runtime.h"
 #include "model/genai_config.h"
 #include "model/model_impl.h"
+#include "ort/cpu_threads.h"
 #include "ort/session_options.h"
 #include "test_env.h"
 
@@ -119,6 +121,35 @@ TEST(OptionTable, EveryKeyIsAcceptedByEachOfItsSurfacesAndRefusedElsewhere) {
       model->runtime().ClearRunOption(key);
     }
   }
+}
+
+// The threads alive in this process (ORT's intra-op workers among them).
+int Tasks() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+TEST(SessionThreads, WithoutIntraOpNumThreadsASessionRunsOnThePhysicalCores) {
+  // ORT's own default gave one thread (no worker) on a 2-vCPU AMD EPYC VM; ebb's default is the
+  // physical cores the process may use: one intra-op worker fewer than that (the caller runs too).
+  ModelOptions one, unset;
+  for (ModelOptions* o : {&one, &unset}) {
+    o->Set("model_cache.dir", "off");
+    o->Set("memory.release_weights_on_pressure", "false");
+  }
+  one.Set("session_options.intra_op_num_threads", "1");
+  int with_one = 0, with_default = 0;
+  {
+    auto m = Model::Load(Tiny(), one);
+    with_one = Tasks();
+  }
+  {
+    auto m = Model::Load(Tiny(), unset);
+    with_default = Tasks();
+  }
+  EXPECT_EQ(with_default - with_one, internal::DefaultIntraOpThreads() - 1)
+      << "default " << internal::DefaultIntraOpThreads() << " threads";
 }
 
 TEST(OptionTable, DocsOptionsMdEmbedsTheGeneratedTable) {
