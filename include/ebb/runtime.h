@@ -58,7 +58,7 @@ struct ModelSummary {
   std::filesystem::path path;
   std::string type;               // genai_config model.type (config.json model_type)
   bool is_encoder = false;        // an embedding model (ebb::Embed), no KV cache
-  std::string kernels;            // ModelInfo::kernels: what the graph's matmuls run on
+  std::string kernels;            // ModelInfo::kernels: what its matmuls and attention run on
   uint64_t weights_bytes = 0;     // model file + external data
   WeightsMemory weights;          // anonymous, file-backed or released (ebb/stats.h)
   KvStats kv;                     // the model's KV pool (ebb/stats.h)
