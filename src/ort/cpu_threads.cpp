@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -34,25 +35,26 @@ std::optional<double> ReadCpuMax(const std::string& path) {
   }
 }
 
-// The tightest cpu.max on the process's cgroup v2 path and its ancestors.
-std::optional<double> CgroupCpuQuota() {
-  std::ifstream in("/proc/self/cgroup");
+}  // namespace
+
+std::optional<double> CgroupCpuQuota(const std::string& self_cgroup,
+                                     const std::filesystem::path& cgroup_root) {
+  std::istringstream in(self_cgroup);
   std::string line, path;
   while (std::getline(in, line)) {
     if (line.rfind("0::", 0) == 0) path = line.substr(3);  // the v2 hierarchy
   }
   if (path.empty()) return std::nullopt;
   std::optional<double> tightest;
+  // The process's own cgroup, then each ancestor up to the root ("/a/b", "/a", "").
   for (std::string p = path;; p = p.substr(0, p.rfind('/'))) {
-    if (const auto q = ReadCpuMax("/sys/fs/cgroup" + p + "/cpu.max")) {
+    if (const auto q = ReadCpuMax((cgroup_root.string() + p) + "/cpu.max")) {
       tightest = tightest ? std::min(*tightest, *q) : *q;
     }
     if (p.empty() || p == "/") break;
   }
   return tightest;
 }
-
-}  // namespace
 
 int PhysicalCoresFor(const CpuTopology& t) {
   std::set<std::pair<int, int>> cores;
@@ -85,7 +87,10 @@ CpuTopology ReadCpuTopology() {
     const auto package = ReadInt(dir + "physical_package_id");
     if (core && package) t.core_of[cpu] = {*package, *core};
   }
-  t.cpu_quota = CgroupCpuQuota();
+  std::ifstream self("/proc/self/cgroup");
+  const std::string cgroup((std::istreambuf_iterator<char>(self)),
+                           std::istreambuf_iterator<char>());
+  t.cpu_quota = CgroupCpuQuota(cgroup, "/sys/fs/cgroup");
   return t;
 }
 

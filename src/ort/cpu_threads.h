@@ -17,6 +17,7 @@
 // Thread-safety: pure functions and reads of the process's own state.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <utility>
@@ -32,6 +33,14 @@ struct CpuTopology {
 
 // The thread count for `t` (above). Pure: tested on made-up topologies.
 int PhysicalCoresFor(const CpuTopology& t);
+
+// The tightest cgroup v2 CPU quota (cpu.max quota / period) on the cgroup path that
+// `self_cgroup` (the text of /proc/self/cgroup) names and its ancestors, under `cgroup_root`
+// (/sys/fs/cgroup); nullopt when no level sets one ("max"), the file is unreadable or malformed,
+// or the process is in no v2 hierarchy. Inside a container with its own cgroup namespace the path
+// is "/" and the container's limit is the root's cpu.max.
+std::optional<double> CgroupCpuQuota(const std::string& self_cgroup,
+                                     const std::filesystem::path& cgroup_root);
 
 // This process's topology, from sched_getaffinity, sysfs and cgroup v2 (missing files are
 // skipped: no topology counts each CPU, no cgroup is no quota).

@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "test_env.h"
+
 namespace ebb::internal {
 namespace {
 
@@ -43,6 +48,30 @@ TEST(CpuThreads, CpusWithoutTopologyCountOneEachAndTheAnswerIsNeverZero) {
   t.allowed_cpus = {0, 1, 2};
   EXPECT_EQ(PhysicalCoresFor(t), 3);
   EXPECT_EQ(PhysicalCoresFor(CpuTopology{}), 1);
+}
+
+TEST(CpuThreads, TheTightestCgroupCpuMaxOnThePathIsTheQuota) {
+  namespace fs = std::filesystem;
+  testing::TempDir d("cgroup");
+  auto cpu_max = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories(d.path() / rel);
+    std::ofstream(d.path() / rel / "cpu.max") << text;
+  };
+  cpu_max("", "max 100000\n");                 // the root: no limit
+  cpu_max("system.slice", "300000 100000\n");  // 3 CPUs for the slice
+  cpu_max("system.slice/ebb.service", "max 100000\n");
+  EXPECT_EQ(CgroupCpuQuota("0::/system.slice/ebb.service\n", d.path()), 3.0);
+  cpu_max("system.slice/ebb.service", "150000 100000\n");  // the service's own, tighter
+  EXPECT_EQ(CgroupCpuQuota("0::/system.slice/ebb.service\n", d.path()), 1.5);
+  // A container in its own cgroup namespace sees itself at "/": the root's file is its limit.
+  cpu_max("", "200000 100000\n");
+  EXPECT_EQ(CgroupCpuQuota("0::/\n", d.path()), 2.0);
+  // No v2 line (a v1-only host), a malformed file, or no file: no quota.
+  EXPECT_FALSE(CgroupCpuQuota("4:cpu,cpuacct:/x\n", d.path()).has_value());
+  cpu_max("bad", "lots of cpus\n");
+  cpu_max("", "max 100000\n");
+  EXPECT_FALSE(CgroupCpuQuota("0::/bad\n", d.path()).has_value());
+  EXPECT_FALSE(CgroupCpuQuota("0::/nowhere/at/all\n", d.path()).has_value());
 }
 
 TEST(CpuThreads, ThisProcessGetsAtLeastOneAndAtMostItsAllowedCpus) {
