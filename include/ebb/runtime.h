@@ -61,7 +61,8 @@ struct ModelSummary {
   std::string kernels;            // ModelInfo::kernels: what its matmuls and attention run on
   uint64_t weights_bytes = 0;     // model file + external data
   WeightsMemory weights;          // anonymous, file-backed or released (ebb/stats.h)
-  KvStats kv;                     // the model's KV pool (ebb/stats.h)
+  KvStats kv;                     // the model's KV pool in host memory (ebb/stats.h)
+  DeviceMemory device;            // its accelerator's figures, the KV there (ebb/stats.h)
   PrefixCacheStats prefix_cache;  // the model's prefix cache (its bytes are also in kv)
   ArenaStats cpu_arena;           // the session's CPU arena (or the shared env arena)
   int live_generators = 0;        // generators alive now (requests running or held open)

@@ -125,10 +125,38 @@ struct PrefixPin {
   bool pinned = false;         // PinPrefix: kept now; UnpinPrefix: was pinned and is not now
 };
 
+// A model's accelerator memory (docs/memory.md "On a GPU"): where its KV lives when it runs on a
+// device (WebGPU, CUDA, ...). `available` is false for a model on the CPU only. A runtime's
+// Stats() sums its models' byte figures and keeps the first device's names.
+struct DeviceMemory {
+  bool available = false;
+  std::string device;   // "webgpu:0", "cuda:0"
+  std::string adapter;  // "NVIDIA H200 (NVIDIA, discrete, ...)": the adapter ebb found for the
+                        // provider (WebGPU: the Vulkan device Dawn prefers); "" when unknown
+  KvStats kv;           // the KV on the device: the model's KV pool (MemoryStats::kv is then 0)
+  uint64_t weights_bytes = 0;    // the weights on the device: an estimate, the model's weight
+                                 // files (nodes ORT leaves on the CPU keep theirs in host memory)
+  uint64_t retained_bytes = 0;   // freed KV buffers ebb keeps for reuse (kv_cache.retain_bytes):
+                                 // the part of the cache a shrink frees (= kv.retained_bytes)
+  int64_t ort_cache_bytes = -1;  // what ORT's buffer cache keeps between requests: 0 when
+                                 // WebGPU's storageBufferCacheMode is disabled or lazyRelease
+                                 // (ebb's default); -1 = not countable (simple, bucket, CUDA's
+                                 // arena: ORT reports no byte figure for it)
+  uint64_t used_bytes = 0;       // weights_bytes + kv.in_use_bytes + retained_bytes: what
+                                 // gpu_mem_limit counts
+  uint64_t limit_bytes = 0;      // provider_options.EP.gpu_mem_limit; 0 = none
+  std::string cache_mode;        // WebGPU: storageBufferCacheMode in force; "" elsewhere
+  int64_t driver_process_bytes = -1;  // this process's GPU memory as the NVIDIA driver reports
+                                      // it (NVML, all devices); -1 when not available
+  int64_t driver_used_bytes = -1;     // the whole device's used memory (NVML); -1: not available
+  int64_t driver_total_bytes = -1;    // the device's memory (NVML); -1: not available
+};
+
 // One model's view: its KV pool, its session's CPU arena, the shrinks ebb ran, and the process.
 struct MemoryStats {
   ProcessMemory process;
-  KvStats kv;
+  KvStats kv;           // KV in host memory (0 for a model whose KV is on a device)
+  DeviceMemory device;  // the accelerator's figures (available = false on the CPU)
   ArenaStats cpu_arena;
   uint64_t num_shrinks = 0;   // shrinks ebb performed on this model (ShrinkArena and policies)
   uint64_t num_requests = 0;  // finished requests (generations) on this model
@@ -143,9 +171,9 @@ struct MemoryStats {
   PrefixCacheStats prefix_cache;  // a model's; a runtime's Stats() sums its models'
   // memory.limit of the runtime (a model's stats: of the runtime it belongs to); 0 = none.
   uint64_t limit_bytes = 0;
-  // What is charged to memory.limit: weights_bytes + kv.in_use_bytes (a model: its own share; a
-  // runtime: every model's). A new load or generator is refused when it would take this above
-  // limit_bytes. ORT's arena is not charged.
+  // What is charged to memory.limit: weights_bytes + kv.in_use_bytes + device.kv.in_use_bytes (a
+  // model: its own share; a runtime: every model's). A new load or generator is refused when it
+  // would take this above limit_bytes. ORT's arena is not charged.
   uint64_t used_bytes = 0;
 };
 

@@ -298,11 +298,15 @@ def test_stats_are_the_documented_values(rt, model):
     ms = model.runtime.stats()
     assert validate(schema, ms, "#/$defs/memory_stats") == []
     assert ms["used_bytes"] == model.info["weights_bytes"] + ms["kv"]["in_use_bytes"]
-    assert list(ms) == ["process", "kv", "cpu_arena", "num_shrinks", "num_requests", "policies",
-                        "weights_bytes", "weights", "prefix_cache", "limit_bytes",
+    assert list(ms) == ["process", "kv", "device", "cpu_arena", "num_shrinks", "num_requests",
+                        "policies", "weights_bytes", "weights", "prefix_cache", "limit_bytes",
                         "used_bytes"], "struct order"
+    # On the CPU: no device, its figures at their defaults (-1: not available).
+    assert ms["device"]["available"] is False and ms["device"]["ort_cache_bytes"] == -1
     (entry,) = rt.models()
     assert validate(schema, entry["kv"], "#/$defs/kv") == []
+    assert validate(schema, entry["device"], "#/$defs/device_memory") == []
+    assert entry["device"]["available"] is False
     assert entry["kv"]["num_allocations"] >= 1
     assert set(g.stats()) == {"ttft_ms", "decode_tokens_per_s", "prompt_tokens",
                               "generated_tokens", "model_runs", "cached_tokens", "kv_bytes"}

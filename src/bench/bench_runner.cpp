@@ -22,6 +22,7 @@ MemorySample Sample(const Workload& w) {
   Workload::Pools pools = w.SamplePools();
   m.kv = pools.kv;
   m.arena = pools.arena;
+  m.device = pools.device;
   return m;
 }
 
@@ -39,7 +40,66 @@ std::optional<LinearFit> Slope(
   return FitLine(xs, ys);
 }
 
+// Counts the intervals between consecutive measured "after" samples in which `get` moved;
+// nullopt when any value is absent.
+std::optional<StepCount> Steps(
+    const std::vector<const IterationRecord*>& measured,
+    const std::function<std::optional<uint64_t>(const MemorySample&)>& get) {
+  StepCount steps;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const auto v = get(measured[i]->after);
+    if (!v) return std::nullopt;
+    if (i == 0) continue;
+    const int64_t d = static_cast<int64_t>(*v) - static_cast<int64_t>(*get(measured[i - 1]->after));
+    ++steps.intervals;
+    if (d == 0) continue;
+    ++steps.changed;
+    if (std::llabs(d) > std::llabs(steps.largest_step_bytes)) steps.largest_step_bytes = d;
+  }
+  return steps;
+}
+
+// The device figures of a run whose every measured "after" sample has them, else nullopt.
+std::optional<DeviceSummary> SummarizeDevice(const std::vector<IterationRecord>& iterations,
+                                             const std::vector<const IterationRecord*>& measured) {
+  if (measured.empty()) return std::nullopt;
+  for (const auto* r : measured) {
+    if (!r->after.device.kv_in_use_bytes || !r->after.device.used_bytes) return std::nullopt;
+  }
+  DeviceSummary d;
+  for (const auto& r : iterations) {
+    for (const MemorySample* m : {&r.before, &r.last_token, &r.after}) {
+      d.peak_kv_in_use_bytes =
+          std::max(d.peak_kv_in_use_bytes, m->device.kv_in_use_bytes.value_or(0));
+      d.peak_used_bytes = std::max(d.peak_used_bytes, m->device.used_bytes.value_or(0));
+      if (m->device.driver_process_bytes) {
+        d.peak_driver_process_bytes =
+            std::max(d.peak_driver_process_bytes.value_or(0), *m->device.driver_process_bytes);
+      }
+    }
+  }
+  for (const auto* r : measured) {
+    ++d.iterations;
+    const uint64_t kv = *r->after.device.kv_in_use_bytes;
+    if (kv == 0) ++d.kv_zero_after;
+    d.max_kv_in_use_after_bytes = std::max(d.max_kv_in_use_after_bytes, kv);
+  }
+  const auto used = [](const MemorySample& m) { return m.device.used_bytes; };
+  const auto driver = [](const MemorySample& m) { return m.device.driver_process_bytes; };
+  d.used_slope = *Slope(measured, used);
+  d.used_steps = *Steps(measured, used);
+  d.driver_process_slope = Slope(measured, driver);
+  d.driver_process_steps = Steps(measured, driver);
+  return d;
+}
+
 }  // namespace
+
+std::optional<bool> DeviceKvBackToZero(const RunResult& run) {
+  const auto& d = run.summary.device;
+  if (!d || run.scenario == "reuse") return std::nullopt;
+  return d->kv_zero_after == d->iterations;
+}
 
 RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations) {
   RunSummary s;
@@ -81,21 +141,14 @@ RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations) {
   s.ttft_s = ebb::bench::Summarize(ttft);
   s.tps = ebb::bench::Summarize(tps);
   s.e2e_s = ebb::bench::Summarize(e2e);
-  s.rss_slope = *Slope(measured, [](const MemorySample& m) { return m.rss_bytes; });
-  for (size_t i = 1; i < measured.size(); ++i) {
-    const int64_t d = static_cast<int64_t>(measured[i]->after.rss_bytes) -
-                      static_cast<int64_t>(measured[i - 1]->after.rss_bytes);
-    ++s.rss_steps.intervals;
-    if (d == 0) continue;
-    ++s.rss_steps.changed;
-    if (std::llabs(d) > std::llabs(s.rss_steps.largest_step_bytes)) {
-      s.rss_steps.largest_step_bytes = d;
-    }
-  }
+  const auto rss = [](const MemorySample& m) -> std::optional<uint64_t> { return m.rss_bytes; };
+  s.rss_slope = *Slope(measured, rss);
+  s.rss_steps = *Steps(measured, rss);
   s.anon_slope = *Slope(measured, [](const MemorySample& m) { return m.anon_bytes; });
   s.kv_reserved_slope = Slope(measured, [](const MemorySample& m) { return m.kv.reserved_bytes; });
   s.arena_total_slope =
       Slope(measured, [](const MemorySample& m) { return m.arena.total_allocated_bytes; });
+  s.device = SummarizeDevice(iterations, measured);
   return s;
 }
 
@@ -151,6 +204,7 @@ RunResult RunWorkload(Workload& workload, const BenchOptions& options, const Pro
       if (progress) progress(run, i + 1, total);
     }
     run.prefix_cache = workload.PrefixCacheSample();
+    run.device = workload.Device();
   } catch (...) {
     workload.Teardown();
     throw;

@@ -27,6 +27,7 @@ struct MemorySample {
   uint64_t anon_bytes = 0;  // RssAnon + VmSwap
   KvSample kv;
   ArenaSample arena;
+  DeviceSample device;  // the accelerator's figures; absent on the CPU
 };
 
 struct IterationRecord {
@@ -63,6 +64,22 @@ struct EmbedSummary {
   Summary tokens_per_s_per_request;
 };
 
+// The accelerator's figures over a run (ebb runs with the KV on a device): whether the device KV
+// went back to 0 after every request, and how the device's used bytes (ebb's accounting) and the
+// driver's figure for the process (NVML) moved, fitted and counted as RSS is.
+struct DeviceSummary {
+  int32_t iterations = 0;     // measured iterations (every one has a device "after" sample)
+  int32_t kv_zero_after = 0;  // of them, those with no device KV in use after the request
+  uint64_t max_kv_in_use_after_bytes = 0;  // the most KV in use after a measured request
+  uint64_t peak_kv_in_use_bytes = 0;       // over every sample of the run, warm-up included
+  uint64_t peak_used_bytes = 0;            // the same, of used_bytes
+  LinearFit used_slope;                    // used_bytes "after", as rss_slope
+  StepCount used_steps;
+  std::optional<LinearFit> driver_process_slope;  // absent where the driver reports nothing
+  std::optional<StepCount> driver_process_steps;
+  std::optional<uint64_t> peak_driver_process_bytes;
+};
+
 struct RunSummary {
   int32_t measured_iterations = 0;
   Summary ttft_s, tps, e2e_s;
@@ -76,6 +93,8 @@ struct RunSummary {
   std::optional<LinearFit> kv_reserved_slope;
   std::optional<LinearFit> arena_total_slope;
   std::optional<EmbedSummary> embed;  // runs whose requests embed texts (RequestTiming::texts)
+  // Runs whose every measured "after" sample has device figures (the KV on an accelerator).
+  std::optional<DeviceSummary> device;
 };
 
 struct RunResult {
@@ -92,7 +111,14 @@ struct RunResult {
   // misses and tokens reused over every iteration of the run, warm-up included. Absent for
   // workloads without one (naive-ort, embed).
   std::optional<PrefixCacheStats> prefix_cache;
+  // The accelerator the run's model ran on (Workload::Device); absent on the CPU.
+  std::optional<DeviceInfo> device;
 };
+
+// Whether the device KV was back to 0 after every measured request: nullopt when the run has no
+// device figures, or keeps its generator across requests (reuse), where KV in use after a request
+// is the live generator's and not a leak.
+std::optional<bool> DeviceKvBackToZero(const RunResult& run);
 
 // Called after each iteration (progress display): `run.iterations[done - 1]` is the record just
 // completed (the records after it are allocated but not yet run). `total` counts warm-up

@@ -27,6 +27,32 @@ struct KvSample {
   std::optional<uint64_t> prefix_cache_bytes;
 };
 
+// The accelerator's figures (MemoryStats::device) of a workload whose KV lives on a device (ebb
+// runs with --ep webgpu, cuda, ...), sampled like the KV. Every field is absent (nullopt) for a
+// workload on the CPU and while no model is loaded (load-unload after the unload).
+//   kv_in_use_bytes       DeviceMemory::kv.in_use_bytes: held by live generators (0 once every
+//                         generator is destroyed)
+//   kv_reserved_bytes     kv.reserved_bytes: in use + retained for reuse (kv_cache.retain_bytes)
+//   used_bytes            DeviceMemory::used_bytes: weights + KV in use + retained, what
+//                         gpu_mem_limit counts (ebb's accounting, exact)
+//   driver_process_bytes  this process's GPU memory as the NVIDIA driver reports it (NVML);
+//                         absent where the driver reports none (other vendors, llvmpipe)
+struct DeviceSample {
+  std::optional<uint64_t> kv_in_use_bytes;
+  std::optional<uint64_t> kv_reserved_bytes;
+  std::optional<uint64_t> used_bytes;
+  std::optional<uint64_t> driver_process_bytes;
+};
+
+// Which device a workload's model runs on (DeviceMemory's names), for the report.
+struct DeviceInfo {
+  std::string device;      // "webgpu:0", "cuda:0"
+  std::string adapter;     // "" when unknown
+  std::string cache_mode;  // WebGPU's storageBufferCacheMode in force; "" elsewhere
+  uint64_t weights_bytes = 0;
+  uint64_t limit_bytes = 0;  // gpu_mem_limit; 0 = none
+};
+
 // The timings of one request, measured with steady_clock stamps around the token loop:
 //   start   the request begins (generator creation, or RewindTo for `reuse`)
 //   first   the first generated token is available to the caller
@@ -95,11 +121,15 @@ class Workload {
   struct Pools {
     KvSample kv;
     ArenaSample arena;
+    DeviceSample device;  // absent unless the model runs on an accelerator
   };
   virtual Pools SamplePools() const { return {Kv(), Arena()}; }
   // The model's prefix cache (MemoryStats::prefix_cache): its counters cover every request of
   // the run so far, warm-up included. Absent where the workload has no prefix cache (naive-ort).
   virtual std::optional<PrefixCacheStats> PrefixCacheSample() const { return std::nullopt; }
+  // The accelerator the workload's model ran on (the last one loaded, kept after an unload);
+  // absent for a workload on the CPU.
+  virtual std::optional<DeviceInfo> Device() const { return std::nullopt; }
   // --shrink-every: give memory back between iterations. The default calls malloc_trim(0); ebb
   // workloads use Model::runtime().ShrinkArena().
   virtual void Shrink();

@@ -33,6 +33,29 @@ void AppendMemory(std::string& row, const MemorySample& m) {
   }
 }
 
+// The device columns of each memory sample (only when a run has device figures).
+constexpr const char* kDeviceColumns[] = {"device_kv_in_use_bytes", "device_kv_reserved_bytes",
+                                          "device_used_bytes", "device_driver_process_bytes"};
+
+void AppendDevice(std::string& row, const MemorySample& m) {
+  for (const std::string& cell : {Cell(m.device.kv_in_use_bytes), Cell(m.device.kv_reserved_bytes),
+                                  Cell(m.device.used_bytes), Cell(m.device.driver_process_bytes)}) {
+    row += ',';
+    row += cell;
+  }
+}
+
+bool AnyDevice(const std::vector<RunResult>& runs) {
+  for (const auto& r : runs) {
+    for (const auto& it : r.iterations) {
+      for (const MemorySample* m : {&it.before, &it.last_token, &it.after}) {
+        if (m->device.kv_in_use_bytes || m->device.used_bytes) return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string ReportCsv(const std::vector<RunResult>& runs) {
@@ -44,7 +67,14 @@ std::string ReportCsv(const std::vector<RunResult>& runs) {
       out += std::string(",") + when + "_" + col;
     }
   }
-  out += ",peak_rss_bytes,texts,padded_tokens,cached_tokens,after_prefix_cache_bytes\n";
+  out += ",peak_rss_bytes,texts,padded_tokens,cached_tokens,after_prefix_cache_bytes";
+  const bool device = AnyDevice(runs);
+  if (device) {
+    for (const char* when : {"before", "last_token", "after"}) {
+      for (const char* col : kDeviceColumns) out += std::string(",") + when + "_" + col;
+    }
+  }
+  out += "\n";
   for (const auto& r : runs) {
     for (const auto& it : r.iterations) {
       std::string row = Field(r.name) + "," + Field(r.engine) + "," + Field(r.scenario) + "," +
@@ -62,6 +92,11 @@ std::string ReportCsv(const std::vector<RunResult>& runs) {
             Cell(it.after.kv.prefix_cache_bytes)}) {
         row += ',';
         row += cell;
+      }
+      if (device) {
+        AppendDevice(row, it.before);
+        AppendDevice(row, it.last_token);
+        AppendDevice(row, it.after);
       }
       out += row + "\n";
     }

@@ -22,7 +22,11 @@ json Memory(const MemorySample& m) {
           {"kv_reserved_bytes", Opt(m.kv.reserved_bytes)},
           {"arena_in_use_bytes", Opt(m.arena.in_use_bytes)},
           {"arena_total_allocated_bytes", Opt(m.arena.total_allocated_bytes)},
-          {"prefix_cache_bytes", Opt(m.kv.prefix_cache_bytes)}};
+          {"prefix_cache_bytes", Opt(m.kv.prefix_cache_bytes)},
+          {"device_kv_in_use_bytes", Opt(m.device.kv_in_use_bytes)},
+          {"device_kv_reserved_bytes", Opt(m.device.kv_reserved_bytes)},
+          {"device_used_bytes", Opt(m.device.used_bytes)},
+          {"device_driver_process_bytes", Opt(m.device.driver_process_bytes)}};
 }
 
 json PrefixCache(const std::optional<PrefixCacheStats>& p) {
@@ -52,6 +56,40 @@ json Fit(const LinearFit& f) {
 }
 
 json Fit(const std::optional<LinearFit>& f) { return f ? Fit(*f) : json(nullptr); }
+
+json Steps(const StepCount& s) {
+  return {{"changed", s.changed},
+          {"intervals", s.intervals},
+          {"largest_step_bytes", s.largest_step_bytes}};
+}
+
+json DeviceInfoJson(const std::optional<DeviceInfo>& d) {
+  if (!d) return nullptr;
+  return {{"device", d->device},
+          {"adapter", d->adapter},
+          {"cache_mode", d->cache_mode},
+          {"weights_bytes", d->weights_bytes},
+          {"limit_bytes", d->limit_bytes}};
+}
+
+json DeviceSummaryJson(const RunResult& r) {
+  const auto& d = r.summary.device;
+  if (!d) return nullptr;
+  const std::optional<bool> back = DeviceKvBackToZero(r);
+  return {{"iterations", d->iterations},
+          {"kv_zero_after", d->kv_zero_after},
+          {"kv_back_to_zero", back ? json(*back) : json(nullptr)},
+          {"max_kv_in_use_after_bytes", d->max_kv_in_use_after_bytes},
+          {"peak_kv_in_use_bytes", d->peak_kv_in_use_bytes},
+          {"peak_used_bytes", d->peak_used_bytes},
+          {"peak_driver_process_bytes", Opt(d->peak_driver_process_bytes)},
+          {"slopes",
+           {{"used_after", Fit(d->used_slope)},
+            {"driver_process_after", Fit(d->driver_process_slope)}}},
+          {"used_after_steps", Steps(d->used_steps)},
+          {"driver_process_after_steps",
+           d->driver_process_steps ? Steps(*d->driver_process_steps) : json(nullptr)}};
+}
 
 json Embed(const std::optional<EmbedSummary>& e) {
   if (!e) return nullptr;
@@ -96,11 +134,9 @@ json Run(const RunResult& r) {
                     {"anon_after", Fit(s.anon_slope)},
                     {"kv_reserved_after", Fit(s.kv_reserved_slope)},
                     {"arena_total_allocated_after", Fit(s.arena_total_slope)}}},
-                  {"rss_after_steps",
-                   {{"changed", s.rss_steps.changed},
-                    {"intervals", s.rss_steps.intervals},
-                    {"largest_step_bytes", s.rss_steps.largest_step_bytes}}},
-                  {"embed", Embed(s.embed)}};
+                  {"rss_after_steps", Steps(s.rss_steps)},
+                  {"embed", Embed(s.embed)},
+                  {"device", DeviceSummaryJson(r)}};
   return {{"name", r.name},
           {"engine", r.engine},
           {"scenario", r.scenario},
@@ -110,7 +146,8 @@ json Run(const RunResult& r) {
           {"peak_rss_reset", r.peak_rss_reset},
           {"iterations", its},
           {"summary", summary},
-          {"prefix_cache", PrefixCache(r.prefix_cache)}};
+          {"prefix_cache", PrefixCache(r.prefix_cache)},
+          {"device", DeviceInfoJson(r.device)}};
 }
 
 double Ratio(double a, double b) { return b != 0 ? a / b : 0; }

@@ -56,7 +56,9 @@ class EbbWorkload final : public Workload {
     if (mode_ == Mode::kLoadUnload) return 0;
     const auto t = std::chrono::steady_clock::now();
     model_ = Model::Load(options_.model_dir, options_.model_options);
-    return SecondsSince(t);
+    const double seconds = SecondsSince(t);
+    RememberDevice();
+    return seconds;
   }
 
   RequestTiming RunIteration(int32_t index) override {
@@ -65,6 +67,7 @@ class EbbWorkload final : public Workload {
       const auto t = std::chrono::steady_clock::now();
       model_ = Model::Load(options_.model_dir, options_.model_options);
       load_s = SecondsSince(t);
+      if (!device_checked_) RememberDevice();
     }
     const PromptKind kind = mode_ == Mode::kRag         ? PromptKind::kRag
                             : mode_ == Mode::kRagPrefix ? PromptKind::kRagPrefix
@@ -113,14 +116,28 @@ class EbbWorkload final : public Workload {
   // ORT's CPU arena of this model's session, through ebb's MemoryStats.
   ArenaSample Arena() const override { return SamplePools().arena; }
 
-  // One MemoryStats read: the KV pool, the prefix cache's bytes (part of the pool's in use) and
-  // ORT's CPU arena of this model's session.
+  // One MemoryStats read: the KV pool, the prefix cache's bytes (part of the pool's in use),
+  // ORT's CPU arena of this model's session and, for a model on an accelerator, the device's
+  // figures (its KV pool is then the device's: MemoryStats::kv is 0).
   Pools SamplePools() const override {
-    if (!model_) return {{0, 0, 0}, {}};  // unloaded: its pool, cache and arena are gone
+    if (!model_) return {{0, 0, 0}, {}, {}};  // unloaded: its pool, cache and arena are gone
     const MemoryStats s = model_->memory_stats();
-    return {{s.kv.in_use_bytes, s.kv.reserved_bytes, s.prefix_cache.bytes},
-            ToArenaSample(s.cpu_arena)};
+    Pools p{{s.kv.in_use_bytes, s.kv.reserved_bytes, s.prefix_cache.bytes},
+            ToArenaSample(s.cpu_arena),
+            {}};
+    if (s.device.available) {
+      const DeviceMemory& d = s.device;
+      p.device.kv_in_use_bytes = d.kv.in_use_bytes;
+      p.device.kv_reserved_bytes = d.kv.reserved_bytes;
+      p.device.used_bytes = d.used_bytes;
+      if (d.driver_process_bytes >= 0) {
+        p.device.driver_process_bytes = static_cast<uint64_t>(d.driver_process_bytes);
+      }
+    }
+    return p;
   }
+
+  std::optional<DeviceInfo> Device() const override { return device_; }
 
   // The prefix cache of the model alive now, with the counters of the models this run unloaded
   // (load-unload, recycle:K) added; after the run's last iteration, the run's totals.
@@ -147,6 +164,15 @@ class EbbWorkload final : public Workload {
   }
 
  private:
+  // Keeps the names of the loaded model's accelerator, if it has one (once per run: every load
+  // of a run has the same options).
+  void RememberDevice() {
+    device_checked_ = true;
+    const DeviceMemory d = model_->memory_stats().device;
+    if (!d.available) return;
+    device_ = DeviceInfo{d.device, d.adapter, d.cache_mode, d.weights_bytes, d.limit_bytes};
+  }
+
   // Unloads the model, keeping its prefix cache's counters for PrefixCacheSample().
   void Retire() {
     const PrefixCacheStats s = model_->memory_stats().prefix_cache;
@@ -177,6 +203,8 @@ class EbbWorkload final : public Workload {
   std::shared_ptr<Model> model_;
   std::unique_ptr<Generator> reused_;  // reuse only
   PrefixCacheStats retired_;           // counters of the models unloaded so far
+  std::optional<DeviceInfo> device_;   // the model's accelerator (RememberDevice)
+  bool device_checked_ = false;
 };
 
 constexpr std::string_view kNaiveOrt = "naive-ort";

@@ -136,16 +136,29 @@ bench::BenchOptions Validate(const BenchArgs& a) {
   for (const auto& s : a.options.provider) o.option_flags.push_back("--provider-option " + s);
   for (const auto& s : a.options.run) o.option_flags.push_back("--run-option " + s);
   for (const auto& s : a.options.ebb) o.option_flags.push_back("--option " + s);
+  if (!a.options.ep.empty()) o.option_flags.push_back("--ep " + a.options.ep);
   o.json_path = a.json;
   o.csv_path = a.csv;
   o.plot_path = a.plot;
   return o;
 }
 
-// Progress: a redrawn bar on a terminal, one plain line per iteration otherwise (stderr).
+// ", device kv 0 B, used 1.2 MiB[, driver 210 MiB]" after a request on an accelerator, else "".
+std::string DeviceProgress(const bench::MemorySample& m) {
+  if (!m.device.kv_in_use_bytes || !m.device.used_bytes) return "";
+  std::string s = ", device kv " + internal::FormatBytes(*m.device.kv_in_use_bytes) + ", used " +
+                  internal::FormatBytes(*m.device.used_bytes);
+  if (m.device.driver_process_bytes) {
+    s += ", driver " + internal::FormatBytes(*m.device.driver_process_bytes);
+  }
+  return s;
+}
+
+// Progress: a redrawn bar on a terminal, one plain line per iteration otherwise (stderr). RSS and,
+// on an accelerator, the device's figures are the "after" sample's.
 void Progress(const bench::RunResult& run, int32_t done, int32_t total) {
   const auto& it = run.iterations[static_cast<size_t>(done - 1)];
-  const std::string mem = internal::FormatBytes(it.after.rss_bytes);
+  const std::string mem = internal::FormatBytes(it.after.rss_bytes) + DeviceProgress(it.after);
   if (it.timing.texts > 0) {  // an embed request: texts/s and tokens/s
     const double sec = it.timing.e2e_s > 0 ? it.timing.e2e_s : 1e-9;
     std::fprintf(stderr,
@@ -270,6 +283,60 @@ void PrintPrefixCache(std::FILE* f, const std::vector<bench::RunResult>& runs, i
   }
 }
 
+// "flat at 1.2 MiB" when a figure never moved after a request, else its slope and moves.
+std::string Trend(const bench::LinearFit& fit, const bench::StepCount& steps, uint64_t last) {
+  if (steps.changed == 0) return "flat (slope +0 B/iter) at " + internal::FormatBytes(last);
+  return "moved " + std::to_string(steps.changed) + "/" + std::to_string(steps.intervals) +
+         " (slope " + SignedBytes(fit.slope) + "/iter +- " +
+         internal::FormatBytes(static_cast<uint64_t>(fit.slope_stderr)) + ", largest step " +
+         SignedBytes(static_cast<double>(steps.largest_step_bytes)) + "), last " +
+         internal::FormatBytes(last);
+}
+
+// The accelerator of each ebb run whose KV is on one: whether its KV was back to 0 after every
+// generator, and how ebb's device bytes and the driver's figure for the process moved after each
+// request (the same fit and step count as RSS). Prints nothing when no run has a device.
+void PrintDevice(std::FILE* f, const std::vector<bench::RunResult>& runs) {
+  for (const auto& r : runs) {
+    if (!r.summary.device || r.iterations.empty()) continue;
+    const bench::DeviceSummary& d = *r.summary.device;
+    const bench::MemorySample& last = r.iterations.back().after;
+    const std::string name = r.device ? r.device->device : std::string("device");
+    if (r.device) {
+      std::fprintf(f, "device %s, run %s: %s%s%s, weights %s%s\n", name.c_str(), r.name.c_str(),
+                   r.device->adapter.empty() ? "adapter unknown" : r.device->adapter.c_str(),
+                   r.device->cache_mode.empty() ? "" : ", storageBufferCacheMode ",
+                   r.device->cache_mode.c_str(),
+                   internal::FormatBytes(r.device->weights_bytes).c_str(),
+                   r.device->limit_bytes
+                       ? (", gpu_mem_limit " + internal::FormatBytes(r.device->limit_bytes)).c_str()
+                       : "");
+    }
+    const std::optional<bool> back = bench::DeviceKvBackToZero(r);
+    std::string kv;
+    if (!back) {  // reuse: the generator outlives each request
+      kv = "KV in use after each request " + internal::FormatBytes(d.max_kv_in_use_after_bytes) +
+           " at most (reuse keeps its generator: not a leak check)";
+    } else if (*back) {
+      kv = "KV in use after each generator 0 B (" + std::to_string(d.kv_zero_after) + "/" +
+           std::to_string(d.iterations) + " iterations)";
+    } else {
+      kv = "KV in use after each generator NOT 0: up to " +
+           internal::FormatBytes(d.max_kv_in_use_after_bytes) + " (0 after " +
+           std::to_string(d.kv_zero_after) + "/" + std::to_string(d.iterations) +
+           " iterations): FAIL, device KV outlives its generators";
+    }
+    std::string driver = "driver process bytes not reported (NVML absent)";
+    if (d.driver_process_slope && d.driver_process_steps) {
+      driver = "driver process bytes " + Trend(*d.driver_process_slope, *d.driver_process_steps,
+                                               last.device.driver_process_bytes.value_or(0));
+    }
+    std::fprintf(f, "device %s: %s, used bytes %s, peak %s; %s\n", name.c_str(), kv.c_str(),
+                 Trend(d.used_slope, d.used_steps, last.device.used_bytes.value_or(0)).c_str(),
+                 internal::FormatBytes(d.peak_used_bytes).c_str(), driver.c_str());
+  }
+}
+
 void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs,
                   const bench::BenchOptions& o) {
   int w = 16;  // the name column fits the longest run name
@@ -304,6 +371,7 @@ void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs,
         ratio(static_cast<double>(a.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)));
   }
   PrintPrefixCache(f, runs, w, o);
+  PrintDevice(f, runs);
 }
 
 // Generation scenarios need a decoder and `embed` an encoder; every run spec must fit the model.
@@ -512,6 +580,10 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--csv", a->csv, "Write one CSV row per iteration and run to FILE");
   cmd->add_option("--plot", a->plot, "Write an SVG chart (memory, TTFT, TPS) to FILE.svg");
   AddOptionFlags(*cmd, a->options);
+  cmd->add_option("--ep", a->options.ep,
+                  "Execution provider of every run: cpu, webgpu, cuda, ... (the option "
+                  "execution_provider; default: genai_config.json's list). A run spec overrides "
+                  "it for its run, e.g. --compare seed-loop,execution_provider=cpu");
   cmd->callback([a] { RunBench(*a); });
 }
 

@@ -77,6 +77,59 @@ std::string PrefixCacheCell(const Json& m) {
   return ShortSize(bytes) + "/" + ShortSize(max);
 }
 
+// A model's (or the runtime's) accelerator figures (ebb::DeviceMemory), or null when it has none
+// (a model on the CPU, an older service).
+const Json* DeviceOf(const Json& m) {
+  if (!m.contains("device") || !m["device"].is_object()) return nullptr;
+  const Json& d = m["device"];
+  return d.value("available", false) ? &d : nullptr;
+}
+
+// `ebb ps`'s device cells: the device, its KV in use / peak, and what gpu_mem_limit counts / the
+// limit ("-" for a model on the CPU).
+std::vector<std::string> DeviceCells(const Json& m) {
+  const Json* d = m.value("loaded", false) ? DeviceOf(m) : nullptr;
+  if (d == nullptr) return {"-", "-", "-"};
+  const Json kv = d->contains("kv") && (*d)["kv"].is_object() ? (*d)["kv"] : Json::object();
+  const Json limit = d->value("limit_bytes", Json(0));
+  const std::string used = ShortSize(d->value("used_bytes", Json(0)));
+  return {d->value("device", std::string("?")),
+          ShortSize(kv.value("in_use_bytes", Json(0))) + "/" +
+              ShortSize(kv.value("peak_in_use_bytes", Json(0))),
+          limit.is_number() && limit.get<double>() > 0 ? used + "/" + ShortSize(limit) : used};
+}
+
+// One line of a device's figures: "webgpu:0 (ADAPTER): KV in use X, peak Y; weights W, retained
+// R, used U of L; ORT cache C, MODE; driver: process P, device D of T" (the unavailable parts
+// left out).
+std::string DeviceLine(const Json& d) {
+  const auto known = [](const Json& v) { return v.is_number() && v.get<double>() >= 0; };
+  std::ostringstream s;
+  s << d.value("device", std::string("?"));
+  const std::string adapter = d.value("adapter", std::string());
+  if (!adapter.empty()) s << " (" << adapter << ")";
+  const Json kv = d.contains("kv") && d["kv"].is_object() ? d["kv"] : Json::object();
+  s << ": KV in use " << Mib(kv.value("in_use_bytes", Json(0))) << ", peak "
+    << Mib(kv.value("peak_in_use_bytes", Json(0))) << "; weights "
+    << Mib(d.value("weights_bytes", Json(0))) << ", retained "
+    << Mib(d.value("retained_bytes", Json(0))) << ", used " << Mib(d.value("used_bytes", Json(0)));
+  const Json limit = d.value("limit_bytes", Json(0));
+  s << (known(limit) && limit.get<double>() > 0 ? " of " + Mib(limit) : " (no gpu_mem_limit)");
+  const Json cache = d.value("ort_cache_bytes", Json(-1));
+  const std::string mode = d.value("cache_mode", std::string());
+  if (known(cache) || !mode.empty()) {
+    s << "; ORT cache " << (known(cache) ? Mib(cache) : std::string("not countable"));
+    if (!mode.empty()) s << ", " << mode;
+  }
+  const Json process = d.value("driver_process_bytes", Json(-1));
+  const Json used = d.value("driver_used_bytes", Json(-1));
+  const Json total = d.value("driver_total_bytes", Json(-1));
+  if (known(process) || known(used) || known(total)) {
+    s << "; driver: process " << Mib(process) << ", device " << Mib(used) << " of " << Mib(total);
+  }
+  return s.str();
+}
+
 std::string Until(const Json& m) {
   if (m.value("pinned", false)) return "pinned";
   if (m.value("running", 0) > 0) return "running";
@@ -117,6 +170,14 @@ void Ps(const Conn& c, bool all) {
   std::vector<std::vector<std::string>> rows = {{"MODEL", "SIZE", "WEIGHTS", "RESIDENT",
                                                  "KV IN USE", "KV RESERVED", "CACHE", "ARENA",
                                                  "RUNNING", "UNTIL"}};
+  // The device columns only when a listed model runs on one (its KV is there, not in KV IN USE).
+  bool devices = false;
+  for (const Json& m : rt["models"]) {
+    if (m.value("loaded", false) && DeviceOf(m) != nullptr) devices = true;
+  }
+  if (devices) {
+    for (const char* h : {"DEVICE", "DEVICE KV/PEAK", "DEVICE USED/LIMIT"}) rows[0].push_back(h);
+  }
   for (const Json& m : rt["models"]) {
     if (!all && !m.value("loaded", false)) continue;
     const bool loaded = m.value("loaded", false);
@@ -141,6 +202,9 @@ void Ps(const Conn& c, bool all) {
                         ? Mib(arena.value("total_allocated_bytes", Json(0)))
                         : "-",
                     std::to_string(m.value("running", 0)), Until(m)});
+    if (devices) {
+      for (std::string& cell : DeviceCells(m)) rows.back().push_back(std::move(cell));
+    }
   }
   PrintTable(rows);
   const Json& mem = rt["stats"];  // Runtime::Stats(): memory.limit and what it counts
@@ -148,6 +212,8 @@ void Ps(const Conn& c, bool all) {
             << (mem["limit_bytes"].get<uint64_t>() > 0 ? Mib(mem["limit_bytes"]) : "none")
             << " · used " << Mib(mem["used_bytes"]) << " · " << rt["queue"]["running"]
             << " running, " << rt["queue"]["queued"] << " queued\n";
+  // Runtime::Stats()'s device: the models' device figures summed, the first device's names.
+  if (const Json* d = DeviceOf(mem)) std::cout << "device " << DeviceLine(*d) << "\n";
 }
 
 // One line of a model's prefix cache figures (PrefixCacheStats).
@@ -197,6 +263,7 @@ void PrintModel(const Conn& c, const Json& j) {
               << Mib(m["kv"]["reserved_bytes"]) << ", peak " << Mib(m["kv"]["peak_in_use_bytes"])
               << "\n";
   }
+  if (const Json* d = DeviceOf(m)) std::cout << "  device    " << DeviceLine(*d) << "\n";
   if (m.contains("prefix_cache") && !j.value("is_encoder", false)) {
     PrintPrefixCache(m["prefix_cache"]);
   }

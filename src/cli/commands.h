@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ebb/error.h"
+#include "memory/gpu_adapters.h"
 #include "model/gguf_check.h"
 
 namespace ebb::cli {
@@ -66,5 +67,8 @@ void RegisterBenchCommand(CLI::App& app);
 // `ebb demo MODEL_DIR`: the memory story `make run` shows (cmd_demo.cpp).
 void RegisterDemoCommand(CLI::App& app);
 #endif
+
+// The Vulkan devices ebb can see, WebGPU's marked (`ebb info --ep webgpu`, `ebb --version`).
+void PrintGpuAdapters(const internal::GpuAdapterList& list);
 
 }  // namespace ebb::cli

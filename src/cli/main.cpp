@@ -15,6 +15,8 @@ void PrintVersion() {
   std::cout << "execution providers:";
   for (const auto& p : ebb::AvailableProviders()) std::cout << " " << p;
   std::cout << "\n";
+  // WebGPU's devices (Vulkan on Linux): which one `--ep webgpu` would run on, or why none.
+  ebb::cli::PrintGpuAdapters(ebb::internal::ListGpuAdapters());
 }
 
 // Flushes stdout and reports a failed flush (a full disk, a closed pipe) as an error: output is

@@ -67,9 +67,10 @@ constexpr std::array kTable = {
     OptionSpec{"memory.shrink_above", T::kSize, kMo, "bytes", "0", "",
                "shrink after any request that ends with process RSS above this; 0 = off"},
     OptionSpec{"execution_provider", T::kString, kMo, "", "the config's list",
-               "cpu, cuda, dml, ... or ORT's name",
+               "cpu, webgpu, cuda, dml, ... or ORT's name",
                "run on this one execution provider instead of the config's list; cpu runs a "
-               "GPU model's folder on CPU"},
+               "GPU model's folder on CPU; webgpu runs on any GPU through Vulkan, the KV on the "
+               "device"},
     OptionSpec{"chat_template", T::kString, kMo, "", "the folder's", "a .jinja file or the text",
                "the chat template that renders messages, instead of the folder's (or where it has "
                "none): a Jinja file as tokenizer_config.json's chat_template, or the template "
@@ -202,9 +203,10 @@ constexpr std::array kTable = {
                "128 tokens exempt); 0 = no limit"},
     // ---- ORT run options ebb knows (others pass through) ----
     OptionSpec{"memory.enable_memory_arena_shrinkage", T::kString, kRo, "", "(unset)",
-               "cpu:0, gpu:0, cpu:0;gpu:0 or empty",
-               "ORT's key: shrink the named arenas at the end of EVERY Run() (every token); "
-               "empty = off"},
+               "cpu:0, gpu:0, cpu:0;gpu:0, webgpu:0 or empty",
+               "ORT's key: shrink the named arenas at the end of EVERY Run() (every token); on a "
+               "WebGPU model webgpu:0 (or gpu:0) keeps nothing on the device past a Run(); empty "
+               "= off"},
 };
 
 std::string Lower(std::string_view s) {

@@ -671,8 +671,7 @@ struct Generator::Impl {
     if (brow.batcher) brow.batcher->Pause(brow.row);
     // Keep length-1 tokens in the KV cache and re-run the last one to recompute its logits.
     const int32_t keep = length == 0 ? 0 : static_cast<int32_t>(length) - 1;
-    const int32_t in_kv = std::min<int32_t>(width, keep);
-    kv->Rewind(width, in_kv);
+    const int32_t in_kv = kv->Rewind(width, std::min<int32_t>(width, keep));
     width = in_kv;
     lens[0] = in_kv;
     if (!mask[0].empty()) mask[0].resize(in_kv);

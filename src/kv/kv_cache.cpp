@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ebb/error.h"
+#include "kv/kv_cache_device.h"
 #include "kv/kv_cache_pingpong.h"
 #include "kv/kv_cache_shared.h"
 #include "kv/kv_cache_slot.h"
@@ -18,6 +19,16 @@ alignas(64) char g_empty[64];
 
 std::unique_ptr<KvCache> KvCache::Create(KvPool& pool, const KvShape& shape, bool shared,
                                          KvMode mode, int max_length, int chunk_tokens) {
+  if (pool.device() != nullptr) {
+    if (mode == KvMode::kDynamic) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "kv_cache.mode=dynamic is not available with the KV on " + pool.device()->name() +
+                      ": growing a device buffer needs a device copy at an offset, which ONNX "
+                      "Runtime's API does not offer; use kv_cache.mode=static (the default), "
+                      "which sizes the cache from the request's max_length");
+    }
+    return std::make_unique<KvCacheDevice>(pool, shape, shared, max_length);
+  }
   if (shared) {
     return std::make_unique<KvCacheShared>(pool, shape, mode, max_length, chunk_tokens);
   }

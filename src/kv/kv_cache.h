@@ -55,7 +55,9 @@ void AppendSlotViews(const KvSlotView& view, int rows, const KvShape& shape,
 class KvCache {
  public:
   // `shared`: use one buffer for past and present (graph must support it: GQA), else
-  // ping-pong. Static mode allocates now and may throw ResourceExhausted.
+  // ping-pong. Static mode allocates now and may throw ResourceExhausted. A device pool
+  // (KvPool::device()) gets a KvCacheDevice (kv_cache_device.h): static only, so dynamic mode
+  // there throws InvalidArgument naming the fix.
   static std::unique_ptr<KvCache> Create(KvPool& pool, const KvShape& shape, bool shared,
                                          KvMode mode, int max_length, int chunk_tokens);
   // Slot mode: a shared past/present buffer in a row that another owner maps (not in the pool);
@@ -93,8 +95,10 @@ class KvCache {
   virtual void EndSteps() {}
 
   // Keeps the first `new_width` tokens of every row (requires new_width <= width). Buffers stay.
-  // A shared buffer needs nothing: its rows are read up to their lengths (seqlens_k).
-  virtual void Rewind(int /*width*/, int /*new_width*/) {}
+  // A shared buffer needs nothing: its rows are read up to their lengths (seqlens_k). Returns
+  // the tokens kept: new_width, or fewer where the layout cannot keep them (a device ping-pong
+  // cache keeps 0); the caller feeds the rest again.
+  virtual int Rewind(int /*width*/, int new_width) { return new_width; }
 
   // Bytes held from (or charged to) the pool.
   virtual uint64_t bytes() const = 0;

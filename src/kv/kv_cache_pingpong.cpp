@@ -81,8 +81,8 @@ void KvCachePingPong::UndoSteps(int steps) {
   saved_.Reset();
 }
 
-void KvCachePingPong::Rewind(int width, int new_width) {
-  if (new_width >= width || !a_) return;
+int KvCachePingPong::Rewind(int width, int new_width) {
+  if (new_width >= width || !a_) return new_width;
   // Compact each row from stride `width` to stride `new_width` (forward, so in place is safe).
   const size_t d_bytes = static_cast<size_t>(shape_.head_size) * shape_.elem_bytes;
   const size_t rows_per_tensor =
@@ -98,6 +98,7 @@ void KvCachePingPong::Rewind(int width, int new_width) {
       }
     }
   }
+  return new_width;
 }
 
 char* KvCachePingPong::PositionZero(int width, int tensor, int row, int head, bool /*for_write*/) {

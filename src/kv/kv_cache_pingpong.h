@@ -26,7 +26,7 @@ class KvCachePingPong final : public KvCache {
   void BeginSteps(int width, int steps) override;
   void UndoSteps(int steps) override;
   void EndSteps() override { saved_.Reset(); }
-  void Rewind(int width, int new_width) override;
+  int Rewind(int width, int new_width) override;
   uint64_t bytes() const override { return a_.bytes() + b_.bytes() + saved_.bytes(); }
 
  protected:

@@ -42,8 +42,8 @@ void KvBlock::Reset() {
   bytes_ = 0;
 }
 
-KvPool::KvPool(uint64_t max_bytes, uint64_t retain_bytes)
-    : max_bytes_(max_bytes), retain_bytes_(retain_bytes) {
+KvPool::KvPool(uint64_t max_bytes, uint64_t retain_bytes, std::unique_ptr<KvDeviceMemory> device)
+    : max_bytes_(max_bytes), retain_bytes_(retain_bytes), device_(std::move(device)) {
   stats_.max_bytes = max_bytes;
   stats_.retain_limit_bytes = retain_bytes;
 }
@@ -70,12 +70,65 @@ void KvCharge::Reset() {
   bytes_ = 0;
 }
 
+uint64_t KvPool::RoundSize(uint64_t bytes) const {
+  if (device_) return (bytes + 255) / 256 * 256;
+  return PageRound(bytes);
+}
+
+void KvPool::set_device_budget(uint64_t limit_bytes, uint64_t fixed_bytes, std::string option) {
+  device_limit_ = limit_bytes;
+  device_fixed_ = fixed_bytes;
+  device_option_ = std::move(option);
+}
+
+void KvPool::FreeRegions(const std::multimap<uint64_t, void*>& regions) noexcept {
+  for (const auto& [bytes, data] : regions) {
+    if (device_) {
+      device_->Free(data);
+    } else {
+      munmap(data, bytes);
+    }
+  }
+}
+
 KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what, bool may_reclaim) {
   AdmitFn admit;
   ReleaseFn release;
   for (int attempt = 0;; ++attempt) {
     ReclaimFn reclaim;
     uint64_t shortfall = 0;
+    if (device_limit_ > 0) {
+      // The device budget: the weights, the KV in use, what the pool retains, and this request.
+      // Retained blocks go back first; then the request is refused.
+      std::multimap<uint64_t, void*> freed;
+      bool over = false;
+      uint64_t in_use = 0;
+      {
+        MutexLock lock(mu_);
+        auto total = [&] { return device_fixed_ + stats_.in_use_bytes + stats_.retained_bytes; };
+        // A retained buffer of this size is reused: it moves from retained to in use.
+        const uint64_t adds = retained_.count(size) > 0 ? 0 : size;
+        if (total() + adds > device_limit_ && stats_.retained_bytes > 0) {
+          freed.swap(retained_);
+          stats_.retained_bytes = 0;
+          stats_.reserved_bytes = stats_.in_use_bytes;
+        }
+        over = total() + (retained_.count(size) > 0 ? 0 : size) > device_limit_;
+        if (over && may_reclaim) ++stats_.num_refusals;
+        in_use = stats_.in_use_bytes;
+      }
+      FreeRegions(freed);
+      if (over) {
+        throw Error(ErrorCode::ResourceExhausted,
+                    std::string(what) + " needs " + FormatBytes(size) + " (" +
+                        std::to_string(size) + " bytes) on " + device_->name() + ", but " +
+                        device_option_ + "=" + std::to_string(device_limit_) + " (" +
+                        FormatBytes(device_limit_) + ") has " + FormatBytes(device_fixed_) +
+                        " of weights and " + FormatBytes(in_use) +
+                        " of KV in use there; lower max_length or the batch size, or raise " +
+                        device_option_);
+      }
+    }
     {
       // Check and charge under one lock, so that concurrent allocations cannot all pass the
       // check and together go over the budget. Every failure below uncharges.
@@ -123,7 +176,7 @@ KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what, bool may_reclai
 
 KvCharge KvPool::Charge(uint64_t bytes, const char* what) {
   if (bytes == 0) return KvCharge();
-  const uint64_t size = PageRound(bytes);
+  const uint64_t size = RoundSize(bytes);
   Admit(size, what, /*may_reclaim=*/true);  // may throw; nothing charged then
   MutexLock lock(mu_);
   ++stats_.num_allocations;
@@ -145,7 +198,7 @@ void KvPool::Uncharge(uint64_t bytes) noexcept {
 
 KvBlock KvPool::Allocate(uint64_t bytes, const char* what, bool may_reclaim) {
   if (bytes == 0) return KvBlock();
-  const uint64_t size = PageRound(bytes);
+  const uint64_t size = RoundSize(bytes);
   const ReleaseFn release = Admit(size, what, may_reclaim);  // may throw; nothing charged then
   auto uncharge = [&] {
     MutexLock lock(mu_);
@@ -159,6 +212,7 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what, bool may_reclaim) {
     MutexLock lock(mu_);
     // Best fit among retained regions of at least `size`, but not more than twice as big.
     auto it = retained_.lower_bound(size);
+    if (device_ && it != retained_.end() && it->first != size) it = retained_.end();
     if (it != retained_.end() && it->first <= 2 * size) {
       data = it->second;
       const uint64_t got = it->first;
@@ -167,6 +221,16 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what, bool may_reclaim) {
       // A bigger region is split: the tail is unmapped so accounting stays exact.
       if (got > size) munmap(static_cast<char*>(data) + size, got - size);
     }
+  }
+  if (data == nullptr && device_) {
+    try {
+      data = device_->Alloc(size);
+    } catch (...) {
+      uncharge();
+      if (release) release(size);
+      throw;
+    }
+    os_map = true;
   }
   if (data == nullptr) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -196,14 +260,20 @@ void KvPool::Release(void* data, uint64_t bytes) noexcept {
     MutexLock lock(mu_);
     release = release_;
     stats_.in_use_bytes -= bytes;
-    if (stats_.retained_bytes + bytes <= retain_bytes_) {
+    if (!keep_nothing_ && stats_.retained_bytes + bytes <= retain_bytes_) {
       retained_.emplace(bytes, data);
       stats_.retained_bytes += bytes;
       keep = true;
     }
     stats_.reserved_bytes = stats_.in_use_bytes + stats_.retained_bytes;
   }
-  if (!keep) munmap(data, bytes);
+  if (!keep) {
+    if (device_) {
+      device_->Free(data);
+    } else {
+      munmap(data, bytes);
+    }
+  }
   if (release) release(bytes);
 }
 
@@ -216,11 +286,17 @@ uint64_t KvPool::Trim() {
     stats_.reserved_bytes = stats_.in_use_bytes;
   }
   uint64_t freed = 0;
-  for (const auto& [bytes, data] : regions) {
-    munmap(data, bytes);
-    freed += bytes;
-  }
+  for (const auto& [bytes, data] : regions) freed += bytes;
+  FreeRegions(regions);
   return freed;
+}
+
+void KvPool::set_keep_nothing(bool on) {
+  {
+    MutexLock lock(mu_);
+    keep_nothing_ = on;
+  }
+  if (on) Trim();
 }
 
 KvStats KvPool::Stats() const {

@@ -9,11 +9,15 @@
 // (the Model owns the pool; generators keep the Model alive).
 #pragma once
 
+#include <onnxruntime_cxx_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 
 #include "core/thread_annotations.h"
 #include "ebb/stats.h"
@@ -68,6 +72,22 @@ class KvCharge {
   uint64_t bytes_ = 0;
 };
 
+// Device memory for a KvPool whose KV lives on an accelerator (kv/kv_device_memory.h implements
+// it over the session's ORT allocator for the device). Alloc returns an opaque handle: a
+// WGPUBuffer on WebGPU, a device pointer on CUDA; a KV tensor is only ever a whole allocation
+// (WebGPU handles take no offsets). Thread-safety: Alloc and Free may be called from any thread.
+class KvDeviceMemory {
+ public:
+  virtual ~KvDeviceMemory() = default;
+  // Throws ebb::Error(ResourceExhausted) naming the device when the allocation fails.
+  virtual void* Alloc(uint64_t bytes) = 0;
+  virtual void Free(void* handle) noexcept = 0;
+  // ORT's memory info of the device, for tensors over Alloc's handles.
+  virtual const Ort::MemoryInfo& memory_info() const = 0;
+  // "webgpu:0", for messages.
+  virtual std::string name() const = 0;
+};
+
 class KvPool {
  public:
   // Admission hook: called with the bytes about to be added to in-use; throws to refuse
@@ -82,7 +102,10 @@ class KvPool {
   // failed), so the admission hook's accounting stays exact.
   using ReleaseFn = std::function<void(uint64_t bytes)>;
 
-  KvPool(uint64_t max_bytes, uint64_t retain_bytes);
+  // `device`: the KV lives on that device (null: host memory, mmap'd). A device pool keeps freed
+  // blocks up to `retain_bytes` itself and reuses them for requests of the same size.
+  KvPool(uint64_t max_bytes, uint64_t retain_bytes,
+         std::unique_ptr<KvDeviceMemory> device = nullptr);
   ~KvPool();
   KvPool(const KvPool&) = delete;
   KvPool& operator=(const KvPool&) = delete;
@@ -96,8 +119,21 @@ class KvPool {
   // budget and admission checks and errors as Allocate(), nothing charged on failure.
   KvCharge Charge(uint64_t bytes, const char* what = "KV cache");
 
-  // Unmaps every retained region (trim). Returns the bytes given back to the OS.
+  // Unmaps every retained region (trim); on a device, frees the retained device buffers. Returns
+  // the bytes given back.
   uint64_t Trim();
+
+  // While set, nothing freed is retained and what is retained now is freed (ShrinkController:
+  // ORT's shrink-every-Run key naming a WebGPU device). Thread-safe.
+  void set_keep_nothing(bool on);
+
+  // A device pool: the device (null on the host). Its handles are valid while their blocks are.
+  KvDeviceMemory* device() const { return device_.get(); }
+  // The device budget (a device pool only): `fixed_bytes` (the weights on the device) plus the
+  // KV in use and retained may not exceed `limit_bytes`; over it, retained blocks are freed, then
+  // Allocate refuses with ResourceExhausted naming `option` (e.g.
+  // provider_options.webgpu.gpu_mem_limit). 0 = none. Set at load, before any allocation.
+  void set_device_budget(uint64_t limit_bytes, uint64_t fixed_bytes, std::string option);
 
   // Every field of KvStats (ebb/stats.h), read under the pool's lock.
   KvStats Stats() const;
@@ -110,18 +146,28 @@ class KvPool {
   // Budget check, charge and admission hook; throws with nothing charged. Returns the hook
   // that undoes the admission (to call when a later step fails).
   ReleaseFn Admit(uint64_t size, const char* what, bool may_reclaim);
+  // Rounds a request to the pool's unit: a page on the host, 256 bytes on a device.
+  uint64_t RoundSize(uint64_t bytes) const;
+  // Frees every retained region (outside the lock).
+  void FreeRegions(const std::multimap<uint64_t, void*>& regions) noexcept;
   void Release(void* data, uint64_t bytes) noexcept;
   void Uncharge(uint64_t bytes) noexcept;
 
   mutable Mutex mu_;
   uint64_t max_bytes_ EBB_GUARDED_BY(mu_);
   uint64_t retain_bytes_ EBB_GUARDED_BY(mu_);
+  bool keep_nothing_ EBB_GUARDED_BY(mu_) = false;
   AdmitFn admit_ EBB_GUARDED_BY(mu_);
   ReleaseFn release_ EBB_GUARDED_BY(mu_);
   ReclaimFn reclaim_ EBB_GUARDED_BY(mu_);
   KvStats stats_ EBB_GUARDED_BY(mu_);
-  // Retained regions by size (bytes -> address), reused best-fit.
+  // Retained regions by size (bytes -> address or device handle), reused best-fit (a device
+  // pool: the same size only, since a device handle cannot be split).
   std::multimap<uint64_t, void*> retained_ EBB_GUARDED_BY(mu_);
+  const std::unique_ptr<KvDeviceMemory> device_;
+  uint64_t device_limit_ = 0;  // set before any allocation, read-only after
+  uint64_t device_fixed_ = 0;
+  std::string device_option_;
 };
 
 }  // namespace ebb::internal

@@ -1,6 +1,7 @@
 #include "memory/shrink_controller.h"
 
 #include "core/log.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/stats.h"
 #include "memory/heap_trim.h"
@@ -29,7 +30,7 @@ Ort::RunOptions ShrinkController::BeginRun(bool* shrink) {
     MutexLock lock(mu_);
     for (const auto& [k, v] : run_options_) {
       if (k == kShrinkKey) {
-        devices = v;
+        devices = OrtShrinkDevices(v);
         continue;
       }
       try {
@@ -85,6 +86,9 @@ void ShrinkController::ShrinkNow(bool drop_cache) {
   }
   try {
     minimal_step_();  // picks up pending_step_shrink_ in BeginRun
+    // The step's own generator returned its KV after that Run: what the pool kept of it goes
+    // too (a device pool keeps whole buffers; the host pool its mappings).
+    trim_();
   } catch (const Error& e) {
     EBB_LOG_WARN("shrink: the minimal step failed ({}); trimming KV and heap only", e.what());
     if (pending_step_shrink_.exchange(false)) {
@@ -132,6 +136,9 @@ void ShrinkController::SetRunOption(const std::string& key, const std::string& v
     MutexLock lock(mu_);
     run_options_[key] = value;
   }
+  if (key == kShrinkKey && device_keep_nothing_) {
+    device_keep_nothing_(OrtShrinkDevices(value) != value);
+  }
   if (key == kShrinkKey) {
     EBB_LOG_INFO(
         "run option {}='{}': ORT shrinks these arenas at the end of EVERY Run() (every "
@@ -141,6 +148,16 @@ void ShrinkController::SetRunOption(const std::string& key, const std::string& v
   } else {
     EBB_LOG_INFO("run option {}='{}' -> ORT run config entry for every later Run()", key, value);
   }
+}
+
+std::string ShrinkController::OrtShrinkDevices(const std::string& value) const {
+  if (webgpu_device_.empty()) return value;
+  std::string out;
+  for (const std::string& dev : Split(value, ';')) {
+    if (dev.empty() || dev.starts_with("webgpu:") || dev.starts_with("gpu:")) continue;
+    out += (out.empty() ? "" : ";") + dev;
+  }
+  return out;
 }
 
 void ShrinkController::CheckShrinkDevices(const std::string& value) const {
@@ -155,10 +172,20 @@ void ShrinkController::CheckShrinkDevices(const std::string& value) const {
     const std::string kind = dev.substr(0, colon);
     const bool id_ok = colon != std::string::npos && colon + 1 < dev.size() &&
                        dev.find_first_not_of("0123456789", colon + 1) == std::string::npos;
-    if (!id_ok || (kind != "cpu" && kind != "gpu")) {
+    const bool webgpu = !webgpu_device_.empty() && (kind == "webgpu" || kind == "gpu");
+    if (!id_ok || (kind != "cpu" && kind != "gpu" && !(kind == "webgpu" && webgpu))) {
       throw Error(ErrorCode::InvalidArgument,
                   std::string(kShrinkKey) + "='" + value + "': '" + dev +
-                      "' is not a device; write cpu:0, gpu:0 or cpu:0;gpu:0 (empty = off)");
+                      "' is not a device; write cpu:0, gpu:0 or cpu:0;gpu:0 (webgpu:0 on a "
+                      "WebGPU model; empty = off)");
+    }
+    if (webgpu) {
+      if (dev.substr(colon + 1) != webgpu_device_.substr(webgpu_device_.find(':') + 1)) {
+        throw Error(ErrorCode::InvalidArgument,
+                    std::string(kShrinkKey) + "='" + value + "' names " + dev +
+                        ", but this model's KV is on " + webgpu_device_);
+      }
+      continue;
     }
     if (kind == "cpu" && !has_cpu_arena_) {
       throw Error(ErrorCode::InvalidArgument,
@@ -180,6 +207,7 @@ void ShrinkController::CheckShrinkDevices(const std::string& value) const {
 void ShrinkController::ClearRunOption(const std::string& key) {
   MutexLock lock(mu_);
   run_options_.erase(key);
+  if (key == kShrinkKey && device_keep_nothing_) device_keep_nothing_(false);
 }
 
 std::map<std::string, std::string> ShrinkController::RunOptions() const {

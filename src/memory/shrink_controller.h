@@ -42,6 +42,16 @@ class ShrinkController {
   // the cache would make its hit rate depend on N).
   void ShrinkNow(bool drop_cache = true);
   void set_drop_cache(std::function<void()> fn) { drop_cache_ = std::move(fn); }
+  // A model whose KV lives on a WebGPU device (`device`, "webgpu:0"): memory.enable_memory_
+  // arena_shrinkage may name it as webgpu:N or gpu:N. ORT has no arena there (it refuses
+  // "webgpu" and finds no arena for "gpu" on WebGPU), so ebb takes those names out of what ORT
+  // gets and keeps nothing on the device past a Run() instead, as ORT's key means:
+  // `keep_nothing(true)` when the key names the device, `(false)` when it no longer does. Set
+  // once at load, before any request.
+  void set_webgpu_device(std::string device, std::function<void(bool)> keep_nothing) {
+    webgpu_device_ = std::move(device);
+    device_keep_nothing_ = std::move(keep_nothing);
+  }
   void ShrinkAfterNextRequest() { after_next_request_ = true; }
   // Counts requests from this call on: the n-th, 2n-th, ... request after it shrinks.
   void ShrinkEvery(uint32_t n) {
@@ -64,6 +74,9 @@ class ShrinkController {
 
  private:
   void CheckShrinkDevices(const std::string& value) const;
+  // The user's shrink devices less the WebGPU ones, which ORT does not take (see
+  // set_webgpu_device).
+  std::string OrtShrinkDevices(const std::string& value) const;
 
   const bool has_cpu_arena_;
   const bool has_gpu_;
@@ -71,6 +84,8 @@ class ShrinkController {
   std::function<void()> minimal_step_;
   std::function<void()> trim_;
   std::function<void()> drop_cache_;  // set once at load, before any request
+  std::string webgpu_device_;         // set once at load (set_webgpu_device)
+  std::function<void(bool)> device_keep_nothing_;
   mutable Mutex mu_;
   std::map<std::string, std::string> run_options_ EBB_GUARDED_BY(mu_);
   std::atomic<int> in_flight_{0};

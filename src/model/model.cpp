@@ -23,15 +23,18 @@
 #include "memory/mapped_file_guard.h"
 #include "memory/memory_governor.h"
 #include "model/cache_builder.h"
+#include "model/ep_placement.h"
 #include "model/graph_ops.h"
 #include "model/last_logits.h"
 #include "model/model_cache.h"
+#include "model/model_device.h"
 #include "model/model_impl.h"
 #include "model/model_info.h"
 #include "model/model_kernels.h"
 #include "model/probe_run.h"
 #include "ort/arena_stats.h"
 #include "ort/cpu_kernels.h"
+#include "ort/execution_providers.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
@@ -651,6 +654,9 @@ void ModelImpl::FreeResources() {
   prefix_reclaimer = 0;
   if (kv_pool) kv_pool->set_reclaim_fn(nullptr);
   if (prefix_cache) prefix_cache->Clear();
+  // Device KV buffers are the session's allocator's: they go back before the session (and the
+  // device context it may be the last holder of) does.
+  if (kv_pool && kv_pool->device() != nullptr) kv_pool->Trim();
   session.reset();
   if (kv_pool) kv_pool->Trim();
   env_arena.reset();
@@ -753,6 +759,9 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     }
   }
 
+  // The accelerator, before ORT sees the providers: WebGPU's device options are checked
+  // against the models already on it, and what a device cannot do is refused now.
+  PrepareDevice(*impl, ResolveProviders(cfg.provider_options, options), options);
   ArenaConfig arena_cfg;
   bool use_env_allocators = false;
   Ort::SessionOptions so =
@@ -767,6 +776,8 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
       impl->arena_max_mem = it->second;
     }
   }
+  // On an accelerator, ORT records which provider got each node, for the kernels line.
+  if (impl->device) so.AddConfigEntry("session.record_ep_graph_assignment_info", "1");
   // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
   CheckRegularFile(cfg.model_path, "the model's ONNX file");
   // The compiled-model cache (model_cache.h): load the cached graph with nothing left to
@@ -797,6 +808,11 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
     } catch (const Ort::Exception& e) {
       throw SessionCreateError(cfg, options, e.what());
     }
+  }
+  std::string placement;  // which nodes the accelerator runs, which fell back (ep_placement.h)
+  if (impl->device) {
+    placement = DescribeEpPlacement(ReadEpPlacement(*impl->session), impl->device->provider,
+                                    OrtProviderName(impl->device->provider));
   }
   if (cfg.is_encoder) {
     impl->encoder = ResolveEncoderIo(cfg, *impl->session);
@@ -850,7 +866,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                       fix);
     }
   }
-  impl->kv_pool = std::make_unique<KvPool>(options.kv_max_bytes, options.kv_retain_bytes);
+  impl->kv_pool = MakeKvPool(*impl, options);  // on the device when the session runs on one
   // The runtime-wide budget (memory.limit) sees every KV allocation of every model. The pool
   // holds the governor by reference: the model holds the host, which owns the governor.
   MemoryGovernor& gov = impl->host->governor();
@@ -893,6 +909,10 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
                      ? DescribeModelKernels(*graph_ops, CpuFlags(), CustomOpsLibrary(cfg, options),
                                             providers.FirstAccelerator())
                      : "unknown (ebb could not list the graph's operators; see the log)";
+  if (!placement.empty()) {
+    info.kernels += "; " + placement;
+    EBB_LOG_INFO("model '{}' kernels: {}", impl->id, info.kernels);
+  }
   info.eos_token_ids = cfg.eos_token_ids;
   info.pad_token_id = cfg.pad_token_id >= 0
                           ? cfg.pad_token_id
@@ -954,6 +974,10 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
         if (mi.kv_pool) mi.kv_pool->Trim();
         TrimHeap();
       });
+  if (mi.kv_pool->device() != nullptr && mi.device && mi.device->provider == "webgpu") {
+    mi.shrink->set_webgpu_device(mi.device->Name(),
+                                 [&mi](bool on) { mi.kv_pool->set_keep_nothing(on); });
+  }
   mi.prefill_step = std::move(steps.prefill);
   if (mi.prefix_cache) {
     mi.shrink->set_drop_cache([&mi] { mi.prefix_cache->Drop(UINT64_MAX); });
@@ -1060,7 +1084,11 @@ MemoryStats Model::memory_stats() const {
   const internal::ModelImpl& m = internal::ImplOf(*this);
   MemoryStats s;
   s.process = ReadProcessMemory();
-  s.kv = kv_stats();
+  const KvStats pool = kv_stats();
+  if (m.kv_pool->device() != nullptr || m.device) {
+    s.device = internal::ReadDeviceMemory(m, pool);
+  }
+  if (m.kv_pool->device() == nullptr) s.kv = pool;
   // After an unload the session is gone; its arena figures are not available.
   if (m.has_cpu_arena && !m.released()) {
     s.cpu_arena = internal::ReadCpuArenaStats(*m.session, m.cpu_memory);
@@ -1075,7 +1103,7 @@ MemoryStats Model::memory_stats() const {
   if (m.prefix_cache) s.prefix_cache = m.prefix_cache->Stats();
   s.limit_bytes = m.host->governor().limit();
   // This model's share of the charge (its weights are charged from load to unload).
-  s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, s.kv.in_use_bytes);
+  s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, pool.in_use_bytes);
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -26,7 +27,9 @@
 #include "model/genai_config.h"
 #include "model/model_host.h"
 #include "model/step_runner.h"
+#include "ort/device_target.h"
 #include "ort/env_arena.h"
+#include "ort/webgpu_options.h"
 
 namespace ebb::internal {
 
@@ -92,6 +95,13 @@ class ModelImpl final : public Model {
   // Declared before the session so that it is released after it: the env arena the session
   // allocates from must outlive the session.
   std::unique_ptr<EnvArenaLease> env_arena;
+  // WebGPU: this model's hold on the process-wide device's options (ort/webgpu_options.h).
+  std::unique_ptr<WebGpuContextLease> webgpu_context;
+  // The accelerator the session runs on and the KV lives on (model/model_device.h); nullopt on
+  // the CPU. Set at load, read-only after.
+  std::optional<DeviceTarget> device;
+  std::string device_adapter;     // DescribeGpuAdapter of its adapter; "" when unknown
+  std::string device_cache_mode;  // WebGPU: storageBufferCacheMode in force
   std::unique_ptr<Ort::Session> session;
   // Every Run() on the session goes through it (model/step_runner.h).
   StepRunner runner{*this};

@@ -2,11 +2,17 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include <optional>
+
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "model/ep_placement.h"
 #include "model/graph_ops.h"
+#include "model/model_device.h"
 #include "model/model_kernels.h"
 #include "ort/cpu_kernels.h"
+#include "ort/device_target.h"
+#include "ort/execution_providers.h"
 #include "ort/ort_api.h"
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
@@ -73,7 +79,8 @@ std::string ElementTypeName(int type) {
   }
 }
 
-ModelSummary DescribeModel(const std::filesystem::path& dir) {
+ModelSummary DescribeModel(const std::filesystem::path& dir,
+                           const std::string& execution_provider) {
   ModelSummary s;
   s.config = LoadModelFolderConfig(dir);
   std::error_code ec;
@@ -97,10 +104,27 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
       s.custom_ops_library = value;
     }
   }
+  std::optional<DeviceTarget> device;
+  if (!execution_provider.empty()) {
+    ModelOptions o;
+    o.execution_provider = execution_provider;
+    const ProviderPlan plan = ResolveProviders(c.provider_options, o);
+    device = KvDeviceFor(plan);
+    if (device) {
+      so.AddConfigEntry("session.record_ep_graph_assignment_info", "1");
+      s.device = device->Name();
+      s.adapter = DescribeProviderAdapter(device->provider);
+    }
+    AppendExecutionProviders(so, c.provider_options, o);  // Unavailable: no usable device
+  }
   try {
     Ort::Session session(OrtEnvironment(), c.model_path.c_str(), so);
     s.inputs = Describe(session, true);
     s.outputs = Describe(session, false);
+    if (device) {
+      s.placement = DescribeEpPlacement(ReadEpPlacement(session), device->provider,
+                                        OrtProviderName(device->provider));
+    }
   } catch (const Ort::Exception& e) {
     if (const std::string hint = UnregisteredOpHint(e.what(), s.custom_ops_library);
         !hint.empty()) {
@@ -115,13 +139,16 @@ ModelSummary DescribeModel(const std::filesystem::path& dir) {
   // graph above, so its operators can be listed.
   std::string accelerator;
   try {
-    accelerator = ResolveProviders(c.provider_options, ModelOptions{}).FirstAccelerator();
+    ModelOptions o;
+    o.execution_provider = execution_provider;
+    accelerator = ResolveProviders(c.provider_options, o).FirstAccelerator();
   } catch (const Error&) {
     // A provider the config names that ebb does not know: a load says so; info shows the CPU's.
   }
   s.kernels =
       DescribeModelKernels(GraphOps(c.model_path), CpuFlags(),
                            s.custom_ops_library == "none" ? "" : s.custom_ops_library, accelerator);
+  if (!s.placement.empty()) s.kernels += "; " + s.placement;
   if (!c.is_encoder) {
     // The KV element size is the graph's (the first layer's past input), as Model::Load uses.
     const std::string past =
@@ -154,6 +181,8 @@ nlohmann::json ToJson(const ModelSummary& s) {
   j["kv_bytes_per_token"] = s.kv_bytes_per_token;
   j["kv_element_type"] = s.kv_element_type;
   j["kernels"] = s.kernels;
+  j["device"] = s.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.device);
+  j["adapter"] = s.adapter.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.adapter);
   j["custom_ops_library"] =
       s.custom_ops_library.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.custom_ops_library);
   for (const auto* list : {&s.inputs, &s.outputs}) {

@@ -31,11 +31,21 @@ struct ModelSummary {
   // What the graph's heavy operators run on with the config's providers (model_kernels.h), as
   // ModelInfo::kernels says for a loaded model.
   std::string kernels;
+  // With DescribeModel's execution_provider: the KV device ("webgpu:0"; "" = CPU), its adapter
+  // (model_device.h DescribeProviderAdapter) and where ORT placed the nodes (ep_placement.h).
+  std::string device;
+  std::string adapter;
+  std::string placement;
 };
 
 // Loads the config and opens the graph in ORT (CPU, no optimization) to read its interface.
 // Throws ebb::Error naming the file on any failure.
-ModelSummary DescribeModel(const std::filesystem::path& dir);
+// `execution_provider`: open the graph on that provider instead of the config's list ("" = the
+// config's, without appending them: the kernels line names the config's accelerator). With an
+// accelerator, the session is created on it: an unusable provider or device throws what a load
+// throws (Unavailable, naming the fix), and `device`, `adapter` and `placement` are filled.
+ModelSummary DescribeModel(const std::filesystem::path& dir,
+                           const std::string& execution_provider = "");
 
 nlohmann::json ToJson(const ModelSummary& s);
 

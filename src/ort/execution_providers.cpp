@@ -99,6 +99,15 @@ std::string MissingProviderMessage(std::string_view canonical, std::string_view 
         "; to use it, install an ONNX Runtime GPU build (Microsoft's onnxruntime-linux-x64-gpu "
         "release) with its CUDA libraries and point ebb at it (scripts/bootstrap with "
         "EBB_ORT_ROOT=/path, then configure with -DEBB_ORT_ROOT=/path)";
+  } else if (canonical == "webgpu") {
+    msg +=
+        "; WebGPU runs through Vulkan on Linux and found no usable Vulkan device: install your "
+        "GPU's Vulkan driver (NVIDIA: the driver's Vulkan ICD and Debian's libvulkan1; AMD and "
+        "Intel: mesa-vulkan-drivers), or on a machine without a GPU Mesa's CPU driver lavapipe "
+        "25 or newer (Debian 12: mesa-vulkan-drivers from bookworm-backports; Debian 12's own "
+        "Mesa 22.3 is refused by Dawn). In an ebb checkout, scripts/bootstrap fetches lavapipe "
+        "into .deps/vulkan and `scripts/vulkan_env COMMAND` runs a command with it; `ebb info "
+        "--ep webgpu` lists the Vulkan devices ebb can see";
   }
   return msg +
          "; to run this model on CPU instead, pass --ep cpu (the option execution_provider=cpu), "

@@ -18,6 +18,7 @@
 #include "ort/execution_providers.h"
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
+#include "ort/webgpu_options.h"
 
 namespace ebb::internal {
 namespace {
@@ -141,9 +142,12 @@ void AppendProvider(Ort::SessionOptions& so, const std::string& ep, const std::s
       throw Error(ErrorCode::Unavailable, MissingProviderMessage(ep, where, list, e.what()));
     }
   } else {
+    // WebGPU's keys are checked and ebb's own taken out first (ort/webgpu_options.h).
+    const std::map<std::string, std::string> given =
+        ep == "webgpu" ? ParseWebGpuOptions(opts, where).ort : opts;
     try {
       so.AppendExecutionProvider(OrtAppendName(ep), std::unordered_map<std::string, std::string>(
-                                                        opts.begin(), opts.end()));
+                                                        given.begin(), given.end()));
     } catch (const Ort::Exception& e) {
       throw Error(ErrorCode::Unavailable, MissingProviderMessage(ep, where, list, e.what()));
     }
@@ -425,6 +429,14 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
   for (const auto& ep : plan.order)
     AppendProvider(so, ep, plan.named_by.at(ep), plan.options.at(ep));
   return so;
+}
+
+void AppendExecutionProviders(Ort::SessionOptions& so,
+                              const std::vector<ProviderOptions>& config_providers,
+                              const ModelOptions& options) {
+  const ProviderPlan plan = ResolveProviders(config_providers, options);
+  for (const auto& ep : plan.order)
+    AppendProvider(so, ep, plan.named_by.at(ep), plan.options.at(ep));
 }
 
 void CheckExecutionProviders(const std::vector<ProviderOptions>& config_providers,

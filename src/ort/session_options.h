@@ -54,6 +54,13 @@ std::string UnregisteredOpHint(const std::string& ort_message, const std::string
 void CheckExecutionProviders(const std::vector<ProviderOptions>& config_providers,
                              const ModelOptions& options);
 
+// Appends the execution providers a session with these options gets (as BuildSessionOptions
+// resolves and checks them) to `so`; for a session that opens a graph without ebb's other
+// options (DescribeModel). Throws what BuildSessionOptions throws for providers.
+void AppendExecutionProviders(Ort::SessionOptions& so,
+                              const std::vector<ProviderOptions>& config_providers,
+                              const ModelOptions& options);
+
 // After a session failed to be created with `options`: finds the passthrough session config
 // entry (config or user) that ORT refuses, by creating a session for a 70-byte Identity model
 // with each entry alone. Returns "" when no single entry is to blame (e.g. a corrupt model).

@@ -256,6 +256,7 @@ std::vector<ModelSummary> Runtime::List() const {
     s.weights_bytes = m->weights_bytes;
     const MemoryStats ms = m->memory_stats();
     s.kv = ms.kv;
+    s.device = ms.device;
     s.cpu_arena = ms.cpu_arena;
     s.weights = ms.weights;
     s.prefix_cache = ms.prefix_cache;
@@ -301,6 +302,32 @@ MemoryStats Runtime::Stats() const {
     c.block_tokens = mc.block_tokens;
     AddPrefixCacheCounters(c, mc);
     s.weights.state = first || s.weights.state == m.weights.state ? m.weights.state : "mixed";
+    if (m.device.available) {
+      DeviceMemory& d = s.device;
+      const DeviceMemory& md = m.device;
+      if (!d.available) {
+        d.available = true;
+        d.device = md.device;
+        d.adapter = md.adapter;
+        d.cache_mode = md.cache_mode;
+        d.driver_process_bytes = md.driver_process_bytes;
+        d.driver_used_bytes = md.driver_used_bytes;
+        d.driver_total_bytes = md.driver_total_bytes;
+        d.ort_cache_bytes = md.ort_cache_bytes;
+      } else if (d.ort_cache_bytes >= 0) {
+        d.ort_cache_bytes = md.ort_cache_bytes < 0 ? -1 : d.ort_cache_bytes + md.ort_cache_bytes;
+      }
+      d.kv.in_use_bytes += md.kv.in_use_bytes;
+      d.kv.retained_bytes += md.kv.retained_bytes;
+      d.kv.reserved_bytes += md.kv.reserved_bytes;
+      d.kv.peak_in_use_bytes += md.kv.peak_in_use_bytes;
+      d.kv.num_allocations += md.kv.num_allocations;
+      d.kv.num_refusals += md.kv.num_refusals;
+      d.weights_bytes += md.weights_bytes;
+      d.retained_bytes += md.retained_bytes;
+      d.used_bytes += md.used_bytes;
+      d.limit_bytes += md.limit_bytes;
+    }
     first = false;
   }
   return s;

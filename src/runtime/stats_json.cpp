@@ -67,10 +67,27 @@ StatsJson PrefixPinJson(const PrefixPin& p) {
           {"pinned", p.pinned}};
 }
 
+StatsJson DeviceMemoryJson(const DeviceMemory& d) {
+  return {{"available", d.available},
+          {"device", d.device},
+          {"adapter", d.adapter},
+          {"kv", KvStatsJson(d.kv)},
+          {"weights_bytes", d.weights_bytes},
+          {"retained_bytes", d.retained_bytes},
+          {"ort_cache_bytes", d.ort_cache_bytes},
+          {"used_bytes", d.used_bytes},
+          {"limit_bytes", d.limit_bytes},
+          {"cache_mode", d.cache_mode},
+          {"driver_process_bytes", d.driver_process_bytes},
+          {"driver_used_bytes", d.driver_used_bytes},
+          {"driver_total_bytes", d.driver_total_bytes}};
+}
+
 StatsJson MemoryStatsJson(const MemoryStats& s) {
   StatsJson j;
   j["process"] = ProcessMemoryJson(s.process);
   j["kv"] = KvStatsJson(s.kv);
+  j["device"] = DeviceMemoryJson(s.device);
   j["cpu_arena"] = ArenaStatsJson(s.cpu_arena);
   j["num_shrinks"] = s.num_shrinks;
   j["num_requests"] = s.num_requests;
@@ -102,6 +119,7 @@ StatsJson ModelSummaryJson(const ModelSummary& s) {
           {"weights_bytes", s.weights_bytes},
           {"weights", WeightsMemoryJson(s.weights)},
           {"kv", KvStatsJson(s.kv)},
+          {"device", DeviceMemoryJson(s.device)},
           {"prefix_cache", PrefixCacheStatsJson(s.prefix_cache)},
           {"cpu_arena", ArenaStatsJson(s.cpu_arena)},
           {"live_generators", s.live_generators},

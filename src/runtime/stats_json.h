@@ -26,16 +26,18 @@ using StatsJson = nlohmann::ordered_json;
 
 StatsJson ProcessMemoryJson(const ProcessMemory& p);
 StatsJson KvStatsJson(const KvStats& kv);
+// A model's (or a runtime's summed) DeviceMemory (docs/runtime.schema.json#/$defs/device_memory).
+StatsJson DeviceMemoryJson(const DeviceMemory& d);
 StatsJson ArenaStatsJson(const ArenaStats& a);
 StatsJson WeightsMemoryJson(const WeightsMemory& w);
 StatsJson PrefixCacheStatsJson(const PrefixCacheStats& c);
 StatsJson PrefixPinJson(const PrefixPin& p);
-// A model's or a runtime's MemoryStats: process, kv, cpu_arena, num_shrinks, num_requests,
+// A model's or a runtime's MemoryStats: process, kv, device, cpu_arena, num_shrinks, num_requests,
 // policies {shrink_every, shrink_above_bytes, ort_shrink_every_run}, weights_bytes, weights,
 // prefix_cache, limit_bytes, used_bytes (docs/runtime.schema.json#/$defs/memory_stats).
 StatsJson MemoryStatsJson(const MemoryStats& s);
 StatsJson WeightsReleaseJson(const WeightsRelease& r);
-// One entry of Runtime::List(): id, path, type, is_encoder, weights_bytes, weights, kv,
+// One entry of Runtime::List(): id, path, type, is_encoder, weights_bytes, weights, kv, device,
 // cpu_arena, live_generators, requests_served, last_used_unix_ms.
 StatsJson ModelSummaryJson(const ModelSummary& s);
 StatsJson ModelSummariesJson(const std::vector<ModelSummary>& models);

@@ -44,6 +44,9 @@ constexpr std::string_view kPage = R"ebbpage(<!doctype html>
   #keyform { display: none; gap: 6px; align-items: center; }
   #keyform.shown { display: flex; }
   .empty { color: var(--muted); padding: 8px 0; }
+  .device-head { margin: 2px 0 4px; }
+  dl.device { grid-template-columns: repeat(3, auto 1fr); }
+  .device[hidden], .device-head[hidden] { display: none; }
 </style>
 </head>
 <body>
@@ -99,7 +102,8 @@ const cards = new Map();          // model id -> section
 
 const COLORS = { rss: '#2563eb', anon: '#16a34a', file: '#d97706', kv_in_use: '#dc2626',
   kv_reserved: '#f59e0b', arena_in_use: '#7c3aed', arena_allocated: '#0891b2',
-  weights: '#6b7280', req: '#2563eb', tok: '#16a34a' };
+  weights: '#6b7280', req: '#2563eb', tok: '#16a34a', device_kv: '#be185d',
+  device_used: '#0f766e' };
 
 function key() { return localStorage.getItem(KEY) || ''; }
 
@@ -227,6 +231,14 @@ function modelCard(id) {
       ${f('prefix cache', 'prefix_cache_bytes')}${f('pinned', 'prefix_cache_pinned_bytes')}
       ${f('cache hits', 'prefix_cache_hits')}${f('cache misses', 'prefix_cache_misses')}
       ${f('tokens reused', 'prefix_cache_tokens_reused')}</dl>
+    <div class="device-head muted" hidden>on the device <span data-field="device">-</span>
+      <span data-field="device_adapter">-</span>:</div>
+    <dl class="device" hidden>${f('KV in use', 'device_kv_in_use_bytes')}
+      ${f('KV peak', 'device_kv_peak_bytes')}${f('retained', 'device_retained_bytes')}
+      ${f('weights', 'device_weights_bytes')}${f('used', 'device_used_bytes')}
+      ${f('limit', 'device_limit_bytes')}${f('ORT cache', 'device_ort_cache_bytes')}
+      ${f('cache mode', 'device_cache_mode')}${f('process (NVML)', 'device_driver_process_bytes')}
+      ${f('GPU used', 'device_driver_used_bytes')}${f('GPU total', 'device_driver_total_bytes')}</dl>
     <div class="legend"></div>
     <svg viewBox="0 0 560 150" preserveAspectRatio="none"></svg>
     <div class="actions">
@@ -340,11 +352,36 @@ function render() {
     setField(mf('prefix_cache_misses'), pc ? pc.misses : null);
     setField(mf('prefix_cache_tokens_reused'), pc ? pc.tokens_reused : null);
     card.querySelector('[data-action="drop_prefix_cache"]').hidden = !pc;
+    // The accelerator (ModelSummary::device) of a model whose KV is on a device: its KV there,
+    // what gpu_mem_limit counts, ORT's buffer cache and the NVIDIA driver's figures (-1 and ""
+    // are not available: "-").
+    const dev = m.device && m.device.available ? m.device : null;
+    card.querySelector('.device').hidden = !dev;
+    card.querySelector('.device-head').hidden = !dev;
+    if (dev) {
+      const known = (v) => (v === undefined || v < 0 ? null : v);
+      setField(mf('device'), dev.device);
+      setField(mf('device_adapter'), dev.adapter ? '(' + dev.adapter + ')' : '');
+      mf('device_adapter').dataset.value = dev.adapter;
+      setField(mf('device_kv_in_use_bytes'), dev.kv.in_use_bytes, 'bytes');
+      setField(mf('device_kv_peak_bytes'), dev.kv.peak_in_use_bytes, 'bytes');
+      setField(mf('device_retained_bytes'), dev.retained_bytes, 'bytes');
+      setField(mf('device_weights_bytes'), dev.weights_bytes, 'bytes');
+      setField(mf('device_used_bytes'), dev.used_bytes, 'bytes');
+      setField(mf('device_limit_bytes'), dev.limit_bytes, 'bytes');
+      if (!dev.limit_bytes) mf('device_limit_bytes').textContent = 'none';
+      setField(mf('device_ort_cache_bytes'), known(dev.ort_cache_bytes), 'bytes');
+      setField(mf('device_cache_mode'), dev.cache_mode || null);
+      setField(mf('device_driver_process_bytes'), known(dev.driver_process_bytes), 'bytes');
+      setField(mf('device_driver_used_bytes'), known(dev.driver_used_bytes), 'bytes');
+      setField(mf('device_driver_total_bytes'), known(dev.driver_total_bytes), 'bytes');
+    }
     const notes = [m.is_encoder ? 'encoder' : m.type, m.pinned ? 'pinned' : ''];
     if (m.expires_at_unix_ms) {
       notes.push('keep-alive ' + Math.max(0, Math.round((m.expires_at_unix_ms - Date.now()) / 1000)) + ' s');
     }
     if (!arenaOk) notes.push('no arena');
+    if (dev) notes.push('KV on ' + dev.device);
     card.querySelector('.note').textContent = notes.filter(Boolean).join(' · ');
     const mc = (get) => col((r) => { const x = findModel(r, m.id);
       return x && x.loaded ? get(x) : undefined; });
@@ -353,6 +390,13 @@ function render() {
       { name: 'KV reserved', color: COLORS.kv_reserved, values: mc((x) => x.kv.reserved_bytes) },
       { name: 'weights', color: COLORS.weights, values: mc((x) => x.weights_bytes) },
     ];
+    if (dev) {
+      const dv = (get) => mc((x) => (x.device && x.device.available ? get(x.device) : undefined));
+      series.push({ name: 'device KV in use', color: COLORS.device_kv,
+                    values: dv((d) => d.kv.in_use_bytes) });
+      series.push({ name: 'device used', color: COLORS.device_used,
+                    values: dv((d) => d.used_bytes) });
+    }
     if (arenaOk) {
       series.push({ name: 'arena in use', color: COLORS.arena_in_use,
                     values: mc((x) => x.cpu_arena.in_use_bytes) });

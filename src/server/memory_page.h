@@ -4,8 +4,11 @@
 // the service's own API) embedded in the binary. In the browser it polls GET /v1/runtime every
 // second, keeps the last 5 minutes of samples and draws them as SVG line charts: the process
 // (RSS, anonymous/file split) and each loaded model (KV in use/reserved, arena in use/allocated,
-// weights), with requests/s and tokens/s derived from /v1/runtime's cumulative counters. Per
-// model it has buttons for shrink now, shrink after the next run and unload.
+// weights; for a model on a device, its KV there and what gpu_mem_limit counts), with requests/s
+// and tokens/s derived from /v1/runtime's cumulative counters. A model on a device also shows its
+// device line (ModelSummary::device: device, adapter, KV, used/limit, ORT's cache and its mode,
+// the NVIDIA driver's figures), hidden for a model on the CPU. Per model it has buttons for
+// shrink now, shrink after the next run and unload.
 //
 // Contract for tests and scrapers: every figure is text in the DOM, formatted in MiB (counts and
 // rates as plain numbers), on an element with data-field (and data-model="ID" for a model's

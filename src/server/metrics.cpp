@@ -76,7 +76,63 @@ struct KvBudget {
   }
 };
 
+// The device families (docs/metrics.md "On a device"): HELP and TYPE always, as every family
+// here; samples for the loaded models whose KV is on a device, and the driver's figures when
+// NVML reported them (read from the first such model: they are the process's, not a model's).
+void DeviceFamilies(Writer& w, const std::vector<ManagedModel>& list) {
+  std::vector<std::pair<std::string, const DeviceMemory*>> devices;
+  for (const auto& m : list) {
+    if (m.summary && m.summary->device.available) devices.emplace_back(m.id, &m.summary->device);
+  }
+  w.Family("ebb_device_memory_bytes", "gauge",
+           "A loaded model's accelerator memory: weights, kv_in_use, kv_peak, retained (freed "
+           "KV buffers kept for reuse), ort_cache (ORT's buffer cache; absent when not "
+           "countable), used (what gpu_mem_limit counts), limit (gpu_mem_limit; absent "
+           "without one), driver_process (the whole process's GPU memory as the NVIDIA driver "
+           "reports it: the same on every model; absent without NVML).");
+  for (const auto& [id, d] : devices) {
+    const std::string labels = L(id) + ",device=\"" + Escape(d->device) + "\",kind=\"";
+    const auto sample = [&](const char* kind, double value) {
+      w.Sample("ebb_device_memory_bytes", labels + kind + "\"", value);
+    };
+    sample("weights", static_cast<double>(d->weights_bytes));
+    sample("kv_in_use", static_cast<double>(d->kv.in_use_bytes));
+    sample("kv_peak", static_cast<double>(d->kv.peak_in_use_bytes));
+    sample("retained", static_cast<double>(d->retained_bytes));
+    if (d->ort_cache_bytes >= 0) sample("ort_cache", static_cast<double>(d->ort_cache_bytes));
+    sample("used", static_cast<double>(d->used_bytes));
+    if (d->limit_bytes > 0) sample("limit", static_cast<double>(d->limit_bytes));
+    if (d->driver_process_bytes >= 0) {
+      sample("driver_process", static_cast<double>(d->driver_process_bytes));
+    }
+  }
+  int64_t driver_used = -1;
+  int64_t driver_total = -1;
+  for (const auto& [id, d] : devices) {
+    if (driver_used < 0) driver_used = d->driver_used_bytes;
+    if (driver_total < 0) driver_total = d->driver_total_bytes;
+  }
+  w.Family("ebb_device_driver_used_bytes", "gauge",
+           "Used memory of the GPUs as the NVIDIA driver reports it (NVML, summed over devices, "
+           "every process's); absent without NVML or a model on a device.");
+  if (driver_used >= 0) {
+    w.Sample("ebb_device_driver_used_bytes", "", static_cast<double>(driver_used));
+  }
+  w.Family("ebb_device_driver_total_bytes", "gauge",
+           "Memory of the GPUs as the NVIDIA driver reports it (NVML, summed over devices); "
+           "absent without NVML or a model on a device.");
+  if (driver_total >= 0) {
+    w.Sample("ebb_device_driver_total_bytes", "", static_cast<double>(driver_total));
+  }
+}
+
 }  // namespace
+
+std::string RenderDeviceMetrics(const std::vector<ManagedModel>& models) {
+  Writer w;
+  DeviceFamilies(w, models);
+  return w.str();
+}
 
 void Histogram::Observe(double value) {
   for (size_t i = 0; i < upper.size(); ++i) {
@@ -328,6 +384,7 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
     w.Sample("ebb_model_arena_bytes", L(m.id) + ",state=\"allocated\"",
              static_cast<double>(a.total_allocated_bytes));
   }
+  DeviceFamilies(w, list);
   w.Family("ebb_model_running_requests", "gauge", "Requests running on a model now.");
   for (const auto& m : list) w.Sample("ebb_model_running_requests", L(m.id), m.running);
   w.Family("ebb_model_shrinks_total", "counter",

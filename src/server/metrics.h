@@ -33,6 +33,14 @@ struct Histogram {
   double sum = 0;
 };
 
+// The accelerator families of the exposition (docs/metrics.md "On a device"), as Render writes
+// them for these models: ebb_device_memory_bytes{model, device, kind} for each loaded model whose
+// ModelSummary::device is available (kinds weights, kv_in_use, kv_peak, retained, used; ort_cache
+// when countable (>= 0), limit when gpu_mem_limit is set (> 0), driver_process when NVML reported
+// it (>= 0)), and the process-level ebb_device_driver_used_bytes / ebb_device_driver_total_bytes
+// (NVML, when reported). HELP and TYPE lines are always written. A pure function of `models`.
+std::string RenderDeviceMetrics(const std::vector<ManagedModel>& models);
+
 class Metrics final : public RequestObserver {
  public:
   void OnRequestStart(const RequestStart& start) override;

@@ -88,14 +88,15 @@ std::shared_ptr<Model> LoadedModel(Runtime& runtime, const std::string& id) {
 
 // The model runtime document (GET /v1/models/{id}/runtime; docs/runtime.schema.json's
 // model_runtime): the managed entry's fields, the model's MemoryStats once under "stats" (the
-// summary's kv, cpu_arena, weights, weights_bytes and prefix_cache are left out: "stats" has
-// them), its run options, what the service remembers, and what it is ("info", as the Python
+// summary's kv, device, cpu_arena, weights, weights_bytes and prefix_cache are left out: "stats"
+// has them), its run options, what the service remembers, and what it is ("info", as the Python
 // SDK's Model.info).
 Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& managed) {
   Json run_options = Json::object();
   for (const auto& [k, v] : model.runtime().Options()) run_options[k] = v;
   Json j = ManagedJson(managed);
-  for (const char* dup : {"kv", "cpu_arena", "weights", "weights_bytes", "prefix_cache"}) {
+  for (const char* dup :
+       {"kv", "device", "cpu_arena", "weights", "weights_bytes", "prefix_cache"}) {
     j.erase(dup);
   }
   j["stats"] = internal::MemoryStatsJson(model.runtime().Stats());

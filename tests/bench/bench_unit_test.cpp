@@ -1,10 +1,15 @@
 // Unit tests of the `ebb bench` building blocks: statistics, prompts, embed documents, the naive
-// embedding loop's vectors, CSV.
+// embedding loop's vectors, CSV, the device summary and its JSON.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "bench/bench_runner.h"
@@ -12,9 +17,11 @@
 #include "bench/naive_embed_loop.h"
 #include "bench/prompts.h"
 #include "bench/report_csv.h"
+#include "bench/report_json.h"
 #include "bench/stats_math.h"
 #include "ebb/embedding.h"
 #include "ebb/model.h"
+#include "json_schema_lite.h"
 #include "test_env.h"
 
 namespace ebb::bench {
@@ -294,6 +301,135 @@ TEST(ReportCsv, EmptyCellsForAbsentFigures) {
   it.after.kv.prefix_cache_bytes = 4096;
   r.iterations[0] = it;
   EXPECT_NE(ReportCsv({r}).find(",0,7,96,48,4096\n"), std::string::npos) << ReportCsv({r});
+}
+
+// A run with the KV on a device: six iterations (two warm-up); `kv_after(i)` is the device KV in
+// use after iteration i, `used_after(i)` the device's used bytes then.
+std::vector<IterationRecord> DeviceRun(const std::function<uint64_t(int)>& kv_after,
+                                       const std::function<uint64_t(int)>& used_after,
+                                       bool driver) {
+  std::vector<IterationRecord> its(6);
+  for (int i = 0; i < 6; ++i) {
+    its[i].index = i;
+    its[i].warmup = i < 2;
+    its[i].after.rss_bytes = 1000000;
+    its[i].last_token.device.kv_in_use_bytes = 65536;
+    its[i].last_token.device.used_bytes = 1065536;
+    its[i].after.device.kv_in_use_bytes = kv_after(i);
+    its[i].after.device.kv_reserved_bytes = kv_after(i);
+    its[i].after.device.used_bytes = used_after(i);
+    if (driver) its[i].after.device.driver_process_bytes = 200000000 + 1000 * i;
+  }
+  return its;
+}
+
+TEST(BenchRunner, DeviceSummaryCountsKvBackToZeroAndFitsUsedBytes) {
+  RunResult r;
+  r.scenario = "seed-loop";
+  r.iterations = DeviceRun([](int) { return 0; }, [](int) { return 1000000; }, false);
+  r.summary = SummarizeRun(r.iterations);
+  ASSERT_TRUE(r.summary.device.has_value());
+  const DeviceSummary& d = *r.summary.device;
+  EXPECT_EQ(d.iterations, 4);  // the measured ones
+  EXPECT_EQ(d.kv_zero_after, 4);
+  EXPECT_EQ(d.max_kv_in_use_after_bytes, 0u);
+  EXPECT_EQ(d.peak_kv_in_use_bytes, 65536u);  // the last-token samples count for the peak
+  EXPECT_EQ(d.peak_used_bytes, 1065536u);
+  EXPECT_EQ(d.used_slope.slope, 0);
+  EXPECT_EQ(d.used_steps.changed, 0);
+  EXPECT_EQ(d.used_steps.intervals, 3);
+  EXPECT_FALSE(d.driver_process_slope.has_value());  // no NVML: no fit, not a fit of zeros
+  EXPECT_FALSE(d.peak_driver_process_bytes.has_value());
+  EXPECT_EQ(DeviceKvBackToZero(r), std::optional<bool>(true));
+
+  // One measured generator left 4 KiB behind, and used bytes grew with it.
+  r.iterations = DeviceRun([](int i) { return i == 4 ? 4096 : 0; },
+                           [](int i) { return i >= 4 ? 1004096 : 1000000; }, true);
+  r.summary = SummarizeRun(r.iterations);
+  ASSERT_TRUE(r.summary.device.has_value());
+  EXPECT_EQ(r.summary.device->kv_zero_after, 3);
+  EXPECT_EQ(r.summary.device->max_kv_in_use_after_bytes, 4096u);
+  EXPECT_EQ(r.summary.device->used_steps.changed, 1);
+  EXPECT_EQ(r.summary.device->used_steps.largest_step_bytes, 4096);
+  ASSERT_TRUE(r.summary.device->driver_process_slope.has_value());
+  EXPECT_NEAR(r.summary.device->driver_process_slope->slope, 1000, 1e-6);
+  EXPECT_EQ(r.summary.device->peak_driver_process_bytes, std::optional<uint64_t>(200005000));
+  EXPECT_EQ(DeviceKvBackToZero(r), std::optional<bool>(false));
+
+  // reuse keeps its generator: KV in use after a request is not a leak, so no verdict.
+  r.scenario = "reuse";
+  EXPECT_FALSE(DeviceKvBackToZero(r).has_value());
+}
+
+TEST(BenchRunner, NoDeviceSummaryOnTheCpuOrWhenAMeasuredSampleHasNone) {
+  std::vector<IterationRecord> its(3);
+  for (int i = 0; i < 3; ++i) its[i].index = i;
+  EXPECT_FALSE(SummarizeRun(its).device.has_value());
+  // load-unload: the model (and its device figures) is gone after the request.
+  its = DeviceRun([](int) { return 0; }, [](int) { return 1; }, false);
+  its[5].after.device = DeviceSample{};
+  EXPECT_FALSE(SummarizeRun(its).device.has_value());
+}
+
+TEST(ReportCsv, DeviceColumnsOnlyWhenARunHasADevice) {
+  RunResult cpu;
+  cpu.name = "ebb:seed-loop";
+  cpu.iterations.resize(1);
+  const std::string without = ReportCsv({cpu});
+  EXPECT_EQ(without.find("device_"), std::string::npos) << without;
+
+  RunResult gpu = cpu;
+  gpu.iterations = DeviceRun([](int) { return 0; }, [](int) { return 777; }, false);
+  const std::string with = ReportCsv({cpu, gpu});
+  std::vector<std::string> lines;
+  std::stringstream ss(with);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 1u + 1 + 6);
+  EXPECT_NE(lines[0].find(",after_prefix_cache_bytes,before_device_kv_in_use_bytes,"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find(",after_device_used_bytes,after_device_driver_process_bytes"),
+            std::string::npos)
+      << lines[0];
+  const auto columns = std::count(lines[0].begin(), lines[0].end(), ',');
+  for (const auto& l : lines) EXPECT_EQ(std::count(l.begin(), l.end(), ','), columns) << l;
+  EXPECT_TRUE(lines[1].ends_with(",,,,,,,,,,,,")) << lines[1];  // the CPU run: empty cells
+  // after: kv in use 0, reserved 0, used 777, no driver figure
+  EXPECT_TRUE(lines[2].ends_with(",0,0,777,")) << lines[2];
+}
+
+TEST(ReportJson, DeviceFiguresValidateAgainstTheSchema) {
+  std::ifstream in(std::filesystem::path(EBB_SOURCE_DIR) / "docs" / "bench.schema.json");
+  const ebb::testing::JsonSchemaLite schema(nlohmann::json::parse(in));
+  RunResult gpu;
+  gpu.name = "ebb:seed-loop";
+  gpu.engine = "ebb";
+  gpu.scenario = "seed-loop";
+  gpu.iterations = DeviceRun([](int) { return 0; }, [](int) { return 777; }, true);
+  for (auto& it : gpu.iterations) it.timing.prompt_tokens = 4;
+  gpu.summary = SummarizeRun(gpu.iterations);
+  gpu.device = DeviceInfo{"webgpu:0", "llvmpipe", "lazyRelease", 700, 0};
+  RunResult cpu = gpu;
+  cpu.name = "ebb:seed-loop,execution_provider=cpu";
+  for (auto& it : cpu.iterations) {
+    it.before.device = it.last_token.device = it.after.device = DeviceSample{};
+  }
+  cpu.summary = SummarizeRun(cpu.iterations);
+  cpu.device.reset();
+  BenchOptions o;
+  o.model_dir = "m";
+  const nlohmann::json j = nlohmann::json::parse(ReportJson(Environment{}, o, {gpu, cpu}).dump());
+  const auto errors = schema.Validate(j);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  const auto& d = j["runs"][0]["summary"]["device"];
+  EXPECT_EQ(d["kv_back_to_zero"], true);
+  EXPECT_EQ(d["kv_zero_after"], 4);
+  EXPECT_NEAR(d["slopes"]["driver_process_after"]["bytes_per_iteration"].get<double>(), 1000, 1e-6);
+  EXPECT_EQ(j["runs"][0]["device"]["device"], "webgpu:0");
+  EXPECT_EQ(j["runs"][0]["iterations"][2]["memory_after"]["device_used_bytes"], 777);
+  EXPECT_TRUE(j["runs"][1]["device"].is_null());
+  EXPECT_TRUE(j["runs"][1]["summary"]["device"].is_null());
+  EXPECT_TRUE(j["runs"][1]["iterations"][0]["memory_after"]["device_used_bytes"].is_null());
 }
 
 }  // namespace

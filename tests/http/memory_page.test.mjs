@@ -4,7 +4,8 @@
 // non-zero during running streams, RSS and the model's figures matching /v1/runtime, and its
 // buttons work: shrink now moves the arena figure down (and num_shrinks up), shrink after next
 // run fires after the next request, the prefix cache figures match and Drop prefix cache empties
-// it, unload removes the card.
+// it, unload removes the card. A model on a device (ModelSummary::device; no GPU here, so the
+// page's /v1/runtime answers are rewritten) shows its device figures, and a CPU model hides them.
 // Run by ctest (serve_memory_page) with EBB_CLI and EBB_TEST_MODELS set. Missing chromium or
 // playwright-core fails the test with the fix, it never skips. EBB_MEMORY_PAGE_SCREENSHOT=PATH
 // saves a 1200x800 screenshot there (docs/img/memory_page.png was made that way).
@@ -210,6 +211,54 @@ test('figures match /v1/runtime', async () => {
   assert.equal(requests.value, m.usage.requests);
   assert.ok(m.usage.requests >= 5 && m.usage.generated_tokens > 0, JSON.stringify(m.usage));
   assert.equal((await field(null, 'weights_bytes')).value, rt.stats.weights_bytes);
+});
+
+test('a model on a device shows its device figures; a CPU model has none', async () => {
+  const card = `[data-model-card="${TINY}"]`;
+  await page.locator(`${card} dl.device[hidden]`).waitFor({ state: 'attached', timeout: 10000 });
+  // ebb::DeviceMemory as docs/runtime.schema.json#/$defs/device_memory names it, given to TINY in
+  // every /v1/runtime answer the page reads while the route is set.
+  const device = {
+    available: true, device: 'webgpu:0', adapter: 'NVIDIA H200 (NVIDIA, discrete)',
+    kv: { in_use_bytes: 3 * MIB, retained_bytes: MIB, reserved_bytes: 4 * MIB,
+      peak_in_use_bytes: 6 * MIB, max_bytes: 0, retain_limit_bytes: 8 * MIB, num_allocations: 2,
+      num_os_maps: 0, num_refusals: 0 },
+    weights_bytes: 100 * MIB, retained_bytes: MIB, ort_cache_bytes: -1, used_bytes: 104 * MIB,
+    limit_bytes: 2048 * MIB, cache_mode: 'lazyRelease', driver_process_bytes: 600 * MIB,
+    driver_used_bytes: -1, driver_total_bytes: 143771 * MIB,
+  };
+  await page.route('**/v1/runtime', async (route) => {
+    const response = await route.fetch();
+    const rt = await response.json();
+    const m = modelOf(rt, TINY);
+    if (m && m.loaded) m.device = device;
+    await route.fulfill({ response, json: rt });
+  });
+  try {
+    await page.locator(`${card} dl.device:not([hidden])`).waitFor({ timeout: 10000 });
+    const text = async (name) => page.locator(`[data-model="${TINY}"][data-field="${name}"]`)
+      .textContent();
+    assert.equal(await text('device'), 'webgpu:0');
+    assert.equal(await text('device_adapter'), '(NVIDIA H200 (NVIDIA, discrete))');
+    for (const [name, value] of [['device_kv_in_use_bytes', 3 * MIB],
+      ['device_kv_peak_bytes', 6 * MIB], ['device_retained_bytes', MIB],
+      ['device_weights_bytes', 100 * MIB], ['device_used_bytes', 104 * MIB],
+      ['device_limit_bytes', 2048 * MIB], ['device_driver_process_bytes', 600 * MIB],
+      ['device_driver_total_bytes', 143771 * MIB]]) {
+      const f = await field(TINY, name);
+      assert.equal(f.value, value, name);
+      assertMiB(f, name);
+    }
+    // -1: not available, shown as "-".
+    assert.equal(await text('device_ort_cache_bytes'), '-');
+    assert.equal(await text('device_driver_used_bytes'), '-');
+    assert.equal(await text('device_cache_mode'), 'lazyRelease');
+    assert.match(await page.locator(`${card} .note`).textContent(), /KV on webgpu:0/);
+    assert.match(await page.locator(`${card} .legend`).textContent(), /device KV in use/);
+  } finally {
+    await page.unroute('**/v1/runtime');
+  }
+  await page.locator(`${card} dl.device[hidden]`).waitFor({ state: 'attached', timeout: 10000 });
 });
 
 test('shrink now moves the arena figure down', async () => {

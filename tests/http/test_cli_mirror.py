@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from json_schema_lite import load_schema, validate
 from serve_util import EBB, MODELS, Server
 
 SMALL = "llama-small-int4"
@@ -249,3 +250,80 @@ def test_ps_and_model_list_against_a_server_that_is_not_ebb_fail_cleanly(answer)
             assert "not ebb's" in r.stderr and url in r.stderr, r.stderr
     finally:
         httpd.shutdown()
+
+
+def test_ps_and_model_stats_show_a_model_on_a_device(srv):
+    """A model on a device (ModelSummary::device): no GPU here, so a canned service answers the
+    real /v1/runtime and model runtime documents with a `device` given to one model (and to the
+    runtime's stats, as Runtime::Stats() sums it). `ebb ps` adds the device columns and a device
+    line, `ebb model stats` prints the model's device line, `--json` passes the object on; a
+    CPU model's cells are '-'. The documents stay valid against docs/runtime.schema.json."""
+    import http.server
+    import threading
+
+    gpu, cpu = "llama-tiny-fp32", "llama-tiny-int4"
+    for m in (gpu, cpu):
+        ebb("model", "load", m, url=srv.url)
+    rt = srv.runtime()
+    st, _, model_doc = srv.get(f"/v1/models/{gpu}/runtime")
+    assert st == 200, model_doc
+    mib = 1 << 20
+    device = {
+        "available": True, "device": "webgpu:0", "adapter": "NVIDIA H200 (NVIDIA, discrete)",
+        "kv": {"in_use_bytes": 3 * mib, "retained_bytes": mib, "reserved_bytes": 4 * mib,
+               "peak_in_use_bytes": 6 * mib, "max_bytes": 0, "retain_limit_bytes": 8 * mib,
+               "num_allocations": 2, "num_os_maps": 0, "num_refusals": 0},
+        "weights_bytes": 100 * mib, "retained_bytes": mib, "ort_cache_bytes": -1,
+        "used_bytes": 104 * mib, "limit_bytes": 2048 * mib, "cache_mode": "lazyRelease",
+        "driver_process_bytes": 600 * mib, "driver_used_bytes": 1536 * mib,
+        "driver_total_bytes": 143771 * mib}
+    [e for e in rt["models"] if e["id"] == gpu][0]["device"] = device
+    rt["stats"]["device"] = device
+    model_doc["stats"]["device"] = device
+    schema = load_schema("runtime.schema.json")
+    assert validate(schema, rt) == []
+    assert validate(schema, model_doc, "#/$defs/model_runtime") == []
+    answers = {"/v1/runtime": json.dumps(rt), f"/v1/models/{gpu}/runtime": json.dumps(model_doc)}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = answers.get(self.path)
+            self.send_response(200 if body else 404)
+            body = (body or '{"error": {"message": "not canned"}}').encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        assert ps_cell(url, gpu, "DEVICE") == "webgpu:0"
+        assert ps_cell(url, gpu, "DEVICE KV/PEAK") == "3.0M/6.0M"
+        assert ps_cell(url, gpu, "DEVICE USED/LIMIT") == "104.0M/2.0G"
+        for column in ("DEVICE", "DEVICE KV/PEAK", "DEVICE USED/LIMIT"):
+            assert ps_cell(url, cpu, column) == "-"
+        ps = ebb("ps", url=url).stdout
+        line = [x for x in ps.splitlines() if x.startswith("device ")]
+        assert line == ["device webgpu:0 (NVIDIA H200 (NVIDIA, discrete)): KV in use 3.0 MiB, "
+                        "peak 6.0 MiB; weights 100.0 MiB, retained 1.0 MiB, used 104.0 MiB of "
+                        "2048.0 MiB; ORT cache not countable, lazyRelease; driver: process "
+                        "600.0 MiB, device 1536.0 MiB of 143771.0 MiB"], ps
+        ps_json = json.loads(ebb("ps", "--json", url=url).stdout)
+        assert [e for e in ps_json["models"] if e["id"] == gpu][0]["device"] == device
+        stats = ebb("model", "stats", gpu, url=url).stdout
+        assert "  device    webgpu:0 (NVIDIA H200 (NVIDIA, discrete)): KV in use 3.0 MiB" in stats
+        assert json.loads(ebb("model", "stats", gpu, "--json", url=url).stdout)["stats"][
+            "device"] == device
+        # Without a device model: no device columns, no device line (the real service).
+        ps = ebb("ps", url=srv.url).stdout
+        assert "DEVICE" not in ps and "\ndevice " not in ps, ps
+        assert "  device " not in ebb("model", "stats", cpu, url=srv.url).stdout
+    finally:
+        httpd.shutdown()
+        for m in (gpu, cpu):
+            ebb("model", "unload", m, url=srv.url)

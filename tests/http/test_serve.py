@@ -361,7 +361,9 @@ def test_memory_endpoints_mirror_the_sdk(srv):
     assert st == 200, j
     assert j["stats"]["kv"]["max_bytes"] == 64 << 20
     assert j["stats"]["cpu_arena"]["available"] is False
-    assert not {"kv", "cpu_arena", "weights", "weights_bytes"} & set(j), "once, under stats"
+    dups = {"kv", "device", "cpu_arena", "weights", "weights_bytes"}
+    assert not dups & set(j), "once, under stats"
+    assert j["stats"]["device"]["available"] is False, "a model on the CPU"
     # Loading again with other options is refused; with none it is a no-op.
     st, _, j = srv.post(f"/v1/models/{m}/load", {"options": {"kv_cache.max_bytes": "1MiB"}})
     assert st == 409, j

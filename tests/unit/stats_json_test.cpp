@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "ebb/error.h"
@@ -48,9 +49,110 @@ TEST(StatsJson, MemoryStatsCarriesTheLimitAndWhatItCounts) {
   EXPECT_EQ(j["kv"]["in_use_bytes"], 20);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"process", "kv", "cpu_arena", "num_shrinks",
+  EXPECT_EQ(keys, (std::vector<std::string>{"process", "kv", "device", "cpu_arena", "num_shrinks",
                                             "num_requests", "policies", "weights_bytes", "weights",
                                             "prefix_cache", "limit_bytes", "used_bytes"}));
+}
+
+// A device model's figures, consistent (retained_bytes = kv.retained_bytes; used_bytes = weights +
+// KV in use + retained), one driver figure above 2^53 (a double would round it) and the figures
+// that are not available -1.
+DeviceMemory SomeDeviceMemory() {
+  DeviceMemory d;
+  d.available = true;
+  d.device = "webgpu:0";
+  d.adapter = "NVIDIA H200 (NVIDIA, discrete, \"Vulkan\")";
+  d.kv.in_use_bytes = 11;
+  d.kv.retained_bytes = 12;
+  d.kv.reserved_bytes = 23;
+  d.kv.peak_in_use_bytes = 14;
+  d.kv.max_bytes = 15;
+  d.kv.retain_limit_bytes = 16;
+  d.kv.num_allocations = 17;
+  d.kv.num_os_maps = 0;
+  d.kv.num_refusals = 19;
+  d.weights_bytes = 1000;
+  d.retained_bytes = 12;
+  d.ort_cache_bytes = -1;
+  d.used_bytes = 1023;
+  d.limit_bytes = 4096;
+  d.cache_mode = "lazyRelease";
+  d.driver_process_bytes = -1;
+  d.driver_used_bytes = (int64_t{1} << 53) + 1;
+  d.driver_total_bytes = -1;
+  return d;
+}
+
+TEST(StatsJson, DeviceMemoryNamesEveryFieldInStructOrderAndKeepsMinusOne) {
+  const DeviceMemory d = SomeDeviceMemory();
+  const StatsJson j = DeviceMemoryJson(d);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"available", "device", "adapter", "kv", "weights_bytes",
+                                            "retained_bytes", "ort_cache_bytes", "used_bytes",
+                                            "limit_bytes", "cache_mode", "driver_process_bytes",
+                                            "driver_used_bytes", "driver_total_bytes"}));
+  EXPECT_EQ(j["kv"], KvStatsJson(d.kv)) << "the device's KV is the one KV struct";
+  // Through text and back (what the C ABI, Python and the service's clients read).
+  const nlohmann::json back = nlohmann::json::parse(DumpStatsJson(j));
+  EXPECT_EQ(back["available"], true);
+  EXPECT_EQ(back["device"], "webgpu:0");
+  EXPECT_EQ(back["adapter"], "NVIDIA H200 (NVIDIA, discrete, \"Vulkan\")");
+  EXPECT_EQ(back["kv"]["in_use_bytes"], 11);
+  EXPECT_EQ(back["kv"]["peak_in_use_bytes"], 14);
+  EXPECT_EQ(back["kv"]["num_refusals"], 19);
+  EXPECT_EQ(back["weights_bytes"], 1000);
+  EXPECT_EQ(back["retained_bytes"], 12);
+  EXPECT_EQ(back["used_bytes"], 1023);
+  EXPECT_EQ(back["limit_bytes"], 4096);
+  EXPECT_EQ(back["cache_mode"], "lazyRelease");
+  // -1 (not available) stays a signed -1, not 2^64 - 1; a large figure stays exact.
+  for (const char* k : {"ort_cache_bytes", "driver_process_bytes", "driver_total_bytes"}) {
+    ASSERT_TRUE(back[k].is_number_integer()) << k;
+    EXPECT_EQ(back[k].get<int64_t>(), -1) << k;
+  }
+  EXPECT_EQ(back["driver_used_bytes"].get<int64_t>(), (int64_t{1} << 53) + 1);
+  // available (padded to 8), three strings, the KV struct and eight 8-byte figures: a field added
+  // to DeviceMemory without a name here fails this.
+  static_assert(sizeof(DeviceMemory) ==
+                sizeof(uint64_t) + 3 * sizeof(std::string) + sizeof(KvStats) + 8 * sizeof(int64_t));
+}
+
+TEST(StatsJson, ACpuModelsDeviceIsUnavailableWithMinusOneDriverFigures) {
+  const StatsJson j = DeviceMemoryJson(DeviceMemory{});
+  EXPECT_EQ(j["available"], false);
+  EXPECT_EQ(j["device"], "");
+  EXPECT_EQ(j["adapter"], "");
+  EXPECT_EQ(j["cache_mode"], "");
+  EXPECT_EQ(j["used_bytes"], 0);
+  EXPECT_EQ(j["kv"]["in_use_bytes"], 0);
+  for (const char* k :
+       {"ort_cache_bytes", "driver_process_bytes", "driver_used_bytes", "driver_total_bytes"}) {
+    EXPECT_EQ(j[k], -1) << k;
+  }
+}
+
+TEST(StatsJson, MemoryStatsAndModelSummariesCarryTheDeviceBesideTheHostKv) {
+  MemoryStats s;
+  s.device = SomeDeviceMemory();
+  s.kv.in_use_bytes = 0;  // a device model's host KV
+  const StatsJson j = MemoryStatsJson(s);
+  EXPECT_EQ(j["device"], DeviceMemoryJson(s.device));
+  EXPECT_EQ(j["kv"]["in_use_bytes"], 0);
+  EXPECT_EQ(nlohmann::json::parse(ToJson(s))["device"]["kv"]["in_use_bytes"], 11);
+  ModelSummary m;
+  m.id = "gpu";
+  m.device = SomeDeviceMemory();
+  const StatsJson list = ModelSummariesJson({m});
+  EXPECT_EQ(list[0]["device"], DeviceMemoryJson(m.device));
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : list[0].items()) keys.push_back(k);
+  const auto at = [&](const char* k) {
+    return std::find(keys.begin(), keys.end(), k) - keys.begin();
+  };
+  EXPECT_EQ(at("device"), at("kv") + 1) << "struct order: kv, then device";
+  EXPECT_EQ(nlohmann::json::parse(ToJson(std::vector<ModelSummary>{m}))[0]["device"]["device"],
+            "webgpu:0");
 }
 
 TEST(StatsJson, ThePublicTextFormsAreTheValuesDumped) {
