@@ -57,13 +57,15 @@
 #     warm; ctest: gpu_check_toy). Under scripts/vulkan_env, VK_DRIVER_FILES is set, and kept.
 #
 # Environment: EBB_BIN, EBB_GPU_CHECK_TOY, EBB_GPU_CHECK_DEBS, EBB_GPU_CHECK_BUDGET_S,
-# EBB_GPU_CHECK_WORK (above); PYTHON (default: the first of python3 and /usr/bin/python3 that
+# EBB_GPU_CHECK_WORK (above); EBB_GPU_CHECK_SMALL and EBB_GPU_CHECK_BIG, the two shapes as
+# "FAMILY PRESET" of tools/synth_model.py (default "llama small" [tiny] and "phi3 phi-3.5-mini"
+# [""]; "" skips the big one), always int4; PYTHON (default: the first of python3 and /usr/bin/python3 that
 # imports numpy and onnx). EBB_MODEL_CACHE_DIR defaults to off here,
 # so that no background cache build competes with the measurements and nothing is written under
 # $HOME.
 set -euo pipefail
 
-usage() { sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
 toy=${EBB_GPU_CHECK_TOY:-0}
 out_arg=
@@ -106,7 +108,13 @@ for p in "${PYTHON:-}" python3 /usr/bin/python3; do
 done
 PYTHON=${PYTHON:-python3}
 export EBB_MODEL_CACHE_DIR=${EBB_MODEL_CACHE_DIR:-off}
-if [ "$toy" = 1 ]; then BUDGET=${EBB_GPU_CHECK_BUDGET_S:-400}; else BUDGET=${EBB_GPU_CHECK_BUDGET_S:-450}; fi
+if [ "$toy" = 1 ]; then
+  BUDGET=${EBB_GPU_CHECK_BUDGET_S:-400}
+  small_shape=${EBB_GPU_CHECK_SMALL-llama tiny} big_shape=${EBB_GPU_CHECK_BIG-}
+else
+  BUDGET=${EBB_GPU_CHECK_BUDGET_S:-450}
+  small_shape=${EBB_GPU_CHECK_SMALL-llama small} big_shape=${EBB_GPU_CHECK_BIG-phi3 phi-3.5-mini}
+fi
 DEADLINE=$((SECONDS + BUDGET))
 
 if [ -n "${EBB_GPU_CHECK_WORK:-}" ]; then
@@ -161,7 +169,9 @@ step() {
     record "$name" "FAILED: timed out after ${limit}s" "$took"
   else
     local why
-    why=$(grep -v '^\s*$' "$OUT/$name.err" | grep -iv 'warning' | tail -n 1 | cut -c1-300 || true)
+    why=$(grep -v '^\s*$' "$OUT/$name.err" | grep -iv 'warning' | tail -n 1 || true)
+    # Long errors keep their start (what failed) and their end (ORT's reason).
+    [ "${#why}" -le 420 ] || why="${why:0:150} ... ${why: -260}"
     record "$name" "FAILED: exit $STEP_RC${why:+: $why}" "$took"
   fi
   return 0
@@ -202,7 +212,12 @@ while pos + 60 <= len(data):
 EOF
 }
 
-ebb_sees_loader() { [ -x "$EBB" ] && ! "$EBB" --version 2>&1 | grep -q 'no Vulkan loader'; }
+# Whether ebb runs and finds a Vulkan loader (its --version names what it lacks).
+ebb_sees_loader() {
+  local v
+  v=$("$EBB" --version 2>&1) || return 1
+  ! grep -q 'no Vulkan loader' <<<"$v"
+}
 
 debs=${EBB_GPU_CHECK_DEBS:-$repo/.gl}
 debroot=$WORK/debroot
@@ -301,26 +316,26 @@ step version 60 "$EBB" --version
 small=$WORK/models/small
 phi=$WORK/models/phi
 mkdir -p "$WORK/models"
-if [ "$toy" = 1 ]; then
-  step synth-small 120 "$PYTHON" "$repo/tools/synth_model.py" --family llama --preset tiny \
-    --precision int4 --out "$small"
-else
-  step synth-small 180 "$PYTHON" "$repo/tools/synth_model.py" --family llama --preset small \
-    --precision int4 --out "$small"
+# shellcheck disable=SC2086  # "FAMILY PRESET", split on purpose
+set -- $small_shape
+step synth-small 180 "$PYTHON" "$repo/tools/synth_model.py" --family "$1" --preset "$2" \
+  --precision int4 --out "$small"
+if [ -n "$big_shape" ]; then
+  # shellcheck disable=SC2086
+  set -- $big_shape
   # The phi shape in the background while the WebGPU-only steps run (it takes ~2 min of one core).
   phi_limit=$((DEADLINE - SECONDS - 120))
   [ "$phi_limit" -le 300 ] || phi_limit=300
   if [ "$phi_limit" -gt 30 ]; then
     log "synth-phi: started in the background (timeout ${phi_limit}s)"
-    phi_t0=$SECONDS
     (
-      rc=0
-      timeout -k 10 "$phi_limit" nice "$PYTHON" "$repo/tools/synth_model.py" --family phi3 \
-        --preset phi-3.5-mini --precision int4 --out "$phi" >"$OUT/synth-phi.out" \
+      rc=0 t0=$SECONDS
+      timeout -k 10 "$phi_limit" nice "$PYTHON" "$repo/tools/synth_model.py" --family "$1" \
+        --preset "$2" --precision int4 --out "$phi" >"$OUT/synth-phi.out" \
         2>"$OUT/synth-phi.err" &
       echo $! >"$WORK/synth-phi.pid"
       wait $! || rc=$?
-      echo "$rc" >"$WORK/synth-phi.rc"
+      echo "$rc $((SECONDS - t0))" >"$WORK/synth-phi.rc"
     ) &
     phi_pid=$!
   else
@@ -338,13 +353,13 @@ fi
 step info-webgpu 120 "$EBB" info "$small" --ep webgpu
 step generate-webgpu 120 "$EBB" --log-level info generate "$small" --ep webgpu \
   --prompt "Once upon a time, a dog" --max-length 48 --json
-step seed-loop-webgpu 180 "$EBB" bench "$small" --ep webgpu --scenario seed-loop \
+step seed-loop-webgpu 150 "$EBB" bench "$small" --ep webgpu --scenario seed-loop \
   --iterations "$seed_iters" --warmup 2 --prompt-tokens "$prompt" --gen-tokens "$seed_gen" \
   --json "$OUT/seed-loop-webgpu.json" --csv "$OUT/seed-loop-webgpu.csv"
-step rag-webgpu 180 "$EBB" bench "$small" --ep webgpu --scenario rag \
+step rag-webgpu 120 "$EBB" bench "$small" --ep webgpu --scenario rag \
   --iterations "$rag_iters" --warmup 1 --gen-tokens 16 --json "$OUT/rag-webgpu.json"
 for mode in lazyRelease bucket simple disabled; do
-  step "cache-$mode" 120 "$EBB" bench "$small" --ep webgpu \
+  step "cache-$mode" 90 "$EBB" bench "$small" --ep webgpu \
     --provider-option "webgpu.storageBufferCacheMode=$mode" --scenario seed-loop \
     --iterations "$mode_iters" --warmup 1 --prompt-tokens "$prompt" --gen-tokens "$gen" \
     --json "$OUT/cache-$mode.json"
@@ -364,30 +379,31 @@ pair() {  # pair NAME MODEL TIMEOUT: cpu, webgpu, cpu, webgpu in one process
     --compare seed-loop,execution_provider=webgpu seed-loop seed-loop,execution_provider=webgpu \
     --json "$OUT/$1.json"
 }
-pair small-cpu-vs-webgpu "$small" 240
+pair small-cpu-vs-webgpu "$small" 180
 
 if [ -n "$phi_pid" ]; then
   wait "$phi_pid" 2>/dev/null || true
   phi_pid=
-  phi_rc=$(cat "$WORK/synth-phi.rc" 2>/dev/null || echo killed)
+  read -r phi_rc phi_s 2>/dev/null <"$WORK/synth-phi.rc" || phi_rc=killed phi_s=0
   if [ "$phi_rc" = 0 ]; then
-    record synth-phi ok $((SECONDS - phi_t0))
-    step phi-cpu-vs-webgpu 300 "$EBB" bench "$phi" --ep cpu --scenario seed-loop --iterations 2 \
+    record synth-phi ok "$phi_s"
+    step phi-cpu-vs-webgpu 240 "$EBB" bench "$phi" --ep cpu --scenario seed-loop --iterations 2 \
       --warmup 1 --prompt-tokens 128 --gen-tokens 64 \
       --compare seed-loop,execution_provider=webgpu --json "$OUT/phi-cpu-vs-webgpu.json"
   else
     record synth-phi "FAILED: exit $phi_rc ($(tail -n 1 "$OUT/synth-phi.err" 2>/dev/null))" \
-      $((SECONDS - phi_t0))
+      "$phi_s"
   fi
 fi
 
 # --- summary.txt ----------------------------------------------------------------------------------
 log "writing $OUT/summary.txt (${SECONDS}s so far)"
 status=0
-"$PYTHON" - "$OUT" "$toy" "$SECONDS" "$BUDGET" <<'EOF' || status=$?
-import json, os, re, sys
+"$PYTHON" - "$OUT" "$toy" "$SECONDS" "$BUDGET" "$repo" "$small_shape" "$big_shape" <<'EOF' || status=$?
+import glob, json, os, re, sys
 
 out, toy, elapsed, budget = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), int(sys.argv[4])
+repo, small_shape, big_shape = sys.argv[5], sys.argv[6], sys.argv[7]
 lines, failed = [], []
 MiB = 1 << 20
 
@@ -408,19 +424,47 @@ def bench(name):
         return None
 
 
-def mib(b):
-    return "-" if b is None else f"{b / MiB:.1f} MiB"
+def mib(b, sign=False):
+    if b is None:
+        return "-"
+    s = "+" if sign and b >= 0 else ("-" if b < 0 else "")
+    for unit, size in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if abs(b) >= size:
+            return f"{s}{abs(b) / size:.{2 if unit == 'GiB' else 1}f} {unit}"
+    return f"{s}{abs(b):.0f} B"
 
 
 def slope(fit):
     if not fit:
         return "-"
-    return f"{fit['bytes_per_iteration']:+.0f} B/iter +- {fit['stderr_bytes_per_iteration']:.0f}"
+    return (f"{mib(fit['bytes_per_iteration'], sign=True)}/iter +- "
+            f"{mib(fit['stderr_bytes_per_iteration'])}")
 
 
 def ep(run):
     return run["device"]["device"] if run.get("device") else "cpu"
 
+
+# Every bench report against docs/bench.schema.json, with the tests' validator when the checkout
+# has it (tests/http/json_schema_lite.py): a failed validation is a failed step.
+schema_errors = []
+try:
+    sys.path.insert(0, os.path.join(repo, "tests", "http"))
+    from json_schema_lite import validate
+    with open(os.path.join(repo, "docs", "bench.schema.json")) as f:
+        schema = json.load(f)
+except (ImportError, OSError, ValueError):
+    validate = None
+if validate:
+    for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+        doc = bench(os.path.basename(path)[:-5])
+        if doc and doc.get("tool") == "ebb bench":
+            errs = validate(schema, doc)
+            if errs:
+                schema_errors.append(f"{os.path.basename(path)}: {len(errs)} schema errors, first: {errs[0]}")
+with open(os.path.join(out, "steps.tsv"), "a") as f:
+    for e in schema_errors:
+        f.write(f"schema\tFAILED: {e}\t0\n")
 
 steps = [l.split("\t") for l in read("steps.tsv").splitlines() if l.strip()]
 failed = [s for s in steps if not s[1].startswith("ok")]
@@ -428,6 +472,9 @@ failed = [s for s in steps if not s[1].startswith("ok")]
 lines.append(f"ebb gpu_check ({'toy' if toy else 'full'} scale): {len(steps) - len(failed)}/{len(steps)} "
              f"steps ok, {elapsed} s of a {budget} s budget")
 lines.append(read("machine.txt").splitlines()[1] if read("machine.txt") else "")
+lines.append("bench reports against docs/bench.schema.json: " +
+             ("not checked (no tests/http/json_schema_lite.py)" if not validate else
+              f"{len(schema_errors)} invalid" if schema_errors else "all valid"))
 lines.append("")
 lines.append("adapter (ebb --version; * = the one WebGPU uses):")
 adapters = [l for l in read("version.out").splitlines() if l.startswith(("vulkan:", "  "))]
@@ -479,7 +526,7 @@ for name in ("seed-loop-webgpu", "rag-webgpu"):
 lines.append("")
 
 lines.append("WebGPU storageBufferCacheMode (each in its own process; seed loop):")
-lines.append(f"  {'mode':<12} {'in force':<12} {'decode tok/s':>12} {'ttft p50':>10} {'RSS slope':>22} "
+lines.append(f"  {'mode':<12} {'in force':<12} {'decode tok/s':>12} {'ttft p50':>10} {'RSS slope':>26} "
              f"{'peak RSS':>12} {'driver bytes after (first -> last, slope)':>44}")
 for mode in ("lazyRelease", "bucket", "simple", "disabled"):
     b = bench("cache-" + mode)
@@ -496,7 +543,7 @@ for mode in ("lazyRelease", "bucket", "simple", "disabled"):
         kv_ok = False
     lines.append(f"  {mode:<12} {(r.get('device') or {}).get('cache_mode', 'cpu?'):<12} "
                  f"{s['tps']['p50']:>12.1f} {s['ttft_s']['p50'] * 1e3:>8.1f}ms "
-                 f"{slope(s['slopes']['rss_after']):>22} {mib(s['peak_rss_bytes']):>12} {drv_txt:>44}")
+                 f"{slope(s['slopes']['rss_after']):>26} {mib(s['peak_rss_bytes']):>12} {drv_txt:>44}")
 lines.append("")
 
 
@@ -532,11 +579,10 @@ def side_by_side(name, title):
                          f"decode {ratio(g[2], cpu[2])}, ttft {ratio(g[0], cpu[0])}")
 
 
-side_by_side("small-cpu-vs-webgpu", "CPU and WebGPU, " + ("tiny" if toy else "small") +
-             " shape, alternating in one process:")
-if not toy:
+side_by_side("small-cpu-vs-webgpu", f"CPU and WebGPU, {small_shape} shape (int4), alternating in one process:")
+if big_shape:
     lines.append("")
-    side_by_side("phi-cpu-vs-webgpu", "CPU and WebGPU, phi-3.5-mini shape (int4):")
+    side_by_side("phi-cpu-vs-webgpu", f"CPU and WebGPU, {big_shape} shape (int4):")
 lines.append("")
 
 if failed:

@@ -283,7 +283,8 @@ void PrintPrefixCache(std::FILE* f, const std::vector<bench::RunResult>& runs, i
   }
 }
 
-// "flat at 1.2 MiB" when a figure never moved after a request, else its slope and moves.
+// "flat (slope +0 B/iter) at 1.2 MiB" when a figure never moved after a measured request, else
+// how often it moved, its slope and largest step, and its last value.
 std::string Trend(const bench::LinearFit& fit, const bench::StepCount& steps, uint64_t last) {
   if (steps.changed == 0) return "flat (slope +0 B/iter) at " + internal::FormatBytes(last);
   return "moved " + std::to_string(steps.changed) + "/" + std::to_string(steps.intervals) +

@@ -105,15 +105,17 @@ KvPool::ReleaseFn KvPool::Admit(uint64_t size, const char* what, bool may_reclai
       uint64_t in_use = 0;
       {
         MutexLock lock(mu_);
-        auto total = [&] { return device_fixed_ + stats_.in_use_bytes + stats_.retained_bytes; };
         // A retained buffer of this size is reused: it moves from retained to in use.
         const uint64_t adds = retained_.count(size) > 0 ? 0 : size;
-        if (total() + adds > device_limit_ && stats_.retained_bytes > 0) {
+        if (device_fixed_ + stats_.in_use_bytes + stats_.retained_bytes + adds > device_limit_ &&
+            stats_.retained_bytes > 0) {
           freed.swap(retained_);
           stats_.retained_bytes = 0;
           stats_.reserved_bytes = stats_.in_use_bytes;
         }
-        over = total() + (retained_.count(size) > 0 ? 0 : size) > device_limit_;
+        over = device_fixed_ + stats_.in_use_bytes + stats_.retained_bytes +
+                   (retained_.count(size) > 0 ? 0 : size) >
+               device_limit_;
         if (over && may_reclaim) ++stats_.num_refusals;
         in_use = stats_.in_use_bytes;
       }

@@ -1,5 +1,7 @@
 #include "model/model_device.h"
 
+#include <cstdlib>
+
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/error.h"
@@ -112,7 +114,17 @@ std::string DescribeProviderAdapter(const std::string& provider) {
   if (provider == "webgpu") {
     const GpuAdapterList list = ListGpuAdapters();
     for (const GpuAdapter& a : list.adapters) {
-      if (a.chosen) return DescribeGpuAdapter(a);
+      if (!a.chosen) continue;
+      // A software device chosen over nothing better is legitimate (CI, a laptop without a
+      // driver), but never a surprise: it is some 30x slower than ebb's own CPU path.
+      if (a.type == "cpu") {
+        EBB_LOG_WARN(
+            "WebGPU runs on a software Vulkan device, {}: no GPU's Vulkan driver was found "
+            "(VK_DRIVER_FILES={}); for a GPU, install its Vulkan driver and run without "
+            "scripts/vulkan_env, or run on the CPU provider (--ep cpu), which is faster than this",
+            a.name, std::getenv("VK_DRIVER_FILES") ? std::getenv("VK_DRIVER_FILES") : "unset");
+      }
+      return DescribeGpuAdapter(a);
     }
     return {};
   }

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -339,6 +340,44 @@ TEST_F(WebGpu, DeviceFiguresAndTheKernelLineOnEverySurface) {
   EXPECT_THAT(info.out, HasSubstr("device:   webgpu:0"));
   EXPECT_THAT(info.out, HasSubstr("WebGPU uses the one marked *"));
   EXPECT_THAT(info.out, HasSubstr("CPU fallback"));
+}
+
+// ebb serve on WebGPU: /metrics and /v1/runtime carry the device figures of a served model.
+TEST_F(WebGpu, ServeReportsTheDeviceInMetricsAndRuntime) {
+  testing::TempDir dir("webgpu-serve");
+  // A free port, the service in the background, one request, the two documents, then stop.
+  {
+    std::ofstream sh(dir / "serve.sh");
+    sh << "port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); "
+          "s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])')\n"
+       << "'" << testing::CliPath() << "' serve --model tiny='" << Int4().string()
+       << "' --ep webgpu --port $port > '" << (dir / "serve.log") << "' 2>&1 &\n"
+       << "pid=$!\n"
+       << "for i in $(seq 1 300); do curl -sf localhost:$port/health >/dev/null && break; "
+          "sleep 0.2; done\n"
+       << "curl -sf localhost:$port/v1/completions -H 'Content-Type: application/json' "
+          "-d '{\"model\": \"tiny\", \"prompt\": \"hi\", \"max_tokens\": 4}' >/dev/null\n"
+       << "echo METRICS; curl -sf localhost:$port/metrics\n"
+       << "echo RUNTIME; curl -sf localhost:$port/v1/runtime; echo\n"
+       << "kill $pid; wait $pid\n";
+  }
+  std::string out;
+  {
+    FILE* p = popen(("sh '" + (dir / "serve.sh") + "' 2>&1").c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  ASSERT_NE(out.find("METRICS"), std::string::npos) << out;
+  EXPECT_THAT(out, HasSubstr("ebb_device_memory_bytes{model=\"tiny\",device=\"webgpu:0\","
+                             "kind=\"kv_peak\"}"));
+  const auto at = out.find("RUNTIME");
+  ASSERT_NE(at, std::string::npos) << out;
+  std::string doc = out.substr(out.find('{', at));
+  doc = doc.substr(0, doc.find('\n'));
+  EXPECT_THAT(doc, HasSubstr("\"device\":\"webgpu:0\"")) << doc;
 }
 
 // --- Embeddings on the device ---------------------------------------------------------------
