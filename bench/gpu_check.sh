@@ -45,7 +45,12 @@
 #   - A GPU with its Vulkan driver, and the Vulkan loader (libvulkan.so.1). A GPU machine may have
 #     the NVIDIA driver but no loader (containers often do): then it unpacks the .debs in
 #     EBB_GPU_CHECK_DEBS (default: the checkout's .gl folder; Debian's libvulkan1, from
-#     `apt-get download libvulkan1`) with `dpkg-deb -x` (else Python) and puts their library
+#     `apt-get download libvulkan1`, and libglvnd's libglvnd0 libegl1 libgl1 libglx0 libopengl0
+#     libgles2, which NVIDIA's Vulkan ICD needs: without them its ICD does not load and the loader
+#     says VK_ERROR_INCOMPATIBLE_DRIVER, measured on an H200 whose image lacks them; there,
+#     `for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig` and
+#     VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json worked, see
+#     docs/benchmarks.md) with `dpkg-deb -x` (else Python) and puts their library
 #     folders on LD_LIBRARY_PATH. Unless VK_DRIVER_FILES (or VK_ICD_FILENAMES) is set, it points
 #     VK_DRIVER_FILES at the NVIDIA driver's ICD file, searching /usr/share/vulkan/icd.d,
 #     /etc/vulkan/icd.d, /usr/local/nvidia/share/vulkan/icd.d, /usr/local/share/vulkan/icd.d and

@@ -42,11 +42,17 @@ void DisableOrtTelemetry() {
 
 Ort::Env& OrtEnvironment() {
   static std::once_flag once;
-  static std::unique_ptr<Ort::Env> env;
+  // Never destroyed: kept for the process's life, and the OS takes it back at exit. Destroying
+  // it from a static destructor tears down ORT's WebGPU device (CleanupWebGpuContexts) after a
+  // GPU driver's own exit handlers have run (the driver is loaded after ebb, so its handlers go
+  // first): on an NVIDIA H200 (driver 580.159.04) every WebGPU process then died at exit with
+  // SIGSEGV inside the driver, called from libvulkan under ~Env. A pointer in a static stays
+  // reachable, so leak checkers do not report it.
+  static Ort::Env* env = nullptr;
   EnsureOrtApi();
   std::call_once(once, [] {
     DisableOrtTelemetry();
-    env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "ebb", ForwardOrtLog, nullptr);
+    env = new Ort::Env(ORT_LOGGING_LEVEL_WARNING, "ebb", ForwardOrtLog, nullptr);
     env->DisableTelemetryEvents();
   });
   return *env;
