@@ -34,10 +34,10 @@ struct CliResult {
   std::string out;  // stdout and stderr together
 };
 
-// Runs the built CLI with `args` (a shell fragment: quoting and redirections allowed).
-inline CliResult RunCli(const std::string& args) {
+// Runs `command` with sh, stdout and stderr together.
+inline CliResult RunShell(const std::string& command) {
   CliResult r;
-  const std::string cmd = CliPath() + " " + args + " 2>&1";
+  const std::string cmd = command + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   std::array<char, 4096> buf;
@@ -47,6 +47,9 @@ inline CliResult RunCli(const std::string& args) {
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
 }
+
+// Runs the built CLI with `args` (a shell fragment: quoting and redirections allowed).
+inline CliResult RunCli(const std::string& args) { return RunShell(CliPath() + " " + args); }
 
 // A fresh, uniquely named folder under /tmp (mkdtemp: /tmp/ebb-TAG-XXXXXX), removed with
 // everything in it by the destructor.

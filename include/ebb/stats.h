@@ -136,14 +136,13 @@ struct DeviceMemory {
   KvStats kv;           // the KV on the device: the model's KV pool (MemoryStats::kv is then 0)
   uint64_t weights_bytes = 0;    // the weights on the device: an estimate, the model's weight
                                  // files (nodes ORT leaves on the CPU keep theirs in host memory)
-  uint64_t retained_bytes = 0;   // freed KV buffers ebb keeps for reuse (kv_cache.retain_bytes):
-                                 // the part of the cache a shrink frees (= kv.retained_bytes)
   int64_t ort_cache_bytes = -1;  // what ORT's buffer cache keeps between requests: 0 when
                                  // WebGPU's storageBufferCacheMode is disabled or lazyRelease
                                  // (ebb's default); -1 = not countable (simple, bucket, CUDA's
                                  // arena: ORT reports no byte figure for it)
-  uint64_t used_bytes = 0;       // weights_bytes + kv.in_use_bytes + retained_bytes: what
-                                 // gpu_mem_limit counts
+  uint64_t used_bytes = 0;       // weights_bytes + kv.in_use_bytes + kv.retained_bytes (freed
+                                 // KV buffers ebb keeps for reuse, what a device shrink frees):
+                                 // what gpu_mem_limit counts
   uint64_t limit_bytes = 0;      // provider_options.EP.gpu_mem_limit; 0 = none
   std::string cache_mode;        // WebGPU: storageBufferCacheMode in force; "" elsewhere
   int64_t driver_process_bytes = -1;  // this process's GPU memory as the NVIDIA driver reports

@@ -112,7 +112,8 @@ std::string DeviceLine(const Json& d) {
   s << ": KV in use " << Mib(kv.value("in_use_bytes", Json(0))) << ", peak "
     << Mib(kv.value("peak_in_use_bytes", Json(0))) << "; weights "
     << Mib(d.value("weights_bytes", Json(0))) << ", retained "
-    << Mib(d.value("retained_bytes", Json(0))) << ", used " << Mib(d.value("used_bytes", Json(0)));
+    << Mib(d["kv"].value("retained_bytes", Json(0))) << ", used "
+    << Mib(d.value("used_bytes", Json(0)));
   const Json limit = d.value("limit_bytes", Json(0));
   s << (known(limit) && limit.get<double>() > 0 ? " of " + Mib(limit) : " (no gpu_mem_limit)");
   const Json cache = d.value("ort_cache_bytes", Json(-1));

@@ -21,11 +21,7 @@ std::unique_ptr<KvCache> KvCache::Create(KvPool& pool, const KvShape& shape, boo
                                          KvMode mode, int max_length, int chunk_tokens) {
   if (pool.device() != nullptr) {
     if (mode == KvMode::kDynamic) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "kv_cache.mode=dynamic is not available with the KV on " + pool.device()->name() +
-                      ": growing a device buffer needs a device copy at an offset, which ONNX "
-                      "Runtime's API does not offer; use kv_cache.mode=static (the default), "
-                      "which sizes the cache from the request's max_length");
+      throw Error(ErrorCode::InvalidArgument, DynamicModeOnDeviceMessage(pool.device()->name()));
     }
     return std::make_unique<KvCacheDevice>(pool, shape, shared, max_length);
   }

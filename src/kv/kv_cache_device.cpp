@@ -6,6 +6,13 @@
 
 namespace ebb::internal {
 
+std::string DynamicModeOnDeviceMessage(const std::string& device) {
+  return "kv_cache.mode=dynamic is not available with the KV on " + device +
+         ": growing a device buffer needs a device copy at an offset, which ONNX Runtime's API "
+         "does not offer; use kv_cache.mode=static (the default), which sizes each cache from "
+         "its request's max_length";
+}
+
 KvCacheDevice::KvCacheDevice(KvPool& pool, const KvShape& shape, bool shared, int max_length)
     : KvCache(pool, shape, KvMode::kStatic, max_length, max_length), shared_(shared) {
   a_ = AllocateSet("KV cache");

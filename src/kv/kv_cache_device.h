@@ -24,6 +24,10 @@
 
 namespace ebb::internal {
 
+// Why kv_cache.mode=dynamic is refused with the KV on `device` ("webgpu:0"), and the fix: the one
+// message of the load-time and the per-request refusal.
+std::string DynamicModeOnDeviceMessage(const std::string& device);
+
 class KvCacheDevice final : public KvCache {
  public:
   // Allocates max_length now; may throw ResourceExhausted.

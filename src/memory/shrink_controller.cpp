@@ -30,7 +30,7 @@ Ort::RunOptions ShrinkController::BeginRun(bool* shrink) {
     MutexLock lock(mu_);
     for (const auto& [k, v] : run_options_) {
       if (k == kShrinkKey) {
-        devices = OrtShrinkDevices(v);
+        devices = ort_shrink_devices_;
         continue;
       }
       try {
@@ -135,6 +135,7 @@ void ShrinkController::SetRunOption(const std::string& key, const std::string& v
   {
     MutexLock lock(mu_);
     run_options_[key] = value;
+    if (key == kShrinkKey) ort_shrink_devices_ = OrtShrinkDevices(value);
   }
   if (key == kShrinkKey && device_keep_nothing_) {
     device_keep_nothing_(OrtShrinkDevices(value) != value);
@@ -207,6 +208,7 @@ void ShrinkController::CheckShrinkDevices(const std::string& value) const {
 void ShrinkController::ClearRunOption(const std::string& key) {
   MutexLock lock(mu_);
   run_options_.erase(key);
+  if (key == kShrinkKey) ort_shrink_devices_.clear();
   if (key == kShrinkKey && device_keep_nothing_) device_keep_nothing_(false);
 }
 

@@ -88,6 +88,9 @@ class ShrinkController {
   std::function<void(bool)> device_keep_nothing_;
   mutable Mutex mu_;
   std::map<std::string, std::string> run_options_ EBB_GUARDED_BY(mu_);
+  // The user's memory.enable_memory_arena_shrinkage as ORT gets it (OrtShrinkDevices), computed
+  // when it is set rather than at every Run().
+  std::string ort_shrink_devices_ EBB_GUARDED_BY(mu_);
   std::atomic<int> in_flight_{0};
   std::atomic<bool> pending_step_shrink_{false};
   std::atomic<bool> after_next_request_{false};

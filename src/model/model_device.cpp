@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "kv/kv_cache_device.h"
 #include "kv/kv_device_memory.h"
 #include "memory/gpu_adapters.h"
 #include "memory/nvml.h"
@@ -26,11 +27,7 @@ void PrepareDevice(ModelImpl& m, const ProviderPlan& plan, const ModelOptions& o
   }
   if (m.config.is_encoder) return;  // no KV: nothing below applies
   if (options.kv_mode == KvMode::kDynamic) {
-    throw Error(ErrorCode::InvalidArgument,
-                "kv_cache.mode=dynamic is not available with the KV on " + dev +
-                    ": growing a device buffer needs a device copy at an offset, which ONNX "
-                    "Runtime's API does not offer; use kv_cache.mode=static (the default), which "
-                    "sizes each cache from its request's max_length");
+    throw Error(ErrorCode::InvalidArgument, DynamicModeOnDeviceMessage(dev));
   }
   if (options.prefix_cache_max_bytes > 0) {
     throw Error(ErrorCode::InvalidArgument,
@@ -92,7 +89,6 @@ DeviceMemory ReadDeviceMemory(const ModelImpl& m, const KvStats& pool) {
   d.adapter = m.device_adapter;
   if (m.kv_pool && m.kv_pool->device() != nullptr) d.kv = pool;
   d.weights_bytes = m.weights_bytes;
-  d.retained_bytes = d.kv.retained_bytes;
   d.used_bytes = d.weights_bytes + d.kv.in_use_bytes + d.kv.retained_bytes;
   d.limit_bytes = m.device->gpu_mem_limit_bytes;
   d.cache_mode = m.device_cache_mode;

@@ -143,8 +143,12 @@ void AppendProvider(Ort::SessionOptions& so, const std::string& ep, const std::s
     }
   } else {
     // WebGPU's keys are checked and ebb's own taken out first (ort/webgpu_options.h).
-    const std::map<std::string, std::string> given =
-        ep == "webgpu" ? ParseWebGpuOptions(opts, where).ort : opts;
+    std::map<std::string, std::string> given = opts;
+    if (ep == "webgpu") {
+      WebGpuOptions w = ParseWebGpuOptions(opts, where);
+      for (const std::string& warning : w.unknown) EBB_LOG_WARN("{}", warning);
+      given = std::move(w.ort);
+    }
     try {
       so.AppendExecutionProvider(OrtAppendName(ep), std::unordered_map<std::string, std::string>(
                                                         given.begin(), given.end()));

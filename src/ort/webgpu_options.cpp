@@ -1,13 +1,11 @@
 #include "ort/webgpu_options.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <mutex>
 #include <string_view>
 #include <vector>
 
-#include "core/log.h"
 #include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
@@ -151,10 +149,10 @@ WebGpuOptions ParseWebGpuOptions(const std::map<std::string, std::string>& optio
       throw Error(ErrorCode::InvalidArgument, "provider_options.webgpu." + key + " (" + where +
                                                   "): an empty value; ONNX Runtime refuses it");
     }
-    EBB_LOG_WARN(
-        "provider option webgpu.{}='{}' ({}) is not one ebb knows; passed to ONNX Runtime as "
-        "ep.webgpuexecutionprovider.{}, which ignores keys it does not know{}",
-        key, value, where, key, DidYouMean(key, names));
+    out.unknown.push_back("provider option webgpu." + key + "='" + value + "' (" + where +
+                          ") is not one ebb knows; passed to ONNX Runtime as "
+                          "ep.webgpuexecutionprovider." +
+                          key + ", which ignores keys it does not know" + DidYouMean(key, names));
     out.ort[key] = value;
   }
   // ebb's default: freed buffers go back to Dawn at the end of the run (see the header).

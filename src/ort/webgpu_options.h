@@ -9,7 +9,8 @@
 //     wants it ("LAZYRELEASE" -> "lazyRelease"); a bad value is InvalidArgument naming the key,
 //     the value and the choices;
 //   - "ep.webgpuexecutionprovider.KEY" is accepted as KEY;
-//   - any other key passes through to ORT, logged with a did-you-mean when it is close to one;
+//   - any other key passes through to ORT, with a warning (WebGpuOptions::unknown) naming the
+//     closest known key;
 //   - ebb's own keys (gpu_mem_limit) are taken out: ORT never sees them.
 // ebb's defaults: storageBufferCacheMode=lazyRelease (docs/options.md "WebGPU": ORT's default,
 // bucket, keeps freed buffers in a cache that nothing public trims and rounds a KV buffer up to
@@ -26,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ebb::internal {
 
@@ -37,6 +39,10 @@ struct WebGpuOptions {
   std::map<std::string, std::string> context;
   uint64_t gpu_mem_limit_bytes = 0;  // ebb's device budget; 0 = none
   int device_id = 0;
+  // One warning per key ebb does not know (passed to ORT as given), with a did-you-mean: the
+  // caller that hands the options to ORT logs them, so a load that parses them more than once
+  // warns once.
+  std::vector<std::string> unknown;
 };
 
 // Checks `options` (provider_options.webgpu, the config's then the user's). `where` names who

@@ -324,7 +324,6 @@ MemoryStats Runtime::Stats() const {
       d.kv.num_allocations += md.kv.num_allocations;
       d.kv.num_refusals += md.kv.num_refusals;
       d.weights_bytes += md.weights_bytes;
-      d.retained_bytes += md.retained_bytes;
       d.used_bytes += md.used_bytes;
       d.limit_bytes += md.limit_bytes;
     }

@@ -73,7 +73,6 @@ StatsJson DeviceMemoryJson(const DeviceMemory& d) {
           {"adapter", d.adapter},
           {"kv", KvStatsJson(d.kv)},
           {"weights_bytes", d.weights_bytes},
-          {"retained_bytes", d.retained_bytes},
           {"ort_cache_bytes", d.ort_cache_bytes},
           {"used_bytes", d.used_bytes},
           {"limit_bytes", d.limit_bytes},

@@ -365,7 +365,7 @@ function render() {
       mf('device_adapter').dataset.value = dev.adapter;
       setField(mf('device_kv_in_use_bytes'), dev.kv.in_use_bytes, 'bytes');
       setField(mf('device_kv_peak_bytes'), dev.kv.peak_in_use_bytes, 'bytes');
-      setField(mf('device_retained_bytes'), dev.retained_bytes, 'bytes');
+      setField(mf('device_retained_bytes'), dev.kv.retained_bytes, 'bytes');
       setField(mf('device_weights_bytes'), dev.weights_bytes, 'bytes');
       setField(mf('device_used_bytes'), dev.used_bytes, 'bytes');
       setField(mf('device_limit_bytes'), dev.limit_bytes, 'bytes');

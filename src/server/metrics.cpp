@@ -98,7 +98,7 @@ void DeviceFamilies(Writer& w, const std::vector<ManagedModel>& list) {
     sample("weights", static_cast<double>(d->weights_bytes));
     sample("kv_in_use", static_cast<double>(d->kv.in_use_bytes));
     sample("kv_peak", static_cast<double>(d->kv.peak_in_use_bytes));
-    sample("retained", static_cast<double>(d->retained_bytes));
+    sample("retained", static_cast<double>(d->kv.retained_bytes));
     if (d->ort_cache_bytes >= 0) sample("ort_cache", static_cast<double>(d->ort_cache_bytes));
     sample("used", static_cast<double>(d->used_bytes));
     if (d->limit_bytes > 0) sample("limit", static_cast<double>(d->limit_bytes));

@@ -223,7 +223,7 @@ test('a model on a device shows its device figures; a CPU model has none', async
     kv: { in_use_bytes: 3 * MIB, retained_bytes: MIB, reserved_bytes: 4 * MIB,
       peak_in_use_bytes: 6 * MIB, max_bytes: 0, retain_limit_bytes: 8 * MIB, num_allocations: 2,
       num_os_maps: 0, num_refusals: 0 },
-    weights_bytes: 100 * MIB, retained_bytes: MIB, ort_cache_bytes: -1, used_bytes: 104 * MIB,
+    weights_bytes: 100 * MIB, ort_cache_bytes: -1, used_bytes: 104 * MIB,
     limit_bytes: 2048 * MIB, cache_mode: 'lazyRelease', driver_process_bytes: 600 * MIB,
     driver_used_bytes: -1, driver_total_bytes: 143771 * MIB,
   };

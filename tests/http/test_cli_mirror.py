@@ -273,7 +273,7 @@ def test_ps_and_model_stats_show_a_model_on_a_device(srv):
         "kv": {"in_use_bytes": 3 * mib, "retained_bytes": mib, "reserved_bytes": 4 * mib,
                "peak_in_use_bytes": 6 * mib, "max_bytes": 0, "retain_limit_bytes": 8 * mib,
                "num_allocations": 2, "num_os_maps": 0, "num_refusals": 0},
-        "weights_bytes": 100 * mib, "retained_bytes": mib, "ort_cache_bytes": -1,
+        "weights_bytes": 100 * mib, "ort_cache_bytes": -1,
         "used_bytes": 104 * mib, "limit_bytes": 2048 * mib, "cache_mode": "lazyRelease",
         "driver_process_bytes": 600 * mib, "driver_used_bytes": 1536 * mib,
         "driver_total_bytes": 143771 * mib}

@@ -129,13 +129,13 @@ TEST_F(WebGpu, DeviceKvIsHeldByTheGeneratorAndFreedWhenItDies) {
     EXPECT_EQ(s.kv.in_use_bytes, 0u) << "no KV in host memory";
     EXPECT_GE(s.device.kv.in_use_bytes, 64 * per_token);  // static: max_length up front
     EXPECT_EQ(s.device.used_bytes,
-              s.device.weights_bytes + s.device.kv.in_use_bytes + s.device.retained_bytes);
+              s.device.weights_bytes + s.device.kv.in_use_bytes + s.device.kv.retained_bytes);
     EXPECT_EQ(s.device.cache_mode, "lazyRelease");
     EXPECT_EQ(s.device.ort_cache_bytes, 0);
   }
   const MemoryStats after = m->memory_stats();
   EXPECT_EQ(after.device.kv.in_use_bytes, 0u);
-  EXPECT_EQ(after.device.retained_bytes, 0u);  // kv_cache.retain_bytes=0: all handed back
+  EXPECT_EQ(after.device.kv.retained_bytes, 0u);  // kv_cache.retain_bytes=0: all handed back
   EXPECT_GE(after.device.kv.peak_in_use_bytes, 64 * per_token);
 }
 
@@ -203,15 +203,14 @@ TEST_F(WebGpu, ShrinkHandsTheRetainedDeviceBuffersBack) {
   auto m = Model::Load(Int4(), o);
   Greedy(m, Prompt(4, m->info().vocab_size), 16);
   const MemoryStats before = m->memory_stats();
-  EXPECT_GT(before.device.retained_bytes, 0u);
-  EXPECT_EQ(before.device.retained_bytes, before.device.kv.retained_bytes);
+  EXPECT_GT(before.device.kv.retained_bytes, 0u);
   // Reused, not allocated again: the same sizes come back from ebb's own cache.
   const uint64_t allocs = before.device.kv.num_os_maps;
   Greedy(m, Prompt(4, m->info().vocab_size), 16);
   EXPECT_EQ(m->memory_stats().device.kv.num_os_maps, allocs);
   m->runtime().ShrinkArena();
   const MemoryStats after = m->memory_stats();
-  EXPECT_EQ(after.device.retained_bytes, 0u);
+  EXPECT_EQ(after.device.kv.retained_bytes, 0u);
   EXPECT_LT(after.device.used_bytes, before.device.used_bytes);
   EXPECT_GT(after.num_shrinks, before.num_shrinks);
 }
@@ -224,7 +223,7 @@ TEST_F(WebGpu, TheWebGpuShrinkKeyTrimsAfterEveryRunAndGpuIsItsAlias) {
     auto m = Model::Load(Int4(), o);
     m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", dev);
     Greedy(m, Prompt(4, m->info().vocab_size), 16);  // ORT would refuse "webgpu" in a Run()
-    EXPECT_EQ(m->memory_stats().device.retained_bytes, 0u);
+    EXPECT_EQ(m->memory_stats().device.kv.retained_bytes, 0u);
   }
   auto m = Model::Load(Int4(), OnWebGpu());
   try {
@@ -361,15 +360,7 @@ TEST_F(WebGpu, ServeReportsTheDeviceInMetricsAndRuntime) {
        << "echo RUNTIME; curl -sf localhost:$port/v1/runtime; echo\n"
        << "kill $pid; wait $pid\n";
   }
-  std::string out;
-  {
-    FILE* p = popen(("sh '" + (dir / "serve.sh") + "' 2>&1").c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    pclose(p);
-  }
+  const std::string out = testing::RunShell("sh '" + (dir / "serve.sh") + "'").out;
   ASSERT_NE(out.find("METRICS"), std::string::npos) << out;
   EXPECT_THAT(out, HasSubstr("ebb_device_memory_bytes{model=\"tiny\",device=\"webgpu:0\","
                              "kind=\"kv_peak\"}"));
@@ -403,18 +394,12 @@ TEST_F(WebGpu, EmbeddingsEqualTheCpusWithinFloatTolerance) {
 // --- An unusable device: a clear error that says how to get a Vulkan driver ---------------------
 
 TEST_F(WebGpu, NoVulkanDriverIsAClearErrorNamingTheFix) {
-  const std::string cmd =
+  const auto r = testing::RunShell(
       "env VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json " +
       testing::CliPath() + " generate " + Int4().string() +
-      " --ep webgpu --prompt hello --max-length 4 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  EXPECT_NE(st, 0) << out;
+      " --ep webgpu --prompt hello --max-length 4");
+  const std::string& out = r.out;
+  EXPECT_EQ(r.status, 1) << out;
   EXPECT_THAT(out, HasSubstr("No supported adapters"));
   EXPECT_THAT(out, HasSubstr("install your GPU's Vulkan driver"));
   EXPECT_THAT(out, HasSubstr("scripts/vulkan_env"));

@@ -57,9 +57,16 @@ TEST(WebGpuOptions, ABadValueNamesTheKeyAndTheChoices) {
   EXPECT_THROW(ParseWebGpuOptions({{"gpu_mem_limit", "lots"}}, "x"), Error);
 }
 
-TEST(WebGpuOptions, AnUnknownKeyPassesThroughToOrt) {
+TEST(WebGpuOptions, AnUnknownKeyPassesThroughToOrtWithOneWarningNamingTheClosestKey) {
   const WebGpuOptions w = ParseWebGpuOptions({{"someNewOrtKey", "1"}}, "x");
   EXPECT_EQ(w.ort.at("someNewOrtKey"), "1");
+  ASSERT_EQ(w.unknown.size(), 1u);
+  EXPECT_THAT(w.unknown[0], HasSubstr("passed to ONNX Runtime as "
+                                      "ep.webgpuexecutionprovider.someNewOrtKey"));
+  const WebGpuOptions typo = ParseWebGpuOptions({{"storageBufferCacheMod", "bucket"}}, "x");
+  ASSERT_EQ(typo.unknown.size(), 1u);
+  EXPECT_THAT(typo.unknown[0], HasSubstr("did you mean 'storageBufferCacheMode'"));
+  EXPECT_TRUE(ParseWebGpuOptions({{"validationMode", "full"}}, "x").unknown.empty());
 }
 
 TEST(WebGpuOptions, TheDeviceOptionsOfTheFirstModelBindTheOthers) {

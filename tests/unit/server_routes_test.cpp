@@ -86,7 +86,6 @@ ManagedModel DeviceModel(const std::string& id, const std::string& device) {
   d.kv.in_use_bytes = 200;
   d.kv.peak_in_use_bytes = 300;
   d.kv.retained_bytes = 40;
-  d.retained_bytes = 40;
   d.ort_cache_bytes = 0;
   d.used_bytes = 1240;
   d.limit_bytes = 4096;

@@ -54,9 +54,8 @@ TEST(StatsJson, MemoryStatsCarriesTheLimitAndWhatItCounts) {
                                             "prefix_cache", "limit_bytes", "used_bytes"}));
 }
 
-// A device model's figures, consistent (retained_bytes = kv.retained_bytes; used_bytes = weights +
-// KV in use + retained), one driver figure above 2^53 (a double would round it) and the figures
-// that are not available -1.
+// A device model's figures, consistent (used_bytes = weights + KV in use + KV retained), one driver
+// figure above 2^53 (a double would round it) and the figures that are not available -1.
 DeviceMemory SomeDeviceMemory() {
   DeviceMemory d;
   d.available = true;
@@ -72,7 +71,6 @@ DeviceMemory SomeDeviceMemory() {
   d.kv.num_os_maps = 0;
   d.kv.num_refusals = 19;
   d.weights_bytes = 1000;
-  d.retained_bytes = 12;
   d.ort_cache_bytes = -1;
   d.used_bytes = 1023;
   d.limit_bytes = 4096;
@@ -89,8 +87,8 @@ TEST(StatsJson, DeviceMemoryNamesEveryFieldInStructOrderAndKeepsMinusOne) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"available", "device", "adapter", "kv", "weights_bytes",
-                                            "retained_bytes", "ort_cache_bytes", "used_bytes",
-                                            "limit_bytes", "cache_mode", "driver_process_bytes",
+                                            "ort_cache_bytes", "used_bytes", "limit_bytes",
+                                            "cache_mode", "driver_process_bytes",
                                             "driver_used_bytes", "driver_total_bytes"}));
   EXPECT_EQ(j["kv"], KvStatsJson(d.kv)) << "the device's KV is the one KV struct";
   // Through text and back (what the C ABI, Python and the service's clients read).
@@ -102,7 +100,7 @@ TEST(StatsJson, DeviceMemoryNamesEveryFieldInStructOrderAndKeepsMinusOne) {
   EXPECT_EQ(back["kv"]["peak_in_use_bytes"], 14);
   EXPECT_EQ(back["kv"]["num_refusals"], 19);
   EXPECT_EQ(back["weights_bytes"], 1000);
-  EXPECT_EQ(back["retained_bytes"], 12);
+  EXPECT_EQ(back["kv"]["retained_bytes"], 12);
   EXPECT_EQ(back["used_bytes"], 1023);
   EXPECT_EQ(back["limit_bytes"], 4096);
   EXPECT_EQ(back["cache_mode"], "lazyRelease");
@@ -112,10 +110,10 @@ TEST(StatsJson, DeviceMemoryNamesEveryFieldInStructOrderAndKeepsMinusOne) {
     EXPECT_EQ(back[k].get<int64_t>(), -1) << k;
   }
   EXPECT_EQ(back["driver_used_bytes"].get<int64_t>(), (int64_t{1} << 53) + 1);
-  // available (padded to 8), three strings, the KV struct and eight 8-byte figures: a field added
+  // available (padded to 8), three strings, the KV struct and seven 8-byte figures: a field added
   // to DeviceMemory without a name here fails this.
   static_assert(sizeof(DeviceMemory) ==
-                sizeof(uint64_t) + 3 * sizeof(std::string) + sizeof(KvStats) + 8 * sizeof(int64_t));
+                sizeof(uint64_t) + 3 * sizeof(std::string) + sizeof(KvStats) + 7 * sizeof(int64_t));
 }
 
 TEST(StatsJson, ACpuModelsDeviceIsUnavailableWithMinusOneDriverFigures) {
