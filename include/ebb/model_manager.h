@@ -188,7 +188,8 @@ class EBB_API ModelManager {
   // Runs the keep-alive timer's check now, on the calling thread: unloads every idle model
   // whose keep-alive has run out on the manager's clock (ModelManagerOptions::clock), then wakes
   // the loads waiting for room (evict_wait) to re-read the clock. The timer thread does the same
-  // by itself; a test that moves an injected clock calls this instead of sleeping.
+  // by itself; a test that moves an injected clock calls this instead of sleeping. On return,
+  // every expiry in flight (this call's or the timer's) has unloaded and been announced.
   void Tick();
 
   // Counters since construction.

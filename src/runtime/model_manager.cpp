@@ -118,6 +118,9 @@ struct ModelManager::State {
   bool stop EBB_GUARDED_BY(mu) = false;
   uint64_t evictions EBB_GUARDED_BY(mu) = 0;
   uint64_t expirations EBB_GUARDED_BY(mu) = 0;
+  // Expiries between taking the model and announcing it (the timer's or a Tick's): Tick waits
+  // for them, so what it returns to has been unloaded and announced, whoever did it.
+  int expiring EBB_GUARDED_BY(mu) = 0;
   std::function<void(ManagerEvent, const std::string&)> listener EBB_GUARDED_BY(mu);
   std::thread timer;
 
@@ -543,6 +546,7 @@ struct ModelManager::State {
     auto model = std::move(e.model);
     e.expiry_set = false;
     e.unloading = true;
+    ++expiring;
     bool ok = true;
     {
       MutexUnlock unlocked(mu);
@@ -563,11 +567,17 @@ struct ModelManager::State {
         entries[due].expires = Now() + std::chrono::seconds(1);
         entries[due].expiry_set = true;
       }
+      --expiring;
+      cv.notify_all();
       return true;
     }
     ++expirations;
-    MutexUnlock unlocked(mu);
-    Emit(ManagerEvent::kExpired, due);
+    {
+      MutexUnlock unlocked(mu);
+      Emit(ManagerEvent::kExpired, due);
+    }
+    --expiring;
+    cv.notify_all();
     return true;
   }
 
@@ -674,6 +684,9 @@ void ModelManager::Tick() {
       auto next = state_->Now();
       if (!state_->ExpireOne(&next)) break;
     }
+    // The timer may have taken a due model first (it wakes on its own each second): wait until
+    // it has unloaded and announced it, or a caller could see the model gone but not expired.
+    while (state_->expiring > 0 && !state_->stop) state_->cv.wait(state_->mu);
   }
   state_->cv.notify_all();  // the timer and the loads waiting for room re-read the clock
 }
