@@ -59,10 +59,29 @@ class EBB_API ModelControls {
   // Shrink at the end of any request after which process RSS is above `bytes`; 0 turns it off.
   void ShrinkAbove(uint64_t rss_bytes);
 
-  // ORT run config entries for every later Run() (forwarded as-is and logged).
+  // A run option (Tier 2 key) for every later Run(), checked the same way on every surface and
+  // at load (docs/options.md#run-options): prefix_cache.max_bytes, memory.shrink_every and
+  // memory.shrink_above set the budget and policies above; anything else is an ORT run config
+  // entry, passed on with a warning naming the closest documented key when ORT does not
+  // document it. Throws InvalidArgument for a malformed key or value, or an ebb key that is not
+  // a run option (nothing is set).
   void SetRunOption(const std::string& key, const std::string& value);
+  // Restores the key's load-time value (genai_config.json's run_options, then the load
+  // options), or unsets a key that had none.
   void ClearRunOption(const std::string& key);
+  // The ORT run config entries in force.
   std::map<std::string, std::string> Options() const;
+  // A Tier 2 key in force: its value, where it came from ("load": genai_config.json's
+  // run_options or the load options; "runtime": set on this handle since the load; "default":
+  // neither), and its load-time value ("" when it had none).
+  struct OptionInForce {
+    std::string value;
+    std::string source;
+    std::string at_load;
+  };
+  // Every ORT run config entry in force, and the typed keys: memory.shrink_every,
+  // memory.shrink_above and (a decoder's) prefix_cache.max_bytes, in bytes and requests.
+  std::map<std::string, OptionInForce> OptionsInForce() const;
 
   MemoryStats Stats() const;
 

@@ -982,14 +982,23 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   if (mi.prefix_cache) {
     mi.shrink->set_drop_cache([&mi] { mi.prefix_cache->Drop(UINT64_MAX); });
   }
-  // Run options: the config's, then the user's. An empty value means "unset" (genai_config.json
-  // writes "memory.enable_memory_arena_shrinkage": "" for "off").
+  // Run options: the config's, then the user's, through the one route every later change takes
+  // (the same checks and did-you-mean warnings on every surface). An empty value means "unset"
+  // (genai_config.json writes "memory.enable_memory_arena_shrinkage": "" for "off").
+  mi.run_options = std::make_unique<RunOptionLedger>(mi.id, *mi.shrink, mi.prefix_cache.get());
   for (const auto& [k, v] : cfg.run_options) {
-    if (!v.empty()) mi.shrink->SetRunOption(k, v);
+    if (v.empty()) continue;
+    try {
+      mi.run_options->Set(k, v);
+    } catch (const Error& e) {
+      throw Error(e.code(), "genai_config.json's run_options of '" + mi.id + "': " + e.what() +
+                                "; fix or remove the entry");
+    }
   }
-  for (const auto& [k, v] : options.run_options) mi.shrink->SetRunOption(k, v);
+  for (const auto& [k, v] : options.run_options) mi.run_options->Set(k, v);
   if (options.shrink_every > 0) mi.shrink->ShrinkEvery(options.shrink_every);
   if (options.shrink_above_bytes > 0) mi.shrink->ShrinkAbove(options.shrink_above_bytes);
+  mi.run_options->SealLoad();
   // Parsing and optimising the graph leaves freed heap behind (about the size of the model
   // file's protobuf); glibc keeps it resident unless asked.
   TrimHeap();

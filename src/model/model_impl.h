@@ -26,6 +26,7 @@
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
 #include "model/model_host.h"
+#include "model/run_option_ledger.h"
 #include "model/step_runner.h"
 #include "ort/device_target.h"
 #include "ort/env_arena.h"
@@ -125,6 +126,9 @@ class ModelImpl final : public Model {
   std::function<void(Model&, std::span<const int32_t>)> prefill_step;  // ModelSteps::prefill
   // Run options (config, then user, then ModelControls) and the shrink policies.
   std::unique_ptr<ShrinkController> shrink;
+  // The one route of every run option, at load and after, and where each came from
+  // (model/run_option_ledger.h); after shrink and prefix_cache, which it refers to.
+  std::unique_ptr<RunOptionLedger> run_options;
   std::unique_ptr<Tokenizer> tokenizer_owned;  // null: the folder has no tokenizer.json
   // decode_batch.max_rows > 1: the batcher of concurrent generators, created on first use by
   // DecodeBatcher::ForModel; members hold it too. Freed by Release() (after every generator).

@@ -3,23 +3,26 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/http_framing.h"
+#include "server/request_log.h"
 #include "server/routes.h"
 
 namespace ebb::server {
@@ -37,32 +40,27 @@ struct Conn {
   bool lingering = false;      // answered by the loop; reading and dropping until EOF or deadline
   bool sent_continue = false;  // the loop answered Expect: 100-continue for this request
   bool probe = false;          // GET of a probe path: /health, /ready or an alias (routes.h)
+  // Admission (docs/http_api.md#connections): a connection is unproven until one of its
+  // requests carries a valid key (any request when the service has none). Unproven ones are
+  // capped overall and per source; past those caps a new connection gets a reserve slot, where
+  // its first request must be a probe or keyed, and arrive within reserve_timeout.
+  bool proven = false;
+  bool reserve = false;
+  bool close_after = false;  // answer this request, then close (a reserve slot's probe)
+  bool counted = false;      // counted in Impl's unproven or reserve figures
+  std::string source;        // the peer's address
+  Clock::time_point opened;
   size_t served = 0;
   size_t accounted = 0;      // bytes of buf's capacity counted in Impl::buffered_
   bool over_budget = false;  // Fill found every connection's buffers together at the budget
-  // Chunked-body scan state of the request being read (so a large body is scanned once).
+  // Framing of the request being read, from its head (head_len 0: the head is not complete),
+  // and its chunked body's scan state (so a large body is scanned once).
   size_t head_len = 0;
-  size_t chunk_pos = 0;
-  size_t chunk_total = 0;
-  // Framing of the request being read, from its head.
   bool chunked = false;
   size_t content_length = 0;
   bool expect_continue = false;
+  ChunkScan chunks;
 };
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // What the loop concluded about the bytes of a connection.
 struct Verdict {
@@ -76,6 +74,8 @@ Verdict Refuse(int status, std::string code, std::string message) {
   return Verdict{Verdict::kRefuse, status, std::move(code), std::move(message)};
 }
 
+Verdict Refuse(FramingError e) { return Refuse(e.status, std::move(e.code), std::move(e.message)); }
+
 const char* Reason(int status) {
   switch (status) {
     case 400:
@@ -84,6 +84,8 @@ const char* Reason(int status) {
       return "Request Timeout";
     case 413:
       return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
     case 415:
       return "Unsupported Media Type";
     case 431:
@@ -101,7 +103,7 @@ std::string ErrorResponse(int status, const std::string& code, const std::string
       ApiError{status, "invalid_request_error", message, std::nullopt, code, 0}.ToJson();
   return "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: close\r\n\r\n" + body;
+         "\r\nX-Request-Id: " + NextRequestId() + "\r\nConnection: close\r\n\r\n" + body;
 }
 
 // Best effort: the socket buffer takes a small answer at once; a client that does not read
@@ -113,6 +115,34 @@ void SendNow(int fd, const std::string& data) {
     if (n <= 0) return;
     off += static_cast<size_t>(n);
   }
+}
+
+// The address and port of a socket's end: f is ::getpeername or ::getsockname.
+template <class F>
+void SocketAddress(int fd, F f, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  ip.clear();
+  port = 0;
+  if (f(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+  char text[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text));
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
+    port = ntohs(a->sin6_port);
+  }
+  ip = text;
+}
+
+std::string PeerAddress(int fd) {
+  std::string ip;
+  int port = 0;
+  SocketAddress(fd, ::getpeername, ip, port);
+  return ip;
 }
 
 // httplib's Stream over a connection whose request is already in its buffer: reads come from
@@ -161,34 +191,14 @@ class ConnStream final : public httplib::Stream {
     return static_cast<ssize_t>(size);
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    Address(::getpeername, ip, port);
+    SocketAddress(c_.fd, ::getpeername, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    Address(::getsockname, ip, port);
+    SocketAddress(c_.fd, ::getsockname, ip, port);
   }
   socket_t socket() const override { return c_.fd; }
 
  private:
-  template <class F>
-  void Address(F f, std::string& ip, int& port) const {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    ip.clear();
-    port = 0;
-    if (f(c_.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-    char text[INET6_ADDRSTRLEN] = {};
-    if (addr.ss_family == AF_INET) {
-      const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
-      inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text));
-      port = ntohs(a->sin_port);
-    } else if (addr.ss_family == AF_INET6) {
-      const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
-      inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
-      port = ntohs(a->sin6_port);
-    }
-    ip = text;
-  }
-
   Conn& c_;
   std::chrono::milliseconds write_timeout_;
   bool swallow_continue_;
@@ -263,12 +273,11 @@ class HttpFront::Impl {
     wake_fd_ = -1;
   }
 
-  // On the accept thread.
+  // On the accept thread. Past max_connections plus the eviction headroom the answer is 503 at
+  // once; else the loop decides (Admit), where idle connections can be evicted.
   void Accept(int fd) {
-    if (open_.load() >= limits_.max_connections) {
-      SendNow(fd, ErrorResponse(503, "too_many_connections",
-                                "the service has " + std::to_string(limits_.max_connections) +
-                                    " connections open, its limit; retry shortly"));
+    if (open_.load() >= limits_.max_connections + kAdmitHeadroom) {
+      SendNow(fd, TooManyConnections());
       Refused(503, "too many connections");
       ::shutdown(fd, SHUT_RDWR);
       ::close(fd);
@@ -276,7 +285,10 @@ class HttpFront::Impl {
     }
     auto c = std::make_unique<Conn>();
     c->fd = fd;
-    c->deadline = Clock::now() + limits_.request_timeout;
+    c->source = PeerAddress(fd);
+    c->opened = Clock::now();
+    // Nothing sent yet: the short idle timeout, not the request's (docs/http_api.md).
+    c->deadline = c->opened + limits_.idle_timeout;
     ++open_;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -291,7 +303,9 @@ class HttpFront::Impl {
 
   size_t open() const { return open_.load(); }
   size_t in_progress() const { return in_progress_.load(); }
+  size_t evicted() const { return evicted_.load(); }
   std::function<void(int, const std::string&)> refusal_listener;
+  std::function<bool(const std::string&)> key_check;  // null: every request is keyed
   std::atomic<bool> close_after_response{false};
 
  private:
@@ -307,8 +321,109 @@ class HttpFront::Impl {
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
   }
 
+  size_t Reserved() const { return std::max<size_t>(1, limits_.max_connections / 8); }
+  size_t UnprovenCap() const { return limits_.max_connections - Reserved(); }
+  size_t PerSourceCap() const { return std::max<size_t>(1, limits_.max_connections / 4); }
+
+  std::string TooManyConnections() const {
+    return ErrorResponse(503, "too_many_connections",
+                         "the service has " + std::to_string(limits_.max_connections) +
+                             " connections open, its limit; retry shortly");
+  }
+
+  // Takes a new connection's slot (on the loop): an unproven one under the caps, else after
+  // evicting an idle connection, else a reserve slot. False: no room at all (answer 503).
+  bool Admit(Conn& c, std::vector<std::unique_ptr<Conn>>& conns) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      bool over_total = false;
+      bool over_source = false;
+      {
+        std::lock_guard<std::mutex> lock(count_mu_);
+        over_total = open_.load() > limits_.max_connections;
+        const bool over_unproven = unproven_ >= UnprovenCap();
+        const auto it = per_source_.find(c.source);
+        over_source = it != per_source_.end() && it->second >= PerSourceCap();
+        if (!over_total && !over_unproven && !over_source) {
+          ++unproven_;
+          ++per_source_[c.source];
+          c.counted = true;
+          return true;
+        }
+      }
+      // A connection that has sent nothing yet owes nothing: the oldest one makes room (one of
+      // this source's when the source is over its cap).
+      if (attempt == 0 && EvictIdle(conns, over_source ? c.source : std::string(), over_total)) {
+        continue;
+      }
+      break;
+    }
+    if (open_.load() > limits_.max_connections) return false;
+    std::lock_guard<std::mutex> lock(count_mu_);
+    ++reserve_;
+    c.reserve = true;
+    c.counted = true;
+    c.deadline = Clock::now() + std::min(kReserveTimeout, limits_.request_timeout);
+    return true;
+  }
+
+  // Closes the oldest connection waiting in the loop that has sent nothing: an unproven one
+  // (from `source` if given), else, when `any_idle`, an idle kept-alive one.
+  bool EvictIdle(std::vector<std::unique_ptr<Conn>>& conns, const std::string& source,
+                 bool any_idle) {
+    std::unique_ptr<Conn>* oldest = nullptr;
+    for (int pass = 0; pass < 2 && oldest == nullptr; ++pass) {
+      if (pass == 1 && !any_idle) break;
+      for (auto& c : conns) {
+        if (!c || c->lingering || !c->buf.empty() || c->head_len != 0) continue;
+        if (pass == 0 && (c->proven || c->reserve || (!source.empty() && c->source != source))) {
+          continue;
+        }
+        if (oldest == nullptr || c->opened < (*oldest)->opened) oldest = &c;
+      }
+    }
+    if (oldest == nullptr) return false;
+    Close(std::move(*oldest));  // leaves a null entry; the loop drops it
+    ++evicted_;
+    return true;
+  }
+
+  // A request of `c` carried a valid key (or the service has none): it leaves the caps.
+  void Prove(Conn& c) {
+    Uncount(c);
+    c.proven = true;
+    if (c.reserve) {
+      c.reserve = false;
+      c.deadline = Clock::now() + limits_.request_timeout;
+    }
+  }
+
+  void Uncount(Conn& c) {
+    if (!c.counted) return;
+    std::lock_guard<std::mutex> lock(count_mu_);
+    c.counted = false;
+    if (c.reserve) {
+      --reserve_;
+      return;
+    }
+    --unproven_;
+    auto it = per_source_.find(c.source);
+    if (it != per_source_.end() && --it->second == 0) per_source_.erase(it);
+  }
+
+  bool KeyValid(const RequestHead& h) const {
+    if (!key_check) return true;
+    for (const auto& [name, value] : h.headers) {
+      if (name.size() == 13 && strncasecmp(name.c_str(), "authorization", 13) == 0) {
+        // httplib decodes header values (%XX) before the handlers see them: so does this.
+        return key_check(httplib::detail::decode_url(value, false));
+      }
+    }
+    return key_check("");
+  }
+
   void Close(std::unique_ptr<Conn> c) {
     if (!c) return;
+    Uncount(*c);
     buffered_ -= c->accounted;
     ::shutdown(c->fd, SHUT_RDWR);
     ::close(c->fd);
@@ -332,35 +447,46 @@ class HttpFront::Impl {
     c.deadline = Clock::now() + std::chrono::seconds(2);
   }
 
-  // Parses what `c` holds: is there one complete, acceptable request at its front?
+  // Parses what `c` holds (http_framing.h): is there one complete, acceptable request at its
+  // front?
   Verdict Examine(Conn& c) {
+    const FramingLimits limits{limits_.max_head_bytes, limits_.max_body_bytes};
     if (c.head_len == 0) {
-      size_t end = c.buf.find("\r\n\r\n");
-      size_t skip = 4;
-      if (const size_t lf = c.buf.find("\n\n"); lf != std::string::npos && lf < end) {
-        end = lf;
-        skip = 2;
-      }
-      if (end == std::string::npos) {
-        if (c.buf.size() > limits_.max_head_bytes) {
-          return Refuse(431, "headers_too_large",
-                        "the request line and headers are larger than " +
-                            std::to_string(limits_.max_head_bytes) + " bytes");
+      HeadResult h = ParseRequestHead(c.buf, limits);
+      if (h.kind == Framing::kRefuse) return Refuse(std::move(h.error));
+      if (h.kind == Framing::kIncomplete) return {};
+      c.head_len = h.head.head_len;
+      c.chunked = h.head.chunked;
+      c.content_length = h.head.content_length;
+      c.expect_continue = h.head.expect_continue;
+      c.chunks = ChunkScan{c.head_len, 0};
+      std::string_view target = h.head.target;
+      target = target.substr(0, target.find('?'));
+      c.probe = h.head.method == "GET" && ProbeOf(target) != Probe::kNone;
+      if (!c.proven) {
+        if (KeyValid(h.head)) {
+          Prove(c);
+        } else if (c.reserve && c.probe) {
+          c.close_after = true;  // a probe is answered in a reserve slot, which it then frees
+        } else if (c.reserve) {
+          return Refuse(503, "too_many_connections",
+                        "the service holds its limit of connections without a valid API key (" +
+                            std::to_string(UnprovenCap()) + ", " + std::to_string(PerSourceCap()) +
+                            " per address); send the key (Authorization: Bearer KEY) or retry "
+                            "shortly");
         }
-        return {};
       }
-      if (end + skip > limits_.max_head_bytes) {
-        return Refuse(431, "headers_too_large",
-                      "the request line and headers are larger than " +
-                          std::to_string(limits_.max_head_bytes) + " bytes");
-      }
-      Verdict v = ExamineHead(c, std::string_view(c.buf).substr(0, end + skip));
-      if (v.kind == Verdict::kRefuse) return v;
-      c.head_len = end + skip;
-      c.chunk_pos = c.head_len;
-      c.chunk_total = 0;
     }
-    if (c.chunked) return ScanChunks(c);
+    if (c.chunked) {
+      BodyResult b = ScanChunkedBody(c.buf, c.chunks, limits_.max_body_bytes);
+      if (b.kind == Framing::kRefuse) return Refuse(std::move(b.error));
+      if (b.kind == Framing::kComplete) {
+        c.request_len = b.request_len;
+        return Verdict{Verdict::kComplete, 0, "", ""};
+      }
+      MaybeContinue(c);
+      return {};
+    }
     if (c.buf.size() >= c.head_len + c.content_length) {
       c.request_len = c.head_len + c.content_length;
       return Verdict{Verdict::kComplete, 0, "", ""};
@@ -369,143 +495,12 @@ class HttpFront::Impl {
     return {};
   }
 
-  // The framing headers: sets c's framing fields and c.probe.
-  Verdict ExamineHead(Conn& c, std::string_view head) {
-    c.chunked = false;
-    c.content_length = 0;
-    c.expect_continue = false;
-    bool has_length = false;
-    int hosts = 0;
-    size_t pos = 0;
-    bool first = true;
-    while (pos < head.size()) {
-      size_t nl = head.find('\n', pos);
-      if (nl == std::string_view::npos) nl = head.size();
-      const std::string_view line = Trim(head.substr(pos, nl - pos));
-      pos = nl + 1;
-      if (first) {
-        first = false;
-        // METHOD SP TARGET SP VERSION
-        const size_t sp = line.find(' ');
-        const size_t sp2 = sp == std::string_view::npos ? sp : line.find(' ', sp + 1);
-        if (sp == std::string_view::npos || sp2 == std::string_view::npos) {
-          return Refuse(400, "bad_request", "the request line is not 'METHOD PATH HTTP/1.1'");
-        }
-        std::string_view target = line.substr(sp + 1, sp2 - sp - 1);
-        target = target.substr(0, target.find('?'));
-        c.probe = line.substr(0, sp) == "GET" && ProbeOf(target) != Probe::kNone;
-        continue;
-      }
-      if (line.empty()) continue;
-      const size_t colon = line.find(':');
-      if (colon == std::string_view::npos) {
-        return Refuse(400, "bad_request", "a header line has no ':'");
-      }
-      const std::string name = Lower(Trim(line.substr(0, colon)));
-      const std::string_view value = Trim(line.substr(colon + 1));
-      if (name == "content-length") {
-        if (value.empty() || value.size() > 19 ||
-            !std::all_of(value.begin(), value.end(),
-                         [](char ch) { return ch >= '0' && ch <= '9'; })) {
-          return Refuse(
-              400, "invalid_content_length",
-              "Content-Length '" + std::string(value.substr(0, 40)) + "' is not a number of bytes");
-        }
-        const size_t n = std::stoull(std::string(value));
-        if (has_length && n != c.content_length) {
-          return Refuse(400, "invalid_content_length", "two different Content-Length headers");
-        }
-        has_length = true;
-        c.content_length = n;
-      } else if (name == "transfer-encoding") {
-        if (Lower(value) != "chunked") {
-          return Refuse(400, "unsupported_transfer_encoding",
-                        "Transfer-Encoding '" + std::string(value.substr(0, 40)) +
-                            "' is not supported: send 'chunked' or a Content-Length");
-        }
-        c.chunked = true;
-      } else if (name == "content-encoding") {
-        const std::string enc = Lower(value);
-        if (!enc.empty() && enc != "identity") {
-          return Refuse(
-              415, "unsupported_content_encoding",
-              "compressed request bodies (Content-Encoding: " + std::string(value.substr(0, 40)) +
-                  ") are not accepted: send the body uncompressed, at most " +
-                  std::to_string(limits_.max_body_bytes) + " bytes (--max-body)");
-        }
-      } else if (name == "expect") {
-        c.expect_continue = Lower(value) == "100-continue";
-      } else if (name == "host") {
-        ++hosts;
-      }
-    }
-    if (hosts > 1) return Refuse(400, "bad_request", "more than one Host header");
-    if (c.chunked && has_length) {
-      return Refuse(400, "bad_request", "both Content-Length and Transfer-Encoding are set");
-    }
-    if (c.content_length > limits_.max_body_bytes) return TooLarge();
-    return {};
-  }
-
-  Verdict TooLarge() const {
-    return Refuse(413, "request_too_large",
-                  "the request body is larger than the service's limit of " +
-                      std::to_string(limits_.max_body_bytes) +
-                      " bytes; send less, or restart the service with a larger --max-body");
-  }
+  Verdict TooLarge() const { return Refuse(BodyTooLarge(limits_.max_body_bytes)); }
 
   void MaybeContinue(Conn& c) {
     if (c.expect_continue && !c.sent_continue) {
       SendNow(c.fd, "HTTP/1.1 100 Continue\r\n\r\n");
       c.sent_continue = true;
-    }
-  }
-
-  // Walks the chunks received so far; the body counts against max_body_bytes as it arrives.
-  Verdict ScanChunks(Conn& c) {
-    const std::string& b = c.buf;
-    while (true) {
-      const size_t eol = b.find("\r\n", c.chunk_pos);
-      if (eol == std::string::npos) {
-        if (b.size() - c.chunk_pos > 1024) {
-          return Refuse(400, "bad_chunk", "a chunk-size line is longer than 1024 bytes");
-        }
-        MaybeContinue(c);
-        return {};
-      }
-      const std::string_view line = std::string_view(b).substr(c.chunk_pos, eol - c.chunk_pos);
-      const std::string_view hex = Trim(line.substr(0, line.find(';')));
-      if (hex.empty() || hex.size() > 15 || !std::all_of(hex.begin(), hex.end(), [](char ch) {
-            return std::isxdigit(static_cast<unsigned char>(ch)) != 0;
-          })) {
-        return Refuse(400, "bad_chunk", "a chunk size is not a hexadecimal number");
-      }
-      const size_t size = std::stoull(std::string(hex), nullptr, 16);
-      const size_t data = eol + 2;
-      if (size == 0) {
-        // The last chunk, then optional trailers, then an empty line.
-        if (b.compare(data, 2, "\r\n") == 0) {
-          c.request_len = data + 2;
-          return Verdict{Verdict::kComplete, 0, "", ""};
-        }
-        const size_t end = b.find("\r\n\r\n", data);
-        if (end != std::string::npos) {
-          c.request_len = end + 4;
-          return Verdict{Verdict::kComplete, 0, "", ""};
-        }
-        if (b.size() - data > 8192) return Refuse(400, "bad_chunk", "the trailers are too long");
-        return {};
-      }
-      if (c.chunk_total + size > limits_.max_body_bytes) return TooLarge();
-      if (b.size() < data + size + 2) {
-        MaybeContinue(c);
-        return {};
-      }
-      if (b.compare(data + size, 2, "\r\n") != 0) {
-        return Refuse(400, "bad_chunk", "a chunk is not followed by CRLF");
-      }
-      c.chunk_total += size;
-      c.chunk_pos = data + size + 2;
     }
   }
 
@@ -553,7 +548,9 @@ class HttpFront::Impl {
       const ssize_t n = ::recv(c.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
       if (n > 0) {
         if (!c.lingering) {
-          if (c.buf.empty() && c.head_len == 0) c.deadline = Clock::now() + limits_.request_timeout;
+          if (c.buf.empty() && c.head_len == 0 && !c.reserve) {
+            c.deadline = Clock::now() + limits_.request_timeout;
+          }
           // All connections' buffers together stay under the budget: many clients sending
           // bodies at once cannot fill memory before any key is checked.
           if (buffered_.load() + static_cast<size_t>(n) > limits_.max_buffered_bytes) {
@@ -584,6 +581,12 @@ class HttpFront::Impl {
         incoming_.clear();
       }
       for (auto& c : fresh) {
+        if (!c->proven && !c->counted && c->served == 0 && !Admit(*c, conns)) {
+          SendNow(c->fd, TooManyConnections());
+          Refused(503, "too many connections");
+          Close(std::move(c));
+          continue;
+        }
         // A connection back from a worker may already hold its next (pipelined) request.
         if (!c->buf.empty() && c->request_len == 0) {
           Route(std::move(c), conns);
@@ -591,6 +594,7 @@ class HttpFront::Impl {
           conns.push_back(std::move(c));
         }
       }
+      conns.erase(std::remove(conns.begin(), conns.end(), nullptr), conns.end());  // evicted
       const auto now = Clock::now();
       auto next = now + std::chrono::seconds(1);
       fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
@@ -684,7 +688,8 @@ class HttpFront::Impl {
 
   // Runs httplib's processing of the buffered request. True: keep the connection.
   bool Serve(Conn& c) {
-    const bool last = c.served + 1 >= limits_.keep_alive_max_count || close_after_response.load();
+    const bool last = c.served + 1 >= limits_.keep_alive_max_count || close_after_response.load() ||
+                      c.close_after;
     bool closed = false;
     bool ok = false;
     {
@@ -706,7 +711,17 @@ class HttpFront::Impl {
 
   HttpFront& front_;
   const FrontLimits limits_;
+  // Headroom over max_connections that new connections may take until the loop has evicted
+  // idle ones for them (Admit); past it the accept thread answers 503.
+  static constexpr size_t kAdmitHeadroom = 64;
+  // A reserve slot's first request must arrive within this.
+  static constexpr std::chrono::milliseconds kReserveTimeout{2000};
   std::atomic<size_t> open_{0};
+  std::atomic<size_t> evicted_{0};
+  std::mutex count_mu_;  // the admission figures below
+  size_t unproven_ = 0;  // unproven connections, reserve slots apart
+  size_t reserve_ = 0;
+  std::unordered_map<std::string, size_t> per_source_;  // unproven connections per address
   std::atomic<size_t> buffered_{0};     // every connection's buffer capacity together
   std::atomic<size_t> in_progress_{0};  // complete requests queued for or held by a worker
 
@@ -740,6 +755,10 @@ HttpFront::~HttpFront() {
 
 void HttpFront::set_refusal_listener(std::function<void(int, const std::string&)> fn) {
   impl_->refusal_listener = std::move(fn);
+}
+
+void HttpFront::set_key_check(std::function<bool(const std::string&)> fn) {
+  impl_->key_check = std::move(fn);
 }
 
 void HttpFront::RaiseListenBacklog() {

@@ -5,20 +5,24 @@
 // Contract:
 // - One poll() loop owns every connection that is waiting for (part of) a request. It reads the
 //   whole request, head and body, into the connection's buffer under a deadline for the whole
-//   request (not per recv), and checks the framing before any thread sees it: a head over
-//   max_head_bytes gets 431, a Content-Length that is not a decimal number 400, one over
-//   max_body_bytes 413 at once (the body is never read), a chunked body 413 as soon as its
-//   chunks add up past the limit, any Content-Encoding but identity 415 (nothing is inflated),
-//   both Content-Length and Transfer-Encoding 400, a request that does not arrive in time 408.
-//   These answers come from the loop itself (no thread), with `Connection: close`; the
-//   connection then drains what the client still sends for a moment so that it can read them.
+//   request (not per recv), and frames it with the one parser (http_framing.h) before any thread
+//   sees it: what that parser refuses (a bare LF, a second Content-Length, any Content-Encoding
+//   but identity, a body over max_body_bytes, ...) is answered at once, a request that does not
+//   arrive in time gets 408. These answers come from the loop itself (no thread), with
+//   `Connection: close`; the connection then drains what the client still sends for a moment so
+//   that it can read them.
 // - A complete request goes to a worker thread, which runs httplib's own request processing on
 //   the buffered bytes (routes, handlers, pre-routing checks are unchanged). `GET /health` and
 //   `GET /ready` (and their aliases, routes.h) go to their own small pool, so they are answered
 //   while every request thread is busy.
 // - Pipelining: bytes after a request stay in the buffer; the connection goes back to the loop
 //   and its next request is served after the previous answer, in order.
-// - More connections than max_connections get 503 at accept and are closed.
+// - Connections (docs/http_api.md#connections): one that has sent nothing is closed after
+//   idle_timeout. Connections without a keyed request yet are capped at 7/8 of max_connections
+//   overall and 1/4 per source address; past a cap, the oldest connection that has sent nothing
+//   is closed to make room, else the new one gets a reserve slot whose first request must be a
+//   probe or keyed and arrive within 2 s. Past max_connections (plus room for that eviction) a
+//   new connection gets 503 and is closed.
 // Thread-safety: the httplib::Server API as before (listen on one thread, stop() from another).
 #pragma once
 
@@ -60,6 +64,12 @@ class HttpFront : public httplib::Server {
   // Called (on the loop's thread) for each request the front refuses by itself, with its status
   // and the reason; for metrics and the log. Set before listening.
   void set_refusal_listener(std::function<void(int status, const std::string& reason)> fn);
+  // Whether a request's Authorization value (percent-decoded, as httplib hands it to the
+  // handlers) passes the service's key check; called on the loop's thread, so it must be quick.
+  // Unset: every request counts as keyed (a service without --api-key). A connection's first
+  // keyed request takes it out of the caps on unauthenticated connections (docs/http_api.md).
+  // Set before listening.
+  void set_key_check(std::function<bool(const std::string& authorization)> fn);
   // httplib listens with a backlog of 5: a burst of connections (or a few slow clients
   // reconnecting) would see SYNs dropped and retried a second later. Call after binding: raises
   // it to SOMAXCONN.

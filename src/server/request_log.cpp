@@ -1,5 +1,7 @@
 #include "server/request_log.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <optional>
 
@@ -27,6 +29,35 @@ Record& This() {
 }
 
 }  // namespace
+
+std::string NextRequestId() {
+  static std::atomic<uint64_t> next{1};
+  return "req-" + std::to_string(next++);
+}
+
+std::string RequestIdFor(std::string_view client_id, bool* replaced) {
+  const bool ok = !client_id.empty() && client_id.size() <= kMaxRequestIdBytes &&
+                  std::all_of(client_id.begin(), client_id.end(),
+                              [](char c) { return c >= 0x21 && c <= 0x7e; });
+  if (replaced != nullptr) *replaced = !ok && !client_id.empty();
+  return ok ? std::string(client_id) : NextRequestId();
+}
+
+std::string EscapeForLog(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s.substr(0, 256)) {
+    if (c >= 0x20 && c <= 0x7e && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (s.size() > 256) out += "...";
+  return out;
+}
 
 void BeginRequest() { This() = Record{}; }
 

@@ -18,6 +18,18 @@
 
 namespace ebb::server {
 
+// Request ids (docs/http_api.md#requests-and-logs). A client's X-Request-Id is echoed only
+// when it is 1 to kMaxRequestIdBytes printable ASCII characters (0x21 to 0x7e): anything else
+// could split the response header or the log line.
+inline constexpr size_t kMaxRequestIdBytes = 128;
+// A fresh "req-N" (one counter for the process).
+std::string NextRequestId();
+// The id a response carries: `client_id` when it qualifies, else NextRequestId(), with
+// `*replaced` set when a non-empty client id was dropped.
+std::string RequestIdFor(std::string_view client_id, bool* replaced);
+// `s` for a log line: printable ASCII as is, every other byte as \xNN (at most 256 bytes).
+std::string EscapeForLog(std::string_view s);
+
 void BeginRequest();
 // A generation: its model, token counts, TTFT and finish reason ("stop", "length",
 // "cancelled", "error").

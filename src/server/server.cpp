@@ -38,8 +38,6 @@ bool HasBody(const httplib::Request& req) {
   return !len.empty() && len != "0";
 }
 
-std::atomic<uint64_t> g_next_request{1};
-
 }  // namespace
 
 Server::Server(ServeOptions options) : options_(std::move(options)) {
@@ -95,6 +93,9 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
     m->OnHttpResponse("other", status);
     EBB_LOG_INFO("refused with {}: {}", status, why);
   });
+  if (!options_.api_key.empty()) {
+    front->set_key_check([this](const std::string& auth) { return KeyAccepts(auth); });
+  }
   http_ = std::move(front);
   // Kernel socket options: reuse the address so that a restart binds at once after the old
   // process is gone (a live listener still makes bind fail: SO_REUSEPORT is not set).
@@ -105,9 +106,23 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
 
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     BeginRequest();  // the request line's figures (request_log.h)
-    std::string rid = req.get_header_value("X-Request-Id");
-    if (rid.empty() || rid.size() > 128) rid = "req-" + std::to_string(g_next_request++);
+    bool replaced = false;
+    const std::string rid = RequestIdFor(req.get_header_value("X-Request-Id"), &replaced);
+    if (replaced) {
+      EBB_LOG_WARN("X-Request-Id '{}' is not 1 to {} printable ASCII characters: answered as {}",
+                   EscapeForLog(req.get_header_value("X-Request-Id")), kMaxRequestIdBytes, rid);
+    }
     res.set_header("X-Request-Id", rid);
+    // The front refuses any Content-Encoding but identity (http_framing.h); this check runs
+    // before httplib reads (and would inflate) the body, so it holds even if the two disagreed.
+    if (const std::string enc = req.get_header_value("Content-Encoding");
+        !enc.empty() && enc != "identity") {
+      SendError(res, ApiError{415, "invalid_request_error",
+                              "compressed request bodies are not accepted; send the body "
+                              "uncompressed",
+                              std::nullopt, "unsupported_content_encoding", 0});
+      return httplib::Server::HandlerResponse::Handled;
+    }
     // The browser defence comes first, with or without a key (request_guard.h).
     const RequestFacts facts{req.method, req.get_header_value("Host"),
                              req.get_header_value("Origin"), req.get_header_value("Content-Type"),
@@ -145,11 +160,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    const bool ok =
-        auth.rfind(prefix, 0) == 0 &&
-        (ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key) || IsAdmin(req));
-    if (ok) return httplib::Server::HandlerResponse::Unhandled;
+    if (KeyAccepts(auth)) return httplib::Server::HandlerResponse::Unhandled;
     SendError(res, ApiError{401, "invalid_request_error",
                             auth.empty() ? "no API key: send the header 'Authorization: Bearer "
                                            "KEY' with the key the service was started with "
@@ -179,6 +190,12 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
                                     " bytes; send less, or restart the service with a larger "
                                     "--max-body",
                                 std::nullopt, "request_too_large", 0});
+        break;
+      case 414:
+        SendError(res, ApiError{414, "invalid_request_error",
+                                "the request line is longer than 8192 bytes; send a shorter URL "
+                                "(put large inputs in the request body)",
+                                std::nullopt, "uri_too_long", 0});
         break;
       default:
         SendError(res, ApiError{res.status, "invalid_request_error",
@@ -295,6 +312,15 @@ void Server::Shutdown() {
     EBB_LOG_WARN("drain timeout: {} response(s) still being written are cut", n);
   }
   http_->stop();
+}
+
+bool Server::KeyAccepts(const std::string& auth) const {
+  if (options_.api_key.empty()) return true;
+  const std::string prefix = "Bearer ";
+  if (auth.rfind(prefix, 0) != 0) return false;
+  const std::string presented = auth.substr(prefix.size());
+  return ConstantTimeEquals(presented, options_.api_key) ||
+         (!options_.admin_key.empty() && ConstantTimeEquals(presented, options_.admin_key));
 }
 
 bool Server::IsAdmin(const httplib::Request& req) const {

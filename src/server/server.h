@@ -97,6 +97,9 @@ class Server {
 
   // True when the request carries the admin key (constant-time compare).
   bool IsAdmin(const httplib::Request& req) const;
+  // Whether an Authorization value carries the API key or the admin key (true when the
+  // service has no API key).
+  bool KeyAccepts(const std::string& authorization) const;
   // Writes `error` as the response.
   static void SendError(httplib::Response& res, const struct ApiError& error);
   // Runs `body`, turning any exception into an OpenAI-shaped error response.
