@@ -56,7 +56,9 @@ struct EBB_API GenerateRequest {
   // Sampling and KV settings. params.batch_size is ignored: the batch is the number of rows
   // (prompt and messages are a batch of one). params.max_length bounds prompt + generated.
   GeneratorParams params;
-  int32_t max_new_tokens = 0;  // generated tokens per row; 0: until max_length
+  // Generated tokens per row; 0: until max_length. Without a params.max_length it also sizes
+  // the KV: max_length becomes the longest prompt + max_new_tokens (at most the context).
+  int32_t max_new_tokens = 0;
   // A row ends when its text contains one of these (non-empty) strings; the string and what
   // follows it are not part of the text.
   std::vector<std::string> stop;

@@ -299,6 +299,15 @@ Generation Generation::Start(std::shared_ptr<Model> model, GenerateRequest req) 
   auto g = std::make_unique<Impl>();
   GeneratorParams gp = req.params;
   gp.batch_size = static_cast<int32_t>(n);
+  // max_new_tokens without a max_length bounds the KV to prompt + new tokens, on every surface
+  // (the service did, the CLI and SDKs reserved the config's max_length: 3 GiB of static KV for
+  // a 6-token request on the phi shape). The generator clamps it to the context length.
+  if (req.max_new_tokens > 0 && gp.max_length == 0) {
+    size_t prompt = 0;
+    for (const auto& r : rows) prompt = std::max(prompt, r.size());
+    gp.max_length = static_cast<int32_t>(
+        std::min<size_t>(prompt + static_cast<size_t>(req.max_new_tokens), INT32_MAX));
+  }
   g->gen = std::make_unique<Generator>(model, gp);  // throws for bad params / the KV budget
   g->res.max_length = g->gen->max_length();
   size_t longest = 0;

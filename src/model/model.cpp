@@ -822,6 +822,19 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   impl->weights_bytes = WeightsBytes(cfg.model_path);
   if (const auto tok = cfg.dir / "tokenizer.json"; std::filesystem::exists(tok)) {
     impl->tokenizer_owned = Tokenizer::FromFile(tok);
+    // A tokenizer whose ids reach past the graph's logits would fail in the graph's Gather on
+    // the first prompt with such a token: found here, once, naming both sizes.
+    const size_t tokens = impl->tokenizer_owned->VocabSize();
+    if (!cfg.is_encoder && cfg.vocab_size > 0 && tokens > static_cast<size_t>(cfg.vocab_size)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "tokenizer.json of '" + cfg.dir.string() + "' has ids up to " +
+                      std::to_string(tokens - 1) + " (" + std::to_string(tokens) +
+                      " tokens), but the model's vocabulary (genai_config.json's vocab_size, the "
+                      "graph's logits) has " +
+                      std::to_string(cfg.vocab_size) +
+                      ": the tokenizer is not this model's; put the model's own tokenizer.json "
+                      "in the folder");
+    }
   }
   impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   if (impl->arena_max_mem > 0) {

@@ -206,12 +206,22 @@ void RegisterCustomOps(Ort::SessionOptions& so, const std::string& key, const st
   if (path.empty() || path == "none") return;
   std::error_code ec;
   const std::filesystem::path abs = std::filesystem::absolute(path, ec);
-  if (ec || !std::filesystem::is_regular_file(abs, ec)) {
+  const std::string want =
+      "name an ONNX Runtime custom-op shared library (a .so that exports RegisterCustomOps), or "
+      "none";
+  const auto st = std::filesystem::status(abs, ec);
+  if (ec || !std::filesystem::exists(st)) {
     Bad(key, value,
         "no such file (" + abs.string() +
             "; a relative path is the working directory's, or in genai_config.json the model "
-            "folder's, and LD_LIBRARY_PATH is not searched); name an ONNX Runtime custom-op "
-            "shared library (a .so that exports RegisterCustomOps), or none");
+            "folder's, and LD_LIBRARY_PATH is not searched); " +
+            want);
+  }
+  if (std::filesystem::is_directory(st)) {
+    Bad(key, value, abs.string() + " is a folder, not a library file; " + want);
+  }
+  if (!std::filesystem::is_regular_file(st)) {
+    Bad(key, value, abs.string() + " is not a regular file (a device, pipe or socket); " + want);
   }
   try {
     so.RegisterCustomOpsLibrary(abs.c_str());

@@ -303,7 +303,7 @@ CompletionRequest ParseCompletionRequest(std::string_view body, bool chat) {
   }
   if (auto t = GetNumber(j, "temperature", 0, 2)) r.temperature = static_cast<float>(*t);
   if (auto t = GetNumber(j, "top_p", 0, 1)) r.top_p = static_cast<float>(*t);
-  if (auto s = GetInt(j, "seed", INT64_MIN, INT64_MAX)) r.seed = static_cast<uint64_t>(*s);
+  if (auto s = GetInt(j, "seed", 0, INT64_MAX)) r.seed = static_cast<uint64_t>(*s);
   if (auto v = GetNumber(j, "presence_penalty", -2, 2)) r.presence_penalty = static_cast<float>(*v);
   if (auto v = GetNumber(j, "frequency_penalty", -2, 2)) {
     r.frequency_penalty = static_cast<float>(*v);

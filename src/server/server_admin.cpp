@@ -101,6 +101,12 @@ Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& m
   }
   j["stats"] = internal::MemoryStatsJson(model.runtime().Stats());
   j["runtime_options"] = run_options;
+  // Every Tier 2 key in force, with where it came from (load, runtime or default).
+  Json in_force = Json::object();
+  for (const auto& [k, o] : model.runtime().OptionsInForce()) {
+    in_force[k] = {{"value", o.value}, {"source", o.source}, {"at_load", o.at_load}};
+  }
+  j["run_options_in_force"] = in_force;
   // What the service remembers for the id and applies to every later load of it.
   Json remembered_run = Json::object();
   for (const auto& [k, v] : managed.remembered.run_options) remembered_run[k] = v;
@@ -252,6 +258,7 @@ void Server::RegisterAdminRoutes() {
           ThrowBadField("shrink_above", e.what());
         }
       }
+      if (!IsAdmin(req)) RefuseRaisedRunOptions(run, h.OptionsInForce());
       for (const auto& [k, v] : run) {
         if (v) {
           try {

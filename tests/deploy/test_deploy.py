@@ -668,13 +668,22 @@ def test_b_sigkill_mid_stream_fails_only_what_was_in_flight_there(cluster):
     before = ha.stats()
     load = Load(cluster.lb_port, seed=200).start()
     assert wait_until(lambda: load.count() >= 8, 30), "no load"
-    assert wait_until(lambda: load.streaming_on(victim), 20, step=0.005), "no stream on victim"
     pid = cluster.pid(victim)
-    with load.lock:
-        inflight_there = [r for r in load.inflight.values() if r.server == victim]
-        mid_stream = [r for r in inflight_there if r.stream and r.events > 0]
-        t_kill = time.monotonic()
-        os.kill(pid, signal.SIGKILL)
+    # The check and the kill under one hold of the load's lock: a stream seen in flight cannot
+    # be marked ended before the SIGKILL (it was, once, between a separate check and the kill).
+    killed_at = time.monotonic() + 20
+    mid_stream = []
+    while not mid_stream and time.monotonic() < killed_at:
+        with load.lock:
+            inflight_there = [r for r in load.inflight.values() if r.server == victim]
+            mid_stream = [r for r in inflight_there
+                          if r.stream and r.events > 0 and r.t_end is None]
+            if mid_stream:
+                t_kill = time.monotonic()
+                os.kill(pid, signal.SIGKILL)
+        if not mid_stream:
+            time.sleep(0.005)
+    assert mid_stream, "no stream on the victim in 20 s"
     down, st = ha.wait_status(victim, is_down, 10, step=0.02)
     assert down is not None, f"{victim} not taken out after SIGKILL: {st}"
     time.sleep(1.0)  # requests keep coming while it is away

@@ -237,3 +237,92 @@ def test_long_header_long_url_and_missing_host_get_specific_errors():
         assert "Host" in body_json(resp)["error"]["message"]
         resp, _ = raw(s, b"GET /health HTTP/1.0\r\n\r\n")
         assert status_of(resp) == 200, resp[:300]
+
+
+# ---- 4. Budgets a client cannot raise -------------------------------------------------------
+
+ADMIN = "adm1n-key"
+
+
+def test_user_key_cannot_raise_the_prefix_cache_budget_and_null_restores_it():
+    with Server("--models-dir", str(MODELS), "--api-key", KEY, "--admin-key", ADMIN,
+                "--option", "prefix_cache.max_bytes=8MiB") as s:
+        user = {"Authorization": f"Bearer {KEY}"}
+        admin = {"Authorization": f"Bearer {ADMIN}"}
+        st, _, j = s.post(f"/v1/models/{TINY}/load", {}, headers=user)
+        assert st == 200, j
+        path = f"/v1/models/{TINY}/runtime"
+
+        def in_force(key):
+            st, _, j = s.get(path, headers=user)
+            assert st == 200, j
+            return j["run_options_in_force"][key], j["stats"]["prefix_cache"]["max_bytes"]
+
+        assert in_force("prefix_cache.max_bytes") == (
+            {"value": str(8 << 20), "source": "load", "at_load": str(8 << 20)}, 8 << 20)
+        # The red-team PATCH: 8 MiB to 1 TiB with the user key.
+        st, _, j = s.request("PATCH", path, {"run_options": {"prefix_cache.max_bytes": "1TiB"}},
+                             headers=user)
+        assert st == 403 and j["error"]["code"] == "admin_only_option", j
+        assert "load-time budget" in j["error"]["message"]
+        assert in_force("prefix_cache.max_bytes")[1] == 8 << 20
+        # Lowering is any client's; null restores the load-time value, in effect too.
+        st, _, j = s.request("PATCH", path, {"run_options": {"prefix_cache.max_bytes": "2MiB"}},
+                             headers=user)
+        assert st == 200, j
+        v, stat = in_force("prefix_cache.max_bytes")
+        assert (v["value"], v["source"], stat) == (str(2 << 20), "runtime", 2 << 20)
+        st, _, j = s.request("PATCH", path, {"run_options": {"prefix_cache.max_bytes": None}},
+                             headers=user)
+        assert st == 200, j
+        v, stat = in_force("prefix_cache.max_bytes")
+        assert (v["value"], v["source"], stat) == (str(8 << 20), "load", 8 << 20)
+        # Unknown run option keys are the admin's, like unknown session keys.
+        st, _, j = s.request("PATCH", path, {"run_options": {"log_severity_level": "3"}},
+                             headers=user)
+        assert st == 403 and j["error"]["code"] == "admin_only_option", j
+        st, _, j = s.request("PATCH", path, {"run_options": {"log_severity_level": "3",
+                                                             "prefix_cache.max_bytes": "64MiB"}},
+                             headers=admin)
+        assert st == 200, j
+        assert j["run_options_in_force"]["log_severity_level"]["source"] == "runtime"
+        assert j["stats"]["prefix_cache"]["max_bytes"] == 64 << 20
+        # And at load: a user's load body may not carry an unknown run option either.
+        st, _, j = s.post(f"/v1/models/{TINY}/unload", {"force": True}, headers=admin)
+        assert st == 200, j
+        st, _, j = s.post(f"/v1/models/{TINY}/load",
+                          {"options": {"run_options.log_severity_level": "3"}}, headers=user)
+        assert st == 403 and j["error"]["code"] == "admin_only_option", j
+
+
+# ---- 5. Every option path checks typos the same way -----------------------------------------
+
+TYPO = "memory.enable_memory_arena_shrinkag"
+HINT = "did you mean 'memory.enable_memory_arena_shrinkage'"
+
+
+def test_misspelled_run_option_warns_did_you_mean_on_the_cli_and_over_http():
+    import subprocess
+    from serve_util import EBB
+    r = subprocess.run([EBB, "generate", str(MODELS / TINY), "--input-ids", "1,2,3",
+                        "--max-new-tokens", "2", "--run-option", f"{TYPO}=cpu:0"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert HINT in r.stderr, r.stderr
+    with Server("--models-dir", str(MODELS), "--admin-key", ADMIN) as s:
+        st, _, j = s.post(f"/v1/models/{TINY}/load",
+                          {"options": {f"run_options.{TYPO}": "cpu:0"}},
+                          headers={"Authorization": f"Bearer {ADMIN}"})
+        assert st == 200, j
+        _, _, err = s.stop()
+    assert HINT in err, err[-3000:]
+
+
+def test_seed_is_checked_against_its_range():
+    with Server("--models-dir", str(MODELS)) as s:
+        for bad in (-1, 2 ** 63):
+            st, _, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=2, seed=bad))
+            assert st == 400 and j["error"]["param"] == "seed", j
+            assert "9223372036854775807" in j["error"]["message"], j
+        st, _, j = s.post("/v1/chat/completions", chat_body(TINY, max_tokens=2, seed=0))
+        assert st == 200, j
