@@ -176,7 +176,8 @@ constexpr std::array kTable = {
                "prefix_cache.max_bytes > 0); false = prefill every token, store nothing"},
     // ---- per request, the generation loop's own (GenerateRequest::Set) ----
     OptionSpec{"max_new_tokens", T::kInt, kRq, "tokens", "0", "0 to 2147483647",
-               "generated tokens per row at most; 0 = until max_length (HTTP: max_tokens)"},
+               "generated tokens per row at most; 0 = until max_length (HTTP: max_tokens); "
+               "without a max_length it also sizes the KV: prompt + max_new_tokens"},
     OptionSpec{"stop", T::kString, kRq, "", "(none)", "a non-empty string",
                "end a row when its text contains this string (it and what follows are not "
                "returned); each setting adds one (HTTP: stop)"},

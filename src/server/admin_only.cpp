@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "core/admin_options.h"
+#include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/options.h"
@@ -47,11 +48,35 @@ void RefuseAdminOnlyOptions(const std::vector<std::pair<std::string, std::string
   }
 }
 
+std::optional<uint64_t> AdminPrefixBudget(
+    const std::vector<std::pair<std::string, std::string>>& defaults,
+    const std::vector<std::pair<std::string, std::string>>* spec) {
+  std::optional<uint64_t> out;
+  const auto scan = [&](const std::vector<std::pair<std::string, std::string>>& list) {
+    for (const auto& [k, v] : list) {
+      if (k != "prefix_cache.max_bytes" && k != "run_options.prefix_cache.max_bytes") continue;
+      try {
+        out = ParseByteSize(v, k);
+      } catch (const Error&) {
+        // The load names it.
+      }
+    }
+  };
+  scan(defaults);
+  if (spec != nullptr) scan(*spec);
+  return out;
+}
+
 void RefuseRaisedRunOptions(
     const std::vector<std::pair<std::string, std::optional<std::string>>>& run,
-    const std::map<std::string, ModelControls::OptionInForce>& in_force) {
+    std::optional<uint64_t> admin_budget) {
   for (const auto& [key, value] : run) {
     if (!value) continue;  // back to the load-time value
+    try {
+      internal::CheckRunOptionEntry(key, *value);
+    } catch (const Error&) {
+      continue;  // malformed: the setter answers 400 naming it
+    }
     if (FindOption(key) == nullptr || internal::IsAdminOnlyOption(key)) {
       throw ApiException(ApiError{
           403, "permission_error",
@@ -61,25 +86,22 @@ void RefuseRaisedRunOptions(
               "(docs/http_api.md#security-model)",
           "run_options." + key, "admin_only_option", 0});
     }
-    if (key != "prefix_cache.max_bytes") continue;
-    const auto it = in_force.find(key);
-    if (it == in_force.end() || it->second.at_load.empty()) continue;
+    if (key != "prefix_cache.max_bytes" || !admin_budget) continue;
     uint64_t wanted = 0;
     try {
       wanted = ParseByteSize(*value, key);
     } catch (const Error&) {
-      continue;  // SetRunOption names the bad value
+      continue;  // the setter names the bad value
     }
-    const uint64_t at_load = std::stoull(it->second.at_load);
-    if (wanted > at_load) {
-      throw ApiException(
-          ApiError{403, "permission_error",
-                   "prefix_cache.max_bytes " + std::to_string(wanted) +
-                       " is above the model's load-time budget of " + std::to_string(at_load) +
-                       " bytes: a request may lower a memory budget, and only one that carries the "
-                       "service's --admin-key may raise it; null restores the load-time value "
-                       "(docs/http_api.md#security-model)",
-                   "run_options." + key, "admin_only_option", 0});
+    if (wanted > *admin_budget) {
+      throw ApiException(ApiError{
+          403, "permission_error",
+          "prefix_cache.max_bytes " + std::to_string(wanted) + " is above the budget of " +
+              std::to_string(*admin_budget) +
+              " bytes the service's admin set for this model: a request may lower it, and only "
+              "one that carries the service's --admin-key may raise it; null restores the "
+              "load-time value (docs/http_api.md#security-model)",
+          "run_options." + key, "admin_only_option", 0});
     }
   }
 }

@@ -3,13 +3,11 @@
 // the core option table.
 #pragma once
 
-#include <map>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "ebb/model_controls.h"
 
 namespace ebb::server {
 
@@ -21,13 +19,20 @@ namespace ebb::server {
 // are not checked.
 void RefuseAdminOnlyOptions(const std::vector<std::pair<std::string, std::string>>& options);
 
-// The run-option rules of a client's PATCH /v1/models/{id}/runtime (docs/http_api.md): throws
-// ApiException 403 admin_only_option for a key that is not in ebb's option table (an ORT run
-// config entry; some name files), an admin-only key, or a budget (prefix_cache.max_bytes)
-// raised above its load-time value in `in_force`. Lowering a budget and clearing a key
-// (nullopt: back to the load-time value) are any client's.
+// The admin's value of prefix_cache.max_bytes for a model: the last one in `defaults` (ebb
+// serve --option) then `spec` (the models file), or nullopt when the admin set none.
+std::optional<uint64_t> AdminPrefixBudget(
+    const std::vector<std::pair<std::string, std::string>>& defaults,
+    const std::vector<std::pair<std::string, std::string>>* spec);
+
+// The run-option rules of a client's request (docs/http_api.md#security-model), for PATCH
+// /v1/models/{id}/runtime and the run options of a load body: throws ApiException 403
+// admin_only_option for a key that is not in ebb's option table (an ORT run config entry; some
+// name files) or is admin-only, and for prefix_cache.max_bytes above `admin_budget` (the
+// admin's value, when the admin set one). A malformed key or value is left for the setter's 400;
+// lowering a budget and clearing a key (nullopt: back to the load-time value) are any client's.
 void RefuseRaisedRunOptions(
     const std::vector<std::pair<std::string, std::optional<std::string>>>& run,
-    const std::map<std::string, ModelControls::OptionInForce>& in_force);
+    std::optional<uint64_t> admin_budget);
 
 }  // namespace ebb::server

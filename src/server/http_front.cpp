@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <strings.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,7 +50,9 @@ struct Conn {
   bool close_after = false;  // answer this request, then close (a reserve slot's probe)
   bool counted = false;      // counted in Impl's unproven or reserve figures
   std::string source;        // the peer's address
-  Clock::time_point opened;
+  // Since when the connection has waited for a request's first byte (accept, or the end of
+  // its last answer): only one idle for kEvictAfter may be evicted.
+  Clock::time_point idle_since;
   size_t served = 0;
   size_t accounted = 0;      // bytes of buf's capacity counted in Impl::buffered_
   bool over_budget = false;  // Fill found every connection's buffers together at the budget
@@ -136,6 +139,12 @@ void SocketAddress(int fd, F f, std::string& ip, int& port) {
     port = ntohs(a->sin6_port);
   }
   ip = text;
+}
+
+// Whether bytes wait in the socket's receive buffer (a request the loop has not read yet).
+bool Pending(int fd) {
+  int n = 0;
+  return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0;
 }
 
 std::string PeerAddress(int fd) {
@@ -286,9 +295,9 @@ class HttpFront::Impl {
     auto c = std::make_unique<Conn>();
     c->fd = fd;
     c->source = PeerAddress(fd);
-    c->opened = Clock::now();
+    c->idle_since = Clock::now();
     // Nothing sent yet: the short idle timeout, not the request's (docs/http_api.md).
-    c->deadline = c->opened + limits_.idle_timeout;
+    c->deadline = c->idle_since + limits_.idle_timeout;
     ++open_;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -366,19 +375,21 @@ class HttpFront::Impl {
     return true;
   }
 
-  // Closes the oldest connection waiting in the loop that has sent nothing: an unproven one
-  // (from `source` if given), else, when `any_idle`, an idle kept-alive one.
+  // Closes the connection waiting in the loop that has been idle longest (sent nothing for at
+  // least kEvictAfter and nothing waiting unread, so that a client between its connect and its
+  // request is not cut): an
+  // unproven one (from `source` if given), else, when `any_idle`, an idle kept-alive one.
   bool EvictIdle(std::vector<std::unique_ptr<Conn>>& conns, const std::string& source,
                  bool any_idle) {
+    const auto cutoff = Clock::now() - kEvictAfter;
     std::unique_ptr<Conn>* oldest = nullptr;
     for (int pass = 0; pass < 2 && oldest == nullptr; ++pass) {
       if (pass == 1 && !any_idle) break;
       for (auto& c : conns) {
         if (!c || c->lingering || !c->buf.empty() || c->head_len != 0) continue;
-        if (pass == 0 && (c->proven || c->reserve || (!source.empty() && c->source != source))) {
-          continue;
-        }
-        if (oldest == nullptr || c->opened < (*oldest)->opened) oldest = &c;
+        if (c->idle_since > cutoff || Pending(c->fd)) continue;
+        if (pass == 0 && (c->proven || (!source.empty() && c->source != source))) continue;
+        if (oldest == nullptr || c->idle_since < (*oldest)->idle_since) oldest = &c;
       }
     }
     if (oldest == nullptr) return false;
@@ -705,7 +716,8 @@ class HttpFront::Impl {
     c.sent_continue = false;
     c.lingering = false;
     // The next request (already here or not) has its own deadline: idle until its first byte.
-    c.deadline = Clock::now() + (c.buf.empty() ? limits_.idle_timeout : limits_.request_timeout);
+    c.idle_since = Clock::now();
+    c.deadline = c.idle_since + (c.buf.empty() ? limits_.idle_timeout : limits_.request_timeout);
     return ok && !closed && !last;
   }
 
@@ -716,6 +728,8 @@ class HttpFront::Impl {
   static constexpr size_t kAdmitHeadroom = 64;
   // A reserve slot's first request must arrive within this.
   static constexpr std::chrono::milliseconds kReserveTimeout{2000};
+  // How long a connection must have sent nothing before it may be evicted for a new one.
+  static constexpr std::chrono::milliseconds kEvictAfter{100};
   std::atomic<size_t> open_{0};
   std::atomic<size_t> evicted_{0};
   std::mutex count_mu_;  // the admission figures below

@@ -19,7 +19,7 @@
 //   and its next request is served after the previous answer, in order.
 // - Connections (docs/http_api.md#connections): one that has sent nothing is closed after
 //   idle_timeout. Connections without a keyed request yet are capped at 7/8 of max_connections
-//   overall and 1/4 per source address; past a cap, the oldest connection that has sent nothing
+//   overall and 1/4 per source address; past a cap, the connection idle longest (0.1 s at least)
 //   is closed to make room, else the new one gets a reserve slot whose first request must be a
 //   probe or keyed and arrive within 2 s. Past max_connections (plus room for that eviction) a
 //   new connection gets 503 and is closed.

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "ebb/error.h"
 #include "memory/heap_trim.h"
+#include "server/admin_only.h"
 #include "server/admission.h"
 #include "server/api_error.h"
 #include "server/http_front.h"
@@ -321,6 +322,12 @@ bool Server::KeyAccepts(const std::string& auth) const {
   const std::string presented = auth.substr(prefix.size());
   return ConstantTimeEquals(presented, options_.api_key) ||
          (!options_.admin_key.empty() && ConstantTimeEquals(presented, options_.admin_key));
+}
+
+std::optional<uint64_t> Server::AdminPrefixBudgetOf(const std::string& id) const {
+  const auto it = options_.models.models.find(id);
+  return AdminPrefixBudget(options_.models.defaults,
+                           it == options_.models.models.end() ? nullptr : &it->second.options);
 }
 
 bool Server::IsAdmin(const httplib::Request& req) const {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,8 @@ class Server {
   // Whether an Authorization value carries the API key or the admin key (true when the
   // service has no API key).
   bool KeyAccepts(const std::string& authorization) const;
+  // The admin's prefix_cache.max_bytes for `id` (serve --option, the models file), if any.
+  std::optional<uint64_t> AdminPrefixBudgetOf(const std::string& id) const;
   // Writes `error` as the response.
   static void SendError(httplib::Response& res, const struct ApiError& error);
   // Runs `body`, turning any exception into an OpenAI-shaped error response.

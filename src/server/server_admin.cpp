@@ -178,28 +178,38 @@ Json UsageJson(const Metrics::Usage& u) {
 }  // namespace
 
 void Server::RegisterAdminRoutes() {
-  http_->Post(R"(/v1/models/([^/]+)/load)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                Guard(res, [&] {
-                  const std::string id = req.matches[1];
-                  const Json body = BodyObject(req);
-                  const OptionList extra = OptionListFromJson(body);
-                  if (!IsAdmin(req)) RefuseAdminOnlyOptions(extra);
-                  std::optional<bool> pin;
-                  if (auto it = body.find("pin"); it != body.end() && !it->is_null()) {
-                    if (!it->is_boolean()) ThrowBadField("pin", "'pin' must be true or false");
-                    pin = it->get<bool>();
-                  }
-                  try {
-                    manager_->Load(id, extra, KeepAliveFromJson(body), pin);
-                  } catch (const Error& e) {
-                    ApiError a = FromError(e);
-                    if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
-                    throw ApiException(a);
-                  }
-                  res.set_content(Dump(ManagedJson(manager_->Get(id))), "application/json");
-                });
-              });
+  http_->Post(
+      R"(/v1/models/([^/]+)/load)", [this](const httplib::Request& req, httplib::Response& res) {
+        Guard(res, [&] {
+          const std::string id = req.matches[1];
+          const Json body = BodyObject(req);
+          const OptionList extra = OptionListFromJson(body);
+          if (!IsAdmin(req)) {
+            RefuseAdminOnlyOptions(extra);
+            // The load's own prefix_cache.max_bytes, as a run option may not either.
+            std::vector<std::pair<std::string, std::optional<std::string>>> budget;
+            for (const auto& [k, v] : extra) {
+              if (k == "prefix_cache.max_bytes" || k == "run_options.prefix_cache.max_bytes") {
+                budget.emplace_back("prefix_cache.max_bytes", v);
+              }
+            }
+            RefuseRaisedRunOptions(budget, AdminPrefixBudgetOf(id));
+          }
+          std::optional<bool> pin;
+          if (auto it = body.find("pin"); it != body.end() && !it->is_null()) {
+            if (!it->is_boolean()) ThrowBadField("pin", "'pin' must be true or false");
+            pin = it->get<bool>();
+          }
+          try {
+            manager_->Load(id, extra, KeepAliveFromJson(body), pin);
+          } catch (const Error& e) {
+            ApiError a = FromError(e);
+            if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
+            throw ApiException(a);
+          }
+          res.set_content(Dump(ManagedJson(manager_->Get(id))), "application/json");
+        });
+      });
   http_->Post(R"(/v1/models/([^/]+)/unload)",
               [this](const httplib::Request& req, httplib::Response& res) {
                 Guard(res, [&] {
@@ -258,7 +268,7 @@ void Server::RegisterAdminRoutes() {
           ThrowBadField("shrink_above", e.what());
         }
       }
-      if (!IsAdmin(req)) RefuseRaisedRunOptions(run, h.OptionsInForce());
+      if (!IsAdmin(req)) RefuseRaisedRunOptions(run, AdminPrefixBudgetOf(id));
       for (const auto& [k, v] : run) {
         if (v) {
           try {

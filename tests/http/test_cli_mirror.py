@@ -13,8 +13,13 @@ from serve_util import EBB, MODELS, Server
 SMALL = "llama-small-int4"
 
 
-def ebb(*args, url, input=None, check=True):
+ADMIN = "mirror-admin-key"
+
+
+def ebb(*args, url, input=None, check=True, admin=False):
     env = {**os.environ, "EBB_URL": url}
+    if admin:  # the admin key also passes the API key check (issue 39: unknown run options)
+        env["EBB_API_KEY"] = ADMIN
     r = subprocess.run([EBB, *args], capture_output=True, text=True, env=env, input=input,
                        timeout=120)
     if check:
@@ -24,7 +29,7 @@ def ebb(*args, url, input=None, check=True):
 
 @pytest.fixture(scope="module")
 def srv():
-    with Server("--models-dir", str(MODELS)) as s:
+    with Server("--models-dir", str(MODELS), "--admin-key", ADMIN) as s:
         yield s
 
 
@@ -47,8 +52,11 @@ def test_load_stats_runtime_options_shrink_ps_unload_round_trip(srv):
     bad = ebb("model", "set-runtime-option", SMALL, "memory.enable_memory_arena_shrinkage=cpu:0",
               url=url, check=False)
     assert bad.returncode != 0 and "enable_cpu_mem_arena" in bad.stderr
+    # A run option ebb does not know is the admin's (issue 39): refused without its key.
+    refused = ebb("model", "set-runtime-option", SMALL, "my.run.key=7", url=url, check=False)
+    assert refused.returncode != 0 and "admin" in refused.stderr, refused.stderr
     ok = json.loads(ebb("model", "set-runtime-option", SMALL, "my.run.key=7",
-                        "memory.shrink_every=4", "--json", url=url).stdout)
+                        "memory.shrink_every=4", "--json", url=url, admin=True).stdout)
     assert ok["runtime_options"]["my.run.key"] == "7"
     cleared = json.loads(ebb("model", "clear-runtime-option", SMALL, "my.run.key", "--json",
                              url=url).stdout)
