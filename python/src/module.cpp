@@ -7,6 +7,24 @@
 // after ebb::Generate has returned (the request's KV is freed by then). stream() pulls an
 // ebb::Generation on the caller's thread (no helper thread), the GIL released for each step,
 // checking for signals between pieces.
+//
+// Threads (docs/python.md "Threads"): every object may be shared by Python threads.
+//  - Thread-safe in C++, called directly: Runtime, Model (generate, chat, stream, embed),
+//    ModelControls, Tokenizer (include/ebb/runtime.h, model.h, model_controls.h, tokenizer.h,
+//    embedding.h, generation.h). _Runtime's own state (next_id, loading) is guarded by the GIL.
+//  - One thread at a time in C++, serialised here: Generator (ebb::Generator, generator.h) and
+//    _Stream (ebb::Generation, generation.h) hold a per-object std::mutex across each call into
+//    the C++ object, so concurrent calls from threads run one after another, never at once (two
+//    ORT Runs on one KV cache corrupt it).
+//  - Lock order, the one rule that keeps this deadlock-free: an object's mutex is taken only
+//    with the GIL released (py::gil_scoped_release first, then the lock), and the GIL is never
+//    taken while it is held (results are copied into C++ values under the mutex and turned into
+//    Python objects after it is released). So a thread waiting for the mutex lets other Python
+//    threads run, and the holder never waits for the GIL: no cycle.
+//  - NumPy is imported, and pybind11's NumPy API (a C++ function-local static) initialised, in
+//    PYBIND11_MODULE. Done lazily by the first get_logits(), the import ran inside the static's
+//    guard and let other threads take the GIL; a second thread's first get_logits() then waited
+//    on the guard holding the GIL: a deadlock.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -15,7 +33,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -414,15 +434,21 @@ class Stream {
   }
 
   py::object Result() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!result_) return py::none();
-    return ResultDict(*result_, model_->tokenizer(), logprobs_);
+    std::optional<ebb::GenerateResult> result;
+    {
+      py::gil_scoped_release release;  // the lock order: GIL released, then mu_
+      std::lock_guard<std::mutex> lock(mu_);
+      result = result_;
+    }
+    if (!result) return py::none();
+    return ResultDict(*result, model_->tokenizer(), logprobs_);
   }
 
  private:
   std::shared_ptr<ebb::Model> model_;
   bool logprobs_;  // the request asked for logprobs
-  // Held for one Next() step or a Close(); never while waiting for the GIL.
+  // Held for one Next() step, a Close() or a Result() copy; taken with the GIL released, never
+  // held while waiting for the GIL. (~Stream takes it with the GIL held: no call is running then.)
   std::mutex mu_;
   std::optional<ebb::Generation> generation_;  // guarded by mu_; empty once finished
   std::optional<ebb::GenerateResult> result_;  // guarded by mu_
@@ -432,7 +458,11 @@ class Stream {
 
 struct PyRuntime {
   std::shared_ptr<ebb::Runtime> rt;
+  // Guarded by the GIL (read and written only with it held).
   int next_id = 0;
+  // Ids of loads running now (the GIL released): AutoId skips them, so two threads loading the
+  // same folder at once get two ids rather than the second failing on the first's id.
+  std::set<std::string> loading;
 };
 
 struct PyModel {
@@ -456,12 +486,21 @@ struct PyTokenizer {
   const ebb::Tokenizer* tok;
 };
 
+// ebb::Generator is used by one thread at a time (generator.h); Python threads may share this
+// object, so every method goes through Call: calls are serialised on `mu`, never raced.
 struct PyGenerator {
   std::shared_ptr<ebb::Model> model;
-  std::unique_ptr<ebb::Generator> gen;
-  ebb::Generator& g() {
+  std::mutex mu;
+  std::unique_ptr<ebb::Generator> gen;  // guarded by mu; null once closed
+
+  // f(generator) with the GIL released and `mu` held (the lock order: GIL released first). f
+  // must not touch Python objects: it returns C++ values, converted after `mu` is released.
+  template <typename F>
+  auto Call(F&& f) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu);
     if (!gen) throw ebb::Error(ebb::ErrorCode::FailedPrecondition, "the generator was closed");
-    return *gen;
+    return f(*gen);
   }
 };
 
@@ -505,14 +544,38 @@ std::string AutoId(PyRuntime& r, const std::string& path) {
   }
   if (clean.empty() || clean.size() > 100) clean = "model";
   std::string id = clean;
-  while (r.rt->Contains(id)) id = clean + "-" + std::to_string(++r.next_id);
+  while (r.rt->Contains(id) || r.loading.contains(id)) {
+    id = clean + "-" + std::to_string(++r.next_id);
+  }
   return id;
+}
+
+// Imports NumPy and initialises pybind11's NumPy API now, with the GIL held and no other thread
+// in this module yet. Lazily, the first get_logits() did both inside a C++ static's guard while
+// the import let other threads take the GIL: a second thread's first get_logits() then waited
+// on the guard with the GIL held, a deadlock (issue 39). Without NumPy, `import ebb` fails here
+// with an ImportError that says so.
+void InitNumpy() {
+  try {
+    py::module_::import("numpy");
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_ImportError)) throw;
+    // A std::exception: PYBIND11_MODULE raises its text as the ImportError (an
+    // error_already_set would read "initialization failed", the reason only in __cause__).
+    throw std::runtime_error(
+        "ebb needs NumPy (Generator.get_logits returns a NumPy array); install it (python3 -m "
+        "pip install numpy, or apt install python3-numpy). Importing it said: " +
+        std::string(e.what()));
+  }
+  (void)py::dtype::of<float>();  // pybind11's npy_api::get(): its static is initialised here
+  (void)py::array_t<float>(1);   // and the array type get_logits returns is created once
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_ebb, m) {
   m.doc() = "ebb: a local LLM runtime with bounded, controllable, visible memory (C++ core).";
+  InitNumpy();
   RegisterExceptions(m);
   m.def("version", &ebb::Version, "ebb's version.");
   m.def("ort_version", &ebb::OrtVersion, "The ONNX Runtime version loaded.");
@@ -610,6 +673,16 @@ PYBIND11_MODULE(_ebb, m) {
                 id.is_none() ? AutoId(r, path) : Arg<std::string>(id, "id", "a str or None");
             auto pm = std::make_unique<PyModel>();
             pm->rt = r.rt;
+            // Reserved while the load runs; erased with the GIL held again (declared before
+            // the release, so destroyed after it), on an exception too.
+            struct Reservation {
+              PyRuntime& r;
+              std::string id;
+              bool mine;
+              ~Reservation() {
+                if (mine) r.loading.erase(id);
+              }
+            } reservation{r, model_id, r.loading.insert(model_id).second};
             {
               py::gil_scoped_release release;
               pm->model = r.rt->Load(model_id, path, o);
@@ -746,37 +819,44 @@ PYBIND11_MODULE(_ebb, m) {
       .def_property_readonly("eos_id", [](PyTokenizer& t) { return t.tok->EosId(); })
       .def_property_readonly("bos_id", [](PyTokenizer& t) { return t.tok->BosId(); });
 
-  py::class_<PyGenerator>(m, "Generator", "Token-level generation with its own KV cache.")
+  // Every method runs the C++ generator through PyGenerator::Call: serialised per generator.
+  py::class_<PyGenerator>(m, "Generator",
+                          "Token-level generation with its own KV cache. Threads may share it: "
+                          "its calls are serialised (one at a time).")
       .def(
           "append_tokens",
           [](PyGenerator& g, const std::vector<int32_t>& ids) {
-            ebb::Generator& gen = g.g();
-            py::gil_scoped_release release;
-            gen.AppendTokens(std::span<const int32_t>(ids));
+            g.Call([&](ebb::Generator& gen) { gen.AppendTokens(std::span<const int32_t>(ids)); });
           },
           py::arg("ids"))
       .def("generate_next_token",
-           [](PyGenerator& g) {
-             ebb::Generator& gen = g.g();
-             py::gil_scoped_release release;
-             gen.GenerateNextToken();
-           })
-      .def("is_done", [](PyGenerator& g) { return g.g().IsDone(); })
+           [](PyGenerator& g) { g.Call([](ebb::Generator& gen) { gen.GenerateNextToken(); }); })
+      .def("is_done",
+           [](PyGenerator& g) { return g.Call([](ebb::Generator& gen) { return gen.IsDone(); }); })
       .def_property_readonly("sequence",
                              [](PyGenerator& g) {
-                               std::span<const int32_t> s = g.g().GetSequence(0);
-                               return std::vector<int32_t>(s.begin(), s.end());
+                               return g.Call([](ebb::Generator& gen) {
+                                 std::span<const int32_t> s = gen.GetSequence(0);
+                                 return std::vector<int32_t>(s.begin(), s.end());
+                               });
                              })
       .def("get_sequence",
            [](PyGenerator& g) {
-             std::span<const int32_t> s = g.g().GetSequence(0);
-             return std::vector<int32_t>(s.begin(), s.end());
+             return g.Call([](ebb::Generator& gen) {
+               std::span<const int32_t> s = gen.GetSequence(0);
+               return std::vector<int32_t>(s.begin(), s.end());
+             });
            })
-      .def("get_next_tokens", [](PyGenerator& g) { return g.g().GetNextTokens(); })
+      .def("get_next_tokens",
+           [](PyGenerator& g) {
+             return g.Call([](ebb::Generator& gen) { return gen.GetNextTokens(); });
+           })
       .def("get_next_logprobs",
            [](PyGenerator& g) {
+             const std::vector<ebb::TokenLogprobs> lps =
+                 g.Call([](ebb::Generator& gen) { return gen.GetNextLogprobs(); });
              py::list rows;
-             for (const ebb::TokenLogprobs& lp : g.g().GetNextLogprobs()) {
+             for (const ebb::TokenLogprobs& lp : lps) {
                rows.append(LogprobsDict(g.model->tokenizer(), lp));
              }
              return rows;
@@ -784,25 +864,40 @@ PYBIND11_MODULE(_ebb, m) {
       .def(
           "get_logits",
           [](PyGenerator& g) {
-            std::span<const float> s = g.g().GetLogits();
-            py::array_t<float> a(static_cast<py::ssize_t>(s.size()));
-            std::copy(s.begin(), s.end(), a.mutable_data());
-            return a;
+            // Copied under the lock; the array then owns the copy (no second copy).
+            auto logits = std::make_unique<std::vector<float>>(g.Call([](ebb::Generator& gen) {
+              std::span<const float> s = gen.GetLogits();
+              return std::vector<float>(s.begin(), s.end());
+            }));
+            const auto n = static_cast<py::ssize_t>(logits->size());
+            const float* data = logits->data();
+            py::capsule owner(logits.get(),
+                              [](void* p) { delete static_cast<std::vector<float>*>(p); });
+            logits.release();  // owned by the capsule now
+            return py::array_t<float>(n, data, owner);
           },
           "Logits of the last position (a NumPy float32 copy, [batch * vocab]).")
       .def(
-          "rewind", [](PyGenerator& g, size_t n) { g.g().RewindTo(n); }, py::arg("length"))
-      .def_property_readonly("max_length", [](PyGenerator& g) { return g.g().max_length(); })
-      .def(
-          "stats",
-          [](PyGenerator& g) { return FromJson(ebb::internal::GeneratorStatsJson(g.g().Stats())); })
+          "rewind",
+          [](PyGenerator& g, size_t n) { g.Call([n](ebb::Generator& gen) { gen.RewindTo(n); }); },
+          py::arg("length"))
+      .def_property_readonly("max_length",
+                             [](PyGenerator& g) {
+                               return g.Call([](ebb::Generator& gen) { return gen.max_length(); });
+                             })
+      .def("stats",
+           [](PyGenerator& g) {
+             const ebb::GeneratorStats s = g.Call([](ebb::Generator& gen) { return gen.Stats(); });
+             return FromJson(ebb::internal::GeneratorStatsJson(s));
+           })
       .def(
           "close",
           [](PyGenerator& g) {
-            py::gil_scoped_release release;
-            g.gen.reset();
+            py::gil_scoped_release release;  // the lock order: GIL released, then mu
+            std::lock_guard<std::mutex> lock(g.mu);
+            g.gen.reset();  // after a call running on another thread has returned
           },
-          "Frees the generator's KV cache now.");
+          "Frees the generator's KV cache now (after a call running on another thread).");
 
   py::class_<Stream>(m, "_Stream")
       .def("next", &Stream::Next)
