@@ -210,3 +210,40 @@ def chunked_body_ended(data):
         return False
     body = data[head_end + 4:]
     return body.startswith(b"0\r\n\r\n") or body.endswith(b"\r\n0\r\n\r\n")
+
+
+def rss_kib(pid, field="VmRSS"):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(field)
+
+
+def raw(srv, data, timeout=5.0, read_all=True):
+    """Sends bytes on a fresh connection; returns (what came back, seconds to the first byte)."""
+    s = socket.create_connection((srv.host, srv.port), timeout=timeout)
+    t0 = time.monotonic()
+    try:
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    out = b""
+    first = None
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            if first is None:
+                first = time.monotonic() - t0
+            out += b
+            if not read_all:
+                break
+    except (ConnectionResetError, socket.timeout):
+        pass
+    s.close()
+    return out, first
+
+
+def status_of(resp):
+    return int(resp.split(b" ", 2)[1]) if resp.startswith(b"HTTP/1.") else None

@@ -9,49 +9,12 @@ import re
 import socket
 import threading
 import time
-from pathlib import Path
 
-from serve_util import MODELS, Server, chat_body
+from serve_util import MODELS, Server, chat_body, raw, rss_kib, status_of
 
 TINY = "llama-tiny-fp32"
 KEY = "s3cret-key"
 UNDER_SANITIZER = os.environ.get("EBB_UNDER_SANITIZER") == "1"
-
-
-def rss_kib(pid, field="VmRSS"):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise AssertionError(field)
-
-
-def raw(srv, data, timeout=5.0):
-    """Sends bytes on a fresh connection; returns (what came back until close, seconds to the
-    first byte)."""
-    s = socket.create_connection((srv.host, srv.port), timeout=timeout)
-    t0 = time.monotonic()
-    try:
-        s.sendall(data)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    out = b""
-    first = None
-    try:
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            if first is None:
-                first = time.monotonic() - t0
-            out += b
-    except (ConnectionResetError, socket.timeout):
-        pass
-    s.close()
-    return out, first
-
-
-def status_of(resp):
-    return int(resp.split(b" ", 2)[1]) if resp.startswith(b"HTTP/1.") else None
 
 
 def header_of(resp, name):
