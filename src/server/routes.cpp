@@ -40,6 +40,11 @@ std::string RouteLabel(const std::string& path) {
       if (path == std::string(prefix) + route) return path;
     }
   }
+  // The Ollama API (server_ollama.cpp).
+  for (const char* route : {"/api/generate", "/api/chat", "/api/embed", "/api/embeddings",
+                            "/api/tags", "/api/ps", "/api/show", "/api/version"}) {
+    if (path == route) return path;
+  }
   for (const char* known : {"/v1/runtime", "/metrics", "/"}) {
     if (path == known) return path;
   }

@@ -39,6 +39,10 @@ bool HasBody(const httplib::Request& req) {
   return !len.empty() && len != "0";
 }
 
+// Set by the pre-routing handler for each request (httplib runs it, the route and the error
+// handler on one thread): whether SendError answers in Ollama's shape (an /api/ route).
+thread_local bool t_ollama_errors = false;
+
 }  // namespace
 
 Server::Server(ServeOptions options) : options_(std::move(options)) {
@@ -107,6 +111,8 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
 
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     BeginRequest();  // the request line's figures (request_log.h)
+    // The Ollama routes answer errors in Ollama's shape, those of the checks below included.
+    t_ollama_errors = req.path.rfind("/api/", 0) == 0;
     bool replaced = false;
     const std::string rid = RequestIdFor(req.get_header_value("X-Request-Id"), &replaced);
     if (replaced) {
@@ -226,6 +232,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
     }
     EBB_LOG_INFO("{}", RequestLine(res.get_header_value("X-Request-Id"), req.method, req.path,
                                    res.status, req.remote_addr));
+    t_ollama_errors = false;  // the next request on this thread sets its own
   });
 
   // Liveness: the process answers. Readiness: it can serve (not draining, not stalled); LiteLLM
@@ -253,6 +260,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
     });
   });
   RegisterOpenAiRoutes();
+  RegisterOllamaRoutes();
   RegisterAdminRoutes();
   RegisterMemoryPage(*http_);
 }
@@ -344,7 +352,18 @@ ModelManager& Server::manager() { return *manager_; }
 void Server::SendError(httplib::Response& res, const ApiError& error) {
   res.status = error.status;
   if (error.retry_after_s > 0) res.set_header("Retry-After", std::to_string(error.retry_after_s));
-  res.set_content(error.ToJson(), "application/json");
+  if (!t_ollama_errors) {
+    res.set_content(error.ToJson(), "application/json");
+    return;
+  }
+  // Ollama's shape, {"error": "message"}, which its clients show; ebb's code fields beside.
+  const nlohmann::json full = nlohmann::json::parse(error.ToJson());
+  nlohmann::ordered_json j = {{"error", error.message}};
+  for (const char* k : {"code", "param", "ebb_code"}) {
+    if (full["error"].contains(k) && !full["error"][k].is_null()) j[k] = full["error"][k];
+  }
+  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
 }
 
 void Server::Guard(httplib::Response& res, const std::function<void()>& body) {

@@ -90,11 +90,15 @@ class Server {
   ModelManager& manager();
 
  private:
-  // Routes (server_openai.cpp, server_admin.cpp).
+  // Routes (server_openai.cpp, server_admin.cpp, server_ollama.cpp).
   void RegisterOpenAiRoutes();
   void RegisterAdminRoutes();
   void ChatOrCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
   void Embeddings(const httplib::Request& req, httplib::Response& res);
+  // The Ollama API (server_ollama.cpp).
+  void RegisterOllamaRoutes();
+  void OllamaGenerate(const httplib::Request& req, httplib::Response& res, bool chat);
+  void OllamaEmbed(const httplib::Request& req, httplib::Response& res, bool legacy);
 
   // True when the request carries the admin key (constant-time compare).
   bool IsAdmin(const httplib::Request& req) const;
