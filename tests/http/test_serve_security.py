@@ -546,3 +546,26 @@ def test_host_and_port_flags():
         r = subprocess.run([EBB, "serve", "--models-dir", str(MODELS), "--port", bad],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode != 0 and "is not a port" in r.stderr, (bad, r.stderr)
+
+
+def test_the_ollama_routes_refuse_foreign_origins_and_hosts_as_v1_does():
+    """Issue 41: every /api/* route answers a cross-origin request and a rebinding Host exactly
+    as /v1/* does (403 origin_not_allowed, 403 host_not_allowed), in Ollama's error shape."""
+    with Server("--models-dir", str(MODELS)) as s:
+        routes = [("GET", "/api/tags"), ("GET", "/api/ps"), ("GET", "/api/version"),
+                  ("POST", "/api/generate"), ("POST", "/api/chat"), ("POST", "/api/embed"),
+                  ("POST", "/api/embeddings"), ("POST", "/api/show"), ("POST", "/api/pull"),
+                  ("DELETE", "/api/delete"), ("GET", "/v1/models"),
+                  ("POST", "/v1/chat/completions")]
+        for method, path in routes:
+            body = {"model": TINY, "prompt": "hi"} if method != "GET" else None
+            st, _, j = s.request(method, path, body,
+                                 headers={"Origin": "http://attacker.example"})
+            code = j["code"] if path.startswith("/api/") else j["error"]["code"]
+            assert (st, code) == (403, "origin_not_allowed"), (path, st, j)
+            st, _, j = s.request(method, path, body,
+                                 headers={"Host": "attacker.example:11435",
+                                          "Origin": "http://attacker.example:11435"})
+            code = j["code"] if path.startswith("/api/") else j["error"]["code"]
+            assert (st, code) == (403, "host_not_allowed"), (path, st, j)
+        assert not loaded(s, TINY), "a refused request loaded the model"
