@@ -150,7 +150,8 @@ EBB_API ebb_error* ebb_model_unpin_prefix(ebb_model* model, const int32_t* ids, 
 /* Drops every unpinned block of the model's prefix cache now; writes the bytes freed to
  * *freed_bytes (which may be NULL). */
 EBB_API ebb_error* ebb_model_drop_prefix_cache(ebb_model* model, uint64_t* freed_bytes);
-/* ORT run config entries for every later Run(). */
+/* A run option for every later Run() (ModelControls::SetRunOption: the same checks and warnings
+ * as at load). Clearing restores the key's load-time value, or unsets a key that had none. */
 EBB_API ebb_error* ebb_model_set_run_option(ebb_model* model, const char* key, const char* value);
 EBB_API ebb_error* ebb_model_clear_run_option(ebb_model* model, const char* key);
 /* The run options in force, as a JSON object. */

@@ -299,12 +299,14 @@ void PrintModel(const Conn& c, const Json& j) {
 // A runtime key as PATCH /v1/models/{id}/runtime takes it: the shrink policies by their
 // option-table names, anything else a run option (with or without "run_options.").
 void AddRuntimeOption(Json& patch, const std::string& key, const std::optional<std::string>& v) {
-  if (key == "memory.shrink_every") {
-    patch["shrink_every"] = v ? internal::ParseInt(key, *v, 0, UINT32_MAX) : 0;
+  // Clearing goes through run_options (null): every key, a policy too, goes back to its
+  // load-time value, as ModelControls::ClearRunOption and the SDKs do.
+  if (v && key == "memory.shrink_every") {
+    patch["shrink_every"] = internal::ParseInt(key, *v, 0, UINT32_MAX);
     return;
   }
-  if (key == "memory.shrink_above") {
-    patch["shrink_above"] = v ? *v : "0";
+  if (v && key == "memory.shrink_above") {
+    patch["shrink_above"] = *v;
     return;
   }
   const std::string run = key.rfind("run_options.", 0) == 0 ? key.substr(12) : key;
@@ -757,7 +759,7 @@ void RegisterServiceClientCommands(CLI::App& app) {
     auto id = std::make_shared<std::string>();
     auto keys = std::make_shared<std::vector<std::string>>();
     CLI::App* cmd = model->add_subcommand("clear-runtime-option",
-                                          "Clear run options (or turn a shrink policy off)");
+                                          "Clear run options: each goes back to its load-time value");
     cmd->add_option("ID", *id, "Model id")->required();
     cmd->add_option("KEY", *keys, "Keys")->required();
     AddConnFlags(cmd, *c);

@@ -62,6 +62,13 @@ def test_load_stats_runtime_options_shrink_ps_unload_round_trip(srv):
                              url=url).stdout)
     assert "my.run.key" not in cleared["runtime_options"]
     shrinks = cleared["stats"]["num_shrinks"]
+    # Clearing a policy puts its load-time value back (issue 39): none was set at load.
+    assert cleared["run_options_in_force"]["memory.shrink_every"]["source"] == "runtime"
+    policy = json.loads(ebb("model", "clear-runtime-option", SMALL, "memory.shrink_every",
+                            "--json", url=url).stdout)
+    assert policy["stats"]["policies"]["shrink_every"] == 0
+    assert policy["run_options_in_force"]["memory.shrink_every"] == {
+        "value": "0", "source": "default", "at_load": "0"}
     ebb("model", "set-runtime-option", SMALL, "memory.shrink_every=0", url=url)
     ebb("model", "shrink", SMALL, "--after-next-run", url=url)
     ebb("run", SMALL, "hello", "--max-tokens", "3", url=url)
