@@ -758,8 +758,8 @@ void RegisterServiceClientCommands(CLI::App& app) {
     auto c = std::make_shared<Conn>();
     auto id = std::make_shared<std::string>();
     auto keys = std::make_shared<std::vector<std::string>>();
-    CLI::App* cmd = model->add_subcommand("clear-runtime-option",
-                                          "Clear run options: each goes back to its load-time value");
+    CLI::App* cmd = model->add_subcommand(
+        "clear-runtime-option", "Clear run options: each goes back to its load-time value");
     cmd->add_option("ID", *id, "Model id")->required();
     cmd->add_option("KEY", *keys, "Keys")->required();
     AddConnFlags(cmd, *c);
