@@ -316,12 +316,16 @@ void Server::OllamaGenerate(const httplib::Request& req, httplib::Response& res,
       if (!r.system.empty()) g->messages.push_back({"system", r.system});
       g->messages.push_back({"user", r.prompt});
     } else {
-      if (!r.system.empty() && !r.raw) {
+      // Without a template (raw, or a model that has none) a system message has no place: said,
+      // not dropped.
+      if (!r.system.empty()) {
         ThrowBadField("system",
-                      "model '" + r.model +
-                          "' has no chat template, so a system message cannot be placed; give it "
-                          "one, or send raw: true with the whole prompt",
-                      "no_chat_template");
+                      r.raw ? "'system' is not used with raw: true (the prompt goes to the model "
+                              "as it is); put the system text in the prompt"
+                            : "model '" + r.model +
+                                  "' has no chat template, so a system message cannot be placed; "
+                                  "give it one, or send raw: true with the whole prompt",
+                      r.raw ? "invalid_value" : "no_chat_template");
       }
       g->prompt = r.prompt;
     }
@@ -418,6 +422,7 @@ void Server::OllamaGenerate(const httplib::Request& req, httplib::Response& res,
             }
             out = generation->Finish();
           } catch (...) {
+            NoteGeneration(model_name, out);
             const ApiError e = FromCurrentException();
             NoteStreamError(e.status, e.code.value_or(""));
             send(Json{{"error", e.message}});

@@ -129,6 +129,10 @@ test('options ebb cannot honour are named in X-Ebb-Ignored-Options; unsupported 
     assert.equal(typeof bad.body.error, 'string');
     assert.match(bad.body.error, new RegExp(`'${field}' is not supported`));
   }
+  const rawSystem = await post('/api/generate', { model: TINY, prompt: 'hi', raw: true,
+    system: 'be brief' });
+  assert.equal(rawSystem.status, 400);
+  assert.match(rawSystem.body.error, /'system' is not used with raw/);
   const tools = await post('/api/chat', { model: TINY, messages: [{ role: 'user', content: 'x' }],
     tools: [{ type: 'function', function: { name: 'f' } }] });
   assert.equal(tools.status, 400);
