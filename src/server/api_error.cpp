@@ -109,4 +109,11 @@ ApiError FromCurrentException() {
   }
 }
 
+ApiError ModelError(const Error& e) {
+  ApiError a = FromError(e);
+  a.param = "model";
+  if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
+  return a;
+}
+
 }  // namespace ebb::server

@@ -51,5 +51,8 @@ ErrorCode ErrorCodeOfStatus(int status);
 ApiError FromError(const Error& e);
 // Any exception in flight (call inside a catch block).
 ApiError FromCurrentException();
+// An ebb::Error met finding or acquiring the request's model: FromError with param "model",
+// and code model_not_found for NotFound.
+ApiError ModelError(const Error& e);
 
 }  // namespace ebb::server

@@ -4,8 +4,12 @@
 #include <cctype>
 #include <cstdint>
 
+#include "core/strings.h"
+
 namespace ebb::server {
 namespace {
+
+using internal::EscapeForMessage;
 
 constexpr std::string_view kRfc = " (RFC 9112)";
 
@@ -54,20 +58,8 @@ bool IsKnownMethod(std::string_view m) {
   return false;
 }
 
-std::string Shown(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s.substr(0, 40)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+// A piece of the request in a message: control and non-UTF-8 bytes escaped, at most 40 bytes.
+std::string Shown(std::string_view s) { return EscapeForMessage(s, 40); }
 
 // The first byte of `line` that no head may hold, or npos.
 size_t FindControl(std::string_view line) {

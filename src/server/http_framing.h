@@ -5,6 +5,12 @@
 // - The event-loop front (http_front.h) decides with it where a request ends; httplib then parses
 //   only those bytes. The rules are strict enough that every request accepted here means the same
 //   to httplib 0.11 byte for byte: the same request line, the same header fields, the same body.
+//   What httplib does that they answer (cpp-httplib 0.11.4, httplib.h): detail::read_headers
+//   skips a line that does not end in CRLF (CPPHTTPLIB_ALLOW_LF_AS_LINE_TERMINATOR is off) and
+//   reads on; detail::parse_header %-decodes values (decode_url) and drops empty ones;
+//   Server::parse_request_line fails on a second '?' and trims tabs; Server::process_request
+//   adds REMOTE_ADDR and friends as headers; detail::read_content_chunked fails on trailers;
+//   detail::read_content inflates gzip/deflate/br bodies with no size limit.
 //   fuzz/http_framing_fuzz.cpp feeds the same bytes to both and fails on any disagreement.
 // - Refused (with the status and a message that names the problem and the fix):
 //   - a line of the head that ends in a bare LF, a bare CR, or a control byte (400): httplib

@@ -3,34 +3,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "core/json_util.h"
 #include "server/api_error.h"
+#include "server/openai_request.h"
 
 namespace ebb::server {
 namespace {
 
 using Json = nlohmann::json;
-
-Json ParseBody(std::string_view body) {
-  if (body.empty()) {
-    throw ApiException({400, "invalid_request_error",
-                        "the request body is empty; send a JSON object (Content-Type: "
-                        "application/json)",
-                        std::nullopt, "invalid_json", 0});
-  }
-  Json j;
-  try {
-    j = internal::ParseJsonDocument(body, "the request body");
-  } catch (const Error& e) {
-    throw ApiException({400, "invalid_request_error", e.what(), std::nullopt, "invalid_json", 0});
-  }
-  if (!j.is_object()) {
-    throw ApiException({400, "invalid_request_error",
-                        "the request body must be a JSON object, not " + std::string(j.type_name()),
-                        std::nullopt, "invalid_json", 0});
-  }
-  return j;
-}
 
 const Json* Field(const Json& j, const std::string& name) {
   auto it = j.find(name);
@@ -197,7 +176,7 @@ std::string OllamaModelId(std::string name) {
 }
 
 OllamaGenerateRequest ParseOllamaGenerate(std::string_view body, bool chat) {
-  const Json j = ParseBody(body);
+  const Json j = ParseJsonObjectBody(body);
   OllamaGenerateRequest r;
   r.chat = chat;
   r.model = ModelField(j);
@@ -228,7 +207,7 @@ OllamaGenerateRequest ParseOllamaGenerate(std::string_view body, bool chat) {
 }
 
 OllamaEmbedRequest ParseOllamaEmbed(std::string_view body, bool legacy) {
-  const Json j = ParseBody(body);
+  const Json j = ParseJsonObjectBody(body);
   OllamaEmbedRequest r;
   r.model = ModelField(j);
   r.keep_alive = GetKeepAlive(j);
@@ -264,6 +243,6 @@ OllamaEmbedRequest ParseOllamaEmbed(std::string_view body, bool legacy) {
   return r;
 }
 
-std::string ParseOllamaShow(std::string_view body) { return ModelField(ParseBody(body)); }
+std::string ParseOllamaShow(std::string_view body) { return ModelField(ParseJsonObjectBody(body)); }
 
 }  // namespace ebb::server

@@ -13,27 +13,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-Json ParseBody(std::string_view body) {
-  if (body.empty()) {
-    throw ApiException({400, "invalid_request_error",
-                        "the request body is empty; send a JSON object (Content-Type: "
-                        "application/json)",
-                        std::nullopt, "invalid_json", 0});
-  }
-  Json j;
-  try {
-    j = internal::ParseJsonDocument(body, "the request body");
-  } catch (const Error& e) {
-    throw ApiException({400, "invalid_request_error", e.what(), std::nullopt, "invalid_json", 0});
-  }
-  if (!j.is_object()) {
-    throw ApiException({400, "invalid_request_error",
-                        "the request body must be a JSON object, not " + std::string(j.type_name()),
-                        std::nullopt, "invalid_json", 0});
-  }
-  return j;
-}
-
 const Json* Field(const Json& j, const char* name) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return nullptr;
@@ -248,8 +227,29 @@ void RefuseUnsupported(const Json& j) {
 
 }  // namespace
 
+Json ParseJsonObjectBody(std::string_view body) {
+  if (body.empty()) {
+    throw ApiException({400, "invalid_request_error",
+                        "the request body is empty; send a JSON object (Content-Type: "
+                        "application/json)",
+                        std::nullopt, "invalid_json", 0});
+  }
+  Json j;
+  try {
+    j = internal::ParseJsonDocument(body, "the request body");
+  } catch (const Error& e) {
+    throw ApiException({400, "invalid_request_error", e.what(), std::nullopt, "invalid_json", 0});
+  }
+  if (!j.is_object()) {
+    throw ApiException({400, "invalid_request_error",
+                        "the request body must be a JSON object, not " + std::string(j.type_name()),
+                        std::nullopt, "invalid_json", 0});
+  }
+  return j;
+}
+
 CompletionRequest ParseCompletionRequest(std::string_view body, bool chat) {
-  const Json j = ParseBody(body);
+  const Json j = ParseJsonObjectBody(body);
   CompletionRequest r;
   r.chat = chat;
   r.model = RequireString(j, "model");
@@ -345,7 +345,7 @@ CompletionRequest ParseCompletionRequest(std::string_view body, bool chat) {
 }
 
 EmbeddingsRequest ParseEmbeddingsRequest(std::string_view body) {
-  const Json j = ParseBody(body);
+  const Json j = ParseJsonObjectBody(body);
   EmbeddingsRequest r;
   r.model = RequireString(j, "model");
   const Json* in = Field(j, "input");
@@ -416,7 +416,7 @@ PrefixRequest ParsePrefixRequest(std::string_view body) {
                         "/v1/models/{id}/prefix/drop)",
                         "prompt", "missing", 0});
   }
-  const Json j = ParseBody(body);
+  const Json j = ParseJsonObjectBody(body);
   PrefixRequest r;
   std::vector<std::string> given;
   for (const char* name : {"prompt", "messages", "input_ids"}) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,6 +67,10 @@ struct PrefixRequest {
   std::vector<ChatMessage> messages;  // rendered with the chat template, no generation prompt
   std::vector<int32_t> input_ids;     // token ids as given
 };
+
+// A request body as a JSON object: ApiException 400 (code invalid_json) for an empty body,
+// invalid JSON or another JSON type. Shared by the OpenAI and Ollama parsers.
+nlohmann::json ParseJsonObjectBody(std::string_view body);
 
 // Parses the raw body. Throws ApiException (400) for invalid JSON, a field of the wrong type,
 // an unsupported value (n != 1, best_of != 1, tools, ...) or a missing model/messages/prompt/input;

@@ -43,22 +43,6 @@ std::string RequestIdFor(std::string_view client_id, bool* replaced) {
   return ok ? std::string(client_id) : NextRequestId();
 }
 
-std::string EscapeForLog(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s.substr(0, 256)) {
-    if (c >= 0x20 && c <= 0x7e && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  if (s.size() > 256) out += "...";
-  return out;
-}
-
 void BeginRequest() { This() = Record{}; }
 
 void NoteGeneration(const std::string& model, const GenerateResult& result) {

@@ -27,8 +27,6 @@ std::string NextRequestId();
 // The id a response carries: `client_id` when it qualifies, else NextRequestId(), with
 // `*replaced` set when a non-empty client id was dropped.
 std::string RequestIdFor(std::string_view client_id, bool* replaced);
-// `s` for a log line: printable ASCII as is, every other byte as \xNN (at most 256 bytes).
-std::string EscapeForLog(std::string_view s);
 
 void BeginRequest();
 // A generation: its model, token counts, TTFT and finish reason ("stop", "length",

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/strings.h"
 #include "ebb/error.h"
 #include "memory/heap_trim.h"
 #include "server/admin_only.h"
@@ -117,7 +118,8 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
     const std::string rid = RequestIdFor(req.get_header_value("X-Request-Id"), &replaced);
     if (replaced) {
       EBB_LOG_WARN("X-Request-Id '{}' is not 1 to {} printable ASCII characters: answered as {}",
-                   EscapeForLog(req.get_header_value("X-Request-Id")), kMaxRequestIdBytes, rid);
+                   internal::EscapeForMessage(req.get_header_value("X-Request-Id"), 256),
+                   kMaxRequestIdBytes, rid);
     }
     res.set_header("X-Request-Id", rid);
     // The front refuses any Content-Encoding but identity (http_framing.h); this check runs
@@ -323,13 +325,18 @@ void Server::Shutdown() {
   http_->stop();
 }
 
+namespace {
+// Whether `auth` is "Bearer KEY" for a non-empty `key` (constant-time compare).
+bool BearerIs(const std::string& auth, const std::string& key) {
+  static const std::string kPrefix = "Bearer ";
+  return !key.empty() && auth.rfind(kPrefix, 0) == 0 &&
+         ConstantTimeEquals(auth.substr(kPrefix.size()), key);
+}
+}  // namespace
+
 bool Server::KeyAccepts(const std::string& auth) const {
-  if (options_.api_key.empty()) return true;
-  const std::string prefix = "Bearer ";
-  if (auth.rfind(prefix, 0) != 0) return false;
-  const std::string presented = auth.substr(prefix.size());
-  return ConstantTimeEquals(presented, options_.api_key) ||
-         (!options_.admin_key.empty() && ConstantTimeEquals(presented, options_.admin_key));
+  return options_.api_key.empty() || BearerIs(auth, options_.api_key) ||
+         BearerIs(auth, options_.admin_key);
 }
 
 std::optional<uint64_t> Server::AdminPrefixBudgetOf(const std::string& id) const {
@@ -339,11 +346,7 @@ std::optional<uint64_t> Server::AdminPrefixBudgetOf(const std::string& id) const
 }
 
 bool Server::IsAdmin(const httplib::Request& req) const {
-  if (options_.admin_key.empty()) return false;
-  const std::string auth = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  return auth.rfind(prefix, 0) == 0 &&
-         ConstantTimeEquals(auth.substr(prefix.size()), options_.admin_key);
+  return BearerIs(req.get_header_value("Authorization"), options_.admin_key);
 }
 
 Runtime& Server::runtime() { return *runtime_; }

@@ -107,6 +107,8 @@ class Server {
   bool KeyAccepts(const std::string& authorization) const;
   // The admin's prefix_cache.max_bytes for `id` (serve --option, the models file), if any.
   std::optional<uint64_t> AdminPrefixBudgetOf(const std::string& id) const;
+  // Acquires the request's model from the manager (model_not_found, 404, when there is none).
+  ModelManager::Lease AcquireModel(const std::string& id, std::optional<KeepAlive> keep_alive);
   // Writes `error` as the response.
   static void SendError(httplib::Response& res, const struct ApiError& error);
   // Runs `body`, turning any exception into an OpenAI-shaped error response.

@@ -55,18 +55,6 @@ std::string Rfc3339(std::chrono::system_clock::time_point t) {
 
 std::string Now() { return Rfc3339(std::chrono::system_clock::now()); }
 
-ModelManager::Lease Acquire(ModelManager& manager, const std::string& id,
-                            std::optional<KeepAlive> keep_alive) {
-  try {
-    return manager.Acquire(id, keep_alive);
-  } catch (const Error& e) {
-    ApiError a = FromError(e);
-    a.param = "model";
-    if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
-    throw ApiException(a);
-  }
-}
-
 // Options ebb does not honour: logged once per name (per process), named in a header.
 void NoteIgnored(httplib::Response& res, const std::vector<std::string>& ignored) {
   if (ignored.empty()) return;
@@ -198,10 +186,7 @@ void Server::RegisterOllamaRoutes() {
       try {
         m = manager_->Get(id);
       } catch (const Error& e) {
-        ApiError a = FromError(e);
-        a.param = "model";
-        if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
-        throw ApiException(a);
+        throw ApiException(ModelError(e));
       }
       Json info = {{"general.architecture", m.summary ? m.summary->type : ""},
                    {"ebb.path", m.path.string()},
@@ -252,7 +237,7 @@ void Server::OllamaEmbed(const httplib::Request& req, httplib::Response& res, bo
     const OllamaEmbedRequest r = ParseOllamaEmbed(req.body, legacy);
     NoteIgnored(res, r.ignored);
     auto ticket = admission_->Enter();
-    auto lease = Acquire(*manager_, r.model, r.keep_alive);
+    auto lease = AcquireModel(r.model, r.keep_alive);
     const auto load = Clock::now() - t0;
     if (!lease->info().is_encoder) {
       ThrowBadField("model",
@@ -286,7 +271,7 @@ void Server::OllamaGenerate(const httplib::Request& req, httplib::Response& res,
     const OllamaGenerateRequest r = ParseOllamaGenerate(req.body, chat);
     NoteIgnored(res, r.ignored);
     auto ticket = std::make_shared<Admission::Ticket>(admission_->Enter());
-    auto lease = std::make_shared<ModelManager::Lease>(Acquire(*manager_, r.model, r.keep_alive));
+    auto lease = std::make_shared<ModelManager::Lease>(AcquireModel(r.model, r.keep_alive));
     const auto load = Clock::now() - t0;
     const std::shared_ptr<Model>& model = lease->model();
     if (model->info().is_encoder) {

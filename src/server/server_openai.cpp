@@ -62,19 +62,6 @@ std::string Base64(const void* data, size_t n) {
   return out;
 }
 
-// Acquires `id` from the manager; a NotFound becomes OpenAI's model_not_found on `model`.
-ModelManager::Lease AcquireModel(ModelManager& manager, const std::string& id,
-                                 std::optional<KeepAlive> keep_alive) {
-  try {
-    return manager.Acquire(id, keep_alive);
-  } catch (const Error& e) {
-    ApiError a = FromError(e);
-    a.param = "model";
-    if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
-    throw ApiException(a);
-  }
-}
-
 bool HasOption(const std::vector<std::pair<std::string, std::string>>& options,
                std::string_view key) {
   for (const auto& [k, v] : options) {
@@ -299,13 +286,19 @@ void Server::RegisterOpenAiRoutes() {
         try {
           res.set_content(Dump(model_json(manager_->Get(req.matches[1]))), "application/json");
         } catch (const Error& e) {
-          ApiError a = FromError(e);
-          if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
-          a.param = "model";
-          throw ApiException(a);
+          throw ApiException(ModelError(e));
         }
       });
     });
+  }
+}
+
+ModelManager::Lease Server::AcquireModel(const std::string& id,
+                                         std::optional<KeepAlive> keep_alive) {
+  try {
+    return manager_->Acquire(id, keep_alive);
+  } catch (const Error& e) {
+    throw ApiException(ModelError(e));
   }
 }
 
@@ -313,8 +306,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
   Guard(res, [&] {
     const CompletionRequest r = ParseCompletionRequest(req.body, chat);
     auto ticket = std::make_shared<Admission::Ticket>(admission_->Enter());
-    auto lease =
-        std::make_shared<ModelManager::Lease>(AcquireModel(*manager_, r.model, r.keep_alive));
+    auto lease = std::make_shared<ModelManager::Lease>(AcquireModel(r.model, r.keep_alive));
     const std::shared_ptr<Model>& model = lease->model();
     if (model->info().is_encoder) {
       ThrowBadField(
@@ -509,7 +501,7 @@ void Server::Embeddings(const httplib::Request& req, httplib::Response& res) {
   Guard(res, [&] {
     const EmbeddingsRequest r = ParseEmbeddingsRequest(req.body);
     auto ticket = admission_->Enter();
-    auto lease = AcquireModel(*manager_, r.model, r.keep_alive);
+    auto lease = AcquireModel(r.model, r.keep_alive);
     if (!lease->info().is_encoder) {
       ThrowBadField("model",
                     "model '" + r.model +

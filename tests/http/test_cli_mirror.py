@@ -1,9 +1,12 @@
 """The CLI mirror of the SDK against a real `ebb serve` (issue 14, item 2): `ebb model ...`,
 `ebb ps`, `ebb run`, `ebb chat`, with the SDK's flags and key names."""
+import contextlib
+import http.server
 import json
 import os
 import re
 import subprocess
+import threading
 
 import pytest
 
@@ -235,17 +238,16 @@ def test_commands_find_the_running_service_and_its_key_through_the_state_dir(tmp
     assert r.returncode != 0 and "ebb service start" in r.stderr
 
 
-@pytest.mark.parametrize("answer", ["{}", '{"models": {}}', '{"models": [{"id": 5}]}', "[]"])
-def test_ps_and_model_list_against_a_server_that_is_not_ebb_fail_cleanly(answer):
-    """Issue 24 item 3: `ebb ps` and `ebb model list` crashed (SIGSEGV) on `{}`; now they name
-    the URL and the field, exit 1, and print nothing else."""
-    import http.server
-    import threading
+@contextlib.contextmanager
+def canned_server(answer_for):
+    """A loopback HTTP server whose GET of a path answers answer_for(path) -> (status, JSON
+    text); yields its URL."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            body = answer.encode()
-            self.send_response(200)
+            status, text = answer_for(self.path)
+            body = text.encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -256,15 +258,23 @@ def test_ps_and_model_list_against_a_server_that_is_not_ebb_fail_cleanly(answer)
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}"
     try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize("answer", ["{}", '{"models": {}}', '{"models": [{"id": 5}]}', "[]"])
+def test_ps_and_model_list_against_a_server_that_is_not_ebb_fail_cleanly(answer):
+    """Issue 24 item 3: `ebb ps` and `ebb model list` crashed (SIGSEGV) on `{}`; now they name
+    the URL and the field, exit 1, and print nothing else."""
+    with canned_server(lambda path: (200, answer)) as url:
         for args in (["ps", "--url", url], ["model", "list", "--url", url]):
             r = ebb(*args, url=url, check=False)
             # An error exit, not a signal (the crash) nor "internal" (70: a missing-key read).
             assert 0 < r.returncode != 70, (args, r.returncode, r.stderr)
             assert "not ebb's" in r.stderr and url in r.stderr, r.stderr
-    finally:
-        httpd.shutdown()
 
 
 def test_ps_and_model_stats_show_a_model_on_a_device(srv):
@@ -273,8 +283,6 @@ def test_ps_and_model_stats_show_a_model_on_a_device(srv):
     runtime's stats, as Runtime::Stats() sums it). `ebb ps` adds the device columns and a device
     line, `ebb model stats` prints the model's device line, `--json` passes the object on; a
     CPU model's cells are '-'. The documents stay valid against docs/runtime.schema.json."""
-    import http.server
-    import threading
 
     gpu, cpu = "llama-tiny-fp32", "llama-tiny-int4"
     for m in (gpu, cpu):
@@ -300,23 +308,11 @@ def test_ps_and_model_stats_show_a_model_on_a_device(srv):
     assert validate(schema, model_doc, "#/$defs/model_runtime") == []
     answers = {"/v1/runtime": json.dumps(rt), f"/v1/models/{gpu}/runtime": json.dumps(model_doc)}
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = answers.get(self.path)
-            self.send_response(200 if body else 404)
-            body = (body or '{"error": {"message": "not canned"}}').encode()
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer_for(path):
+        body = answers.get(path)
+        return (200, body) if body else (404, '{"error": {"message": "not canned"}}')
 
-        def log_message(self, *a):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
+    with canned_server(answer_for) as url:
         assert ps_cell(url, gpu, "DEVICE") == "webgpu:0"
         assert ps_cell(url, gpu, "DEVICE KV/PEAK") == "3.0M/6.0M"
         assert ps_cell(url, gpu, "DEVICE USED/LIMIT") == "104.0M/2.0G"
@@ -338,7 +334,5 @@ def test_ps_and_model_stats_show_a_model_on_a_device(srv):
         ps = ebb("ps", url=srv.url).stdout
         assert "DEVICE" not in ps and "\ndevice " not in ps, ps
         assert "  device " not in ebb("model", "stats", cpu, url=srv.url).stdout
-    finally:
-        httpd.shutdown()
         for m in (gpu, cpu):
             ebb("model", "unload", m, url=srv.url)
