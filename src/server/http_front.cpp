@@ -49,6 +49,7 @@ struct Conn {
   bool reserve = false;
   bool close_after = false;  // answer this request, then close (a reserve slot's probe)
   bool counted = false;      // counted in Impl's unproven or reserve figures
+  bool unadmitted = false;   // accepted, counted in Impl::unadmitted_, not yet seen by Admit
   std::string source;        // the peer's address
   // Since when the connection has waited for a request's first byte (accept, or the end of
   // its last answer): only one idle for kEvictAfter may be evicted.
@@ -298,13 +299,16 @@ class HttpFront::Impl {
     c->idle_since = Clock::now();
     // Nothing sent yet: the short idle timeout, not the request's (docs/http_api.md).
     c->deadline = c->idle_since + limits_.idle_timeout;
-    ++open_;
+    c->unadmitted = true;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) {
-        Close(std::move(c));
+        ::close(fd);
         return;
       }
+      // unadmitted_ first: Admitted() never counts a connection that it does not also subtract.
+      ++unadmitted_;
+      ++open_;
       incoming_.push_back(std::move(c));
     }
     Wake();
@@ -340,6 +344,15 @@ class HttpFront::Impl {
                              " connections open, its limit; retry shortly");
   }
 
+  // Open connections that the loop has admitted, `c` included (on the loop). Ones accepted but
+  // not yet admitted are left out: each makes its own room when its turn comes, so a burst of
+  // reconnections queued behind a keyed client cannot push it out (the 512-idle-sockets case).
+  size_t Admitted() const {
+    const size_t open = open_.load();
+    const size_t waiting = unadmitted_.load();
+    return open > waiting ? open - waiting : 0;
+  }
+
   // Takes a new connection's slot (on the loop): an unproven one under the caps, else after
   // evicting an idle connection, else a reserve slot. False: no room at all (answer 503).
   bool Admit(Conn& c, std::vector<std::unique_ptr<Conn>>& conns) {
@@ -348,7 +361,7 @@ class HttpFront::Impl {
       bool over_source = false;
       {
         std::lock_guard<std::mutex> lock(count_mu_);
-        over_total = open_.load() > limits_.max_connections;
+        over_total = Admitted() > limits_.max_connections;
         const bool over_unproven = unproven_ >= UnprovenCap();
         const auto it = per_source_.find(c.source);
         over_source = it != per_source_.end() && it->second >= PerSourceCap();
@@ -366,7 +379,11 @@ class HttpFront::Impl {
       }
       break;
     }
-    if (open_.load() > limits_.max_connections) return false;
+    // No idle connection to close: a reserve slot, past max_connections too, up to the headroom.
+    // A reserve slot is evictable after kEvictAfter and lasts kReserveTimeout, so the headroom
+    // lets a keyed client in while a flood of fresh unauthenticated sockets (all younger than
+    // kEvictAfter) holds the limit, and an attacker cannot keep it.
+    if (Admitted() > limits_.max_connections + kAdmitHeadroom) return false;
     std::lock_guard<std::mutex> lock(count_mu_);
     ++reserve_;
     c.reserve = true;
@@ -435,6 +452,7 @@ class HttpFront::Impl {
   void Close(std::unique_ptr<Conn> c) {
     if (!c) return;
     Uncount(*c);
+    if (c->unadmitted) --unadmitted_;
     buffered_ -= c->accounted;
     ::shutdown(c->fd, SHUT_RDWR);
     ::close(c->fd);
@@ -592,6 +610,10 @@ class HttpFront::Impl {
         incoming_.clear();
       }
       for (auto& c : fresh) {
+        if (c->unadmitted) {
+          c->unadmitted = false;
+          --unadmitted_;
+        }
         if (!c->proven && !c->counted && c->served == 0 && !Admit(*c, conns)) {
           SendNow(c->fd, TooManyConnections());
           Refused(503, "too many connections");
@@ -731,6 +753,7 @@ class HttpFront::Impl {
   // How long a connection must have sent nothing before it may be evicted for a new one.
   static constexpr std::chrono::milliseconds kEvictAfter{100};
   std::atomic<size_t> open_{0};
+  std::atomic<size_t> unadmitted_{0};  // of open_: accepted, not yet through Admit
   std::atomic<size_t> evicted_{0};
   std::mutex count_mu_;  // the admission figures below
   size_t unproven_ = 0;  // unproven connections, reserve slots apart
