@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails, listing them, when C++ files under src/ include/ tests/ python/src/ fuzz/ bench/ are not
+# Fails, listing them, when C++ files under src/ include/ genai/ tests/ python/src/ fuzz/ bench/ are not
 # as clang-format formats them (.clang-format; the clang-format Debian 12 ships, 14). Cheap (one
 # clang-format process, seconds): CI runs it first (.ci/run, `make format-check`).
 #   tools/check_format.sh [--fix] [ROOT]   --fix formats them in place (`make format`)
@@ -16,10 +16,10 @@ fi
 # The files git knows (not build trees or node_modules); in a copy without .git, all of them.
 list_files() {
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git ls-files --cached --others --exclude-standard -- src include tests python/src fuzz bench |
+    git ls-files --cached --others --exclude-standard -- src include genai tests python/src fuzz bench |
       grep -E '\.(h|cpp|cc)$' || true
   else
-    find src include tests python/src fuzz bench \( -name '*.h' -o -name '*.cpp' -o -name '*.cc' \) \
+    find src include genai tests python/src fuzz bench \( -name '*.h' -o -name '*.cpp' -o -name '*.cc' \) \
       -not -path '*/node_modules/*' 2>/dev/null || true
   fi
 }

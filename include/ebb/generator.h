@@ -120,7 +120,17 @@ class EBB_API Generator {
   // unless params.logprobs or params.top_logprobs > 0.
   std::vector<TokenLogprobs> GetNextLogprobs() const;
   // Logits of the last position, [batch_size * vocab_size], as float32. Empty before any step.
+  // After a GenerateNextToken they are the previous step's until ComputeLogits (or the next
+  // GenerateNextToken) runs the model on the token it sampled.
   std::span<const float> GetLogits() const;
+  // Runs the model on the tokens sampled since the last run, so that GetLogits() holds the logits
+  // the next GenerateNextToken samples from (as onnxruntime-genai's GetLogits does). No-op when
+  // they are current or the generator is done. Throws FailedPrecondition before AppendTokens.
+  void ComputeLogits();
+  // Replaces those logits ([batch_size * vocab_size] float32, after ComputeLogits): the next
+  // GenerateNextToken samples from these (penalties, logit_bias and sampling still apply).
+  // Throws InvalidArgument for another size, FailedPrecondition when done or before a prompt.
+  void SetLogits(std::span<const float> logits);
 
   // Truncates the (batch of one) sequence to `length` tokens, keeping the KV buffers.
   void RewindTo(size_t length);

@@ -582,6 +582,22 @@ struct Generator::Impl {
     for (int64_t b = 0; b < batch; ++b) step_feed.Logits(b, out_logits.data() + b * V);
   }
 
+  // Runs the model on the tokens sampled since the last run (none: nothing to do), so `logits`
+  // holds what the next Next() samples from.
+  void Compute() {
+    if (!started) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "the logits are computed from a prompt: append one first (AppendTokens)");
+    }
+    if (logits_valid || IsDone()) return;
+    if (brow.batcher && pending[0].size() == 1 && lens[0] > 0 && !done[0]) {
+      StepBatched();
+    } else {
+      Run(pending);
+    }
+    for (auto& p : pending) p.clear();
+  }
+
   void Next() {
     if (!started) {
       throw Error(ErrorCode::FailedPrecondition,
@@ -592,14 +608,7 @@ struct Generator::Impl {
                   "the generator is done (EOS or max_length reached); check IsDone() before "
                   "GenerateNextToken");
     }
-    if (!logits_valid) {
-      if (brow.batcher && pending[0].size() == 1 && lens[0] > 0 && !done[0]) {
-        StepBatched();
-      } else {
-        Run(pending);
-      }
-    }
-    for (auto& p : pending) p.clear();
+    Compute();
     const int64_t V = m.info.vocab_size;
     next_tokens.assign(batch, m.info.pad_token_id);
     if (want_logprobs) next_logprobs.assign(batch, TokenLogprobs{m.info.pad_token_id, 0, {}});
@@ -792,6 +801,29 @@ std::vector<TokenLogprobs> Generator::GetNextLogprobs() const { return impl_->ne
 std::span<const float> Generator::GetLogits() const {
   if (!impl_->logits_valid && impl_->logits.empty()) return {};
   return impl_->logits;
+}
+
+void Generator::ComputeLogits() {
+  impl_->Call([&] { impl_->Compute(); });
+}
+
+void Generator::SetLogits(std::span<const float> logits) {
+  impl_->Call([&] {
+    impl_->Compute();
+    if (impl_->IsDone()) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "SetLogits: the generator is done (EOS or max_length reached)");
+    }
+    const size_t want = static_cast<size_t>(impl_->batch) * impl_->m.info.vocab_size;
+    if (logits.size() != want) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "SetLogits: " + std::to_string(logits.size()) + " values given; the logits are " +
+                      std::to_string(impl_->batch) + " rows x vocab_size " +
+                      std::to_string(impl_->m.info.vocab_size) + " = " + std::to_string(want));
+    }
+    impl_->logits.assign(logits.begin(), logits.end());
+    impl_->logits_valid = true;
+  });
 }
 
 void Generator::RewindTo(size_t length) { impl_->Rewind(length); }

@@ -55,5 +55,21 @@ if os.path.isdir(stories):
         assert "named Max was very excited" in r.text, r.text
 else:
     print("wheel_test: stories260k skipped:", stories, "is absent (needs ../shared)")
+# onnxruntime_genai from the same wheel: genai's API on ebb's library packed beside it.
+import onnxruntime_genai as og
+assert os.path.realpath(og.__file__).startswith(os.path.realpath(venv)), og.__file__
+og_model = og.Model(model_dir)
+og_params = og.GeneratorParams(og_model)
+og_params.set_search_options(max_length=12)
+og_gen = og.Generator(og_model, og_params)
+og_gen.append_tokens([1, 5, 9])
+while not og_gen.is_done():
+    og_gen.generate_next_token()
+assert len(og_gen.get_sequence(0)) == 12, og_gen.get_sequence(0)
+maps = open("/proc/self/maps").read()
+og_here = os.path.dirname(os.path.realpath(og.__file__))
+assert os.path.join(og_here, "libonnxruntime-genai.so") in maps, "genai library not from the wheel"
+assert os.path.join(og_here, "libebb.so.0") in maps, "libebb.so.0 not from the wheel"
+print("wheel_test: onnxruntime_genai:", og_gen.get_sequence(0).tolist())
 PYEOF
 echo "wheel_test: OK"
