@@ -323,15 +323,13 @@ void CheckTerminated(const OgaGenerator& g) {
   }
 }
 
-std::shared_ptr<oga::TensorData> LogitsTensor(OgaGenerator& g) {
-  g.gen->ComputeLogits();
-  const auto logits = g.gen->GetLogits();
-  const int64_t vocab = g.model->info().vocab_size;
+// The tensor of one ebb output (Generator::GetOutput), owning its bytes.
+std::shared_ptr<oga::TensorData> OutputTensor(OgaGenerator& g, const char* name) {
+  ebb::Generator::Output o = g.gen->GetOutput(name);
   auto t = std::make_shared<oga::TensorData>();
-  t->type = OgaElementType_float32;
-  t->shape = {static_cast<int64_t>(logits.size()) / vocab, 1, vocab};
-  t->owned.resize(logits.size_bytes());
-  std::memcpy(t->owned.data(), logits.data(), logits.size_bytes());
+  t->type = o.element_type == "float16" ? OgaElementType_float16 : OgaElementType_float32;
+  t->shape = std::move(o.shape);
+  t->owned = std::move(o.data);
   t->data = t->owned.data();
   return t;
 }
@@ -532,8 +530,8 @@ OgaResult* OGA_API_CALL OgaGenerator_GetInput(const OgaGenerator* generator, con
   });
 }
 
-// The logits are the only output ebb keeps after a step: the KV outputs live in the generator's
-// own cache layout, and prefill_logits=last computes the LM head at the sampled position only.
+// ebb's Generator::GetOutput: "logits" ([batch, 1, vocab], the last position: ebb computes the
+// LM head only there) or a KV output by the graph's name, copied from the generator's cache.
 OgaResult* OGA_API_CALL OgaGenerator_GetOutput(const OgaGenerator* generator, const char* name,
                                                OgaTensor** out) {
   return Guard("OgaGenerator_GetOutput", [&] {
@@ -541,12 +539,7 @@ OgaResult* OGA_API_CALL OgaGenerator_GetOutput(const OgaGenerator* generator, co
     NotNull(name, "name");
     NotNull(out, "out");
     *out = nullptr;
-    if (std::string_view(name) != "logits") {
-      throw std::invalid_argument(std::string("output \"") + name +
-                                  "\": ebb returns the \"logits\" output ([batch, 1, vocab], the "
-                                  "last position); the KV outputs stay in the generator's cache");
-    }
-    *out = new OgaTensor{LogitsTensor(const_cast<OgaGenerator&>(*generator))};
+    *out = new OgaTensor{OutputTensor(const_cast<OgaGenerator&>(*generator), name)};
   });
 }
 
@@ -555,7 +548,7 @@ OgaResult* OGA_API_CALL OgaGenerator_GetLogits(OgaGenerator* generator, OgaTenso
     NotNull(generator, "generator");
     NotNull(out, "out");
     *out = nullptr;
-    *out = new OgaTensor{LogitsTensor(*generator)};
+    *out = new OgaTensor{OutputTensor(*generator, "logits")};
   });
 }
 

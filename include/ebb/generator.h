@@ -15,6 +15,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "ebb/export.h"
@@ -127,6 +129,21 @@ class EBB_API Generator {
   // the next GenerateNextToken samples from (as onnxruntime-genai's GetLogits does). No-op when
   // they are current or the generator is done. Throws FailedPrecondition before AppendTokens.
   void ComputeLogits();
+  // A copy of one output of the decoder's last run (ComputeLogits runs the pending token first):
+  //  - "logits": [batch_size, 1, vocab_size] float32, the last position (the LM head runs only
+  //    there with prefill_logits=last);
+  //  - a KV output by the graph's name ("present.0.key", "present_3", ...): the sequence's keys
+  //    or values so far, [batch_size, kv_heads, length, head_size] ([2, batch_size, ...] for a
+  //    graph with combined KV), `length` the KV columns (the longest row, padding included), in
+  //    the KV's element type.
+  // Throws InvalidArgument for another name (listing the names), FailedPrecondition before a
+  // prompt, and for KV outputs of a generator in a batched decode or with its KV on a device.
+  struct Output {
+    std::string element_type;  // "float32" or "float16"
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> data;  // row-major, shape's product x element size bytes
+  };
+  Output GetOutput(std::string_view name);
   // Replaces those logits ([batch_size * vocab_size] float32, after ComputeLogits): the next
   // GenerateNextToken samples from these (penalties, logit_bias and sampling still apply).
   // Throws InvalidArgument for another size, FailedPrecondition when done or before a prompt.

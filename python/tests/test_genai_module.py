@@ -374,8 +374,13 @@ def test_errors_carry_the_library_message(tmp_path):
         generator.append_tokens(np.array([], dtype=np.int32))
     with pytest.raises(TypeError):
         generator.append_tokens(np.array([1.5, 2.0]))  # not token ids
-    with pytest.raises(RuntimeError, match="OgaGenerator_GetOutput"):
-        generator.get_output("present.0.key")
+    with pytest.raises(RuntimeError, match="append one first"):
+        generator.get_output("present.0.key")  # no prompt yet
+    generator.append_tokens([1, 403, 407])
+    key = generator.get_output("present.0.key")  # stories260k: 4 KV heads of 8
+    assert key.shape == (1, 4, 3, 8) and key.dtype == np.float32 and np.abs(key).sum() > 0
+    with pytest.raises(RuntimeError, match="no output \"present.9.key\""):
+        generator.get_output("present.9.key")  # 5 layers: 0 to 4
 
 
 def test_unsupported_features_name_themselves(stories):

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/log.h"
@@ -598,6 +599,66 @@ struct Generator::Impl {
     for (auto& p : pending) p.clear();
   }
 
+  Generator::Output OutputCopy(std::string_view name) {
+    Compute();
+    Generator::Output out;
+    const int64_t V = m.info.vocab_size;
+    if (name == "logits") {
+      out.element_type = "float32";
+      out.shape = {batch, 1, V};
+      out.data.resize(logits.size() * sizeof(float));
+      std::memcpy(out.data.data(), logits.data(), out.data.size());
+      return out;
+    }
+    const auto& names = m.io.present_names;
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      std::string known = "\"logits\"";
+      for (size_t i = 0; i < names.size() && i < 4; ++i) known += ", \"" + names[i] + "\"";
+      if (names.size() > 4) known += ", ... (" + std::to_string(names.size()) + " KV outputs)";
+      throw Error(ErrorCode::InvalidArgument, "GetOutput: the decoder has no output \"" +
+                                                  std::string(name) + "\"; it has " + known);
+    }
+    if (brow.batcher) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "GetOutput(\"" + std::string(name) +
+                      "\"): this generator's KV is a row of the batched decode "
+                      "(decode_batch.max_rows > 1); load the model with decode_batch.max_rows=1 to "
+                      "read it");
+    }
+    if (m.kv_pool->device() != nullptr) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "GetOutput(\"" + std::string(name) + "\"): the KV is on " +
+                      m.kv_pool->device()->name() +
+                      "; KV outputs are copied from host memory only");
+    }
+    const internal::KvShape& shape = m.kv_shape;
+    const size_t idx = static_cast<size_t>(it - names.begin());
+    // KvCache::ReadPositions lays a row out as [tensor (layer-major, K then V)][head][n][d].
+    std::vector<int> tensors;
+    if (m.io.combined_kv) {
+      tensors = {static_cast<int>(2 * idx), static_cast<int>(2 * idx + 1)};
+    } else {
+      tensors = {static_cast<int>(idx)};
+    }
+    const int W = width;
+    const size_t block =
+        static_cast<size_t>(shape.kv_heads) * W * shape.head_size * shape.elem_bytes;
+    out.element_type = shape.elem_bytes == 2 ? "float16" : "float32";
+    out.shape = {batch, shape.kv_heads, W, shape.head_size};
+    if (m.io.combined_kv) out.shape.insert(out.shape.begin(), 2);
+    out.data.resize(tensors.size() * static_cast<size_t>(batch) * block);
+    std::vector<char> row(static_cast<size_t>(2 * shape.num_layers) * block);
+    for (int b = 0; b < batch; ++b) {
+      if (W > 0) kv->ReadPositions(W, b, 0, W, row.data());
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        std::memcpy(out.data.data() + (k * batch + b) * block,
+                    row.data() + static_cast<size_t>(tensors[k]) * block, block);
+      }
+    }
+    return out;
+  }
+
   void Next() {
     if (!started) {
       throw Error(ErrorCode::FailedPrecondition,
@@ -805,6 +866,12 @@ std::span<const float> Generator::GetLogits() const {
 
 void Generator::ComputeLogits() {
   impl_->Call([&] { impl_->Compute(); });
+}
+
+Generator::Output Generator::GetOutput(std::string_view name) {
+  Output out;
+  impl_->Call([&] { out = impl_->OutputCopy(name); });
+  return out;
 }
 
 void Generator::SetLogits(std::span<const float> logits) {

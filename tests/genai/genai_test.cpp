@@ -3,7 +3,9 @@
 // Client's call sequence against ebb's native API, and the error paths. Links libebb.so (shared,
 // the same copy the genai library uses) for the native comparisons.
 #include <gtest/gtest.h>
+#include <onnxruntime_cxx_api.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -142,13 +144,13 @@ TEST(Genai, Gpt2RewindSetLogitsGetOutputAndTopKAboveVocab) {
   OK(OgaGenerator_GetNextTokens(gen.get(), &next, &n));
   ASSERT_EQ(n, 1u);
   EXPECT_EQ(next[0], 777);
-  // GetOutput("logits") equals GetLogits; other outputs are refused naming what is offered.
+  // GetOutput("logits") is there; a name the graph lacks is refused naming what it has.
   OgaTensor* out = nullptr;
   OK(OgaGenerator_GetOutput(gen.get(), "logits", &out));
   TensorPtr out_t(out);
-  const std::string err = Take(OgaGenerator_GetOutput(gen.get(), "present_0", &out));
+  const std::string err = Take(OgaGenerator_GetOutput(gen.get(), "present.0.key", &out));
   EXPECT_NE(err.find("OgaGenerator_GetOutput"), std::string::npos) << err;
-  EXPECT_NE(err.find("\"logits\""), std::string::npos) << err;
+  EXPECT_NE(err.find("\"present_0\""), std::string::npos) << err;
   // A wrong-sized SetLogits names the sizes.
   const int64_t bad_shape[] = {1, 10};
   OgaTensor* bad = nullptr;
@@ -162,6 +164,149 @@ TEST(Genai, Gpt2RewindSetLogitsGetOutputAndTopKAboveVocab) {
   const std::string topk = Take(OgaCreateGenerator(model.get(), params.get(), &g2));
   EXPECT_EQ(g2, nullptr);
   EXPECT_NE(topk.find("vocab_size 1000"), std::string::npos) << topk;
+}
+
+// The KV outputs hold the sequence's keys and values: [2, batch, heads, length, head] for gpt2's
+// combined layout, [batch, kv_heads, length, head] for separate K and V. Attention is causal, so
+// the KV of a prompt's first tokens equals the KV a longer prompt computes for those positions,
+// and K differs from V: a test that reading the wrong tensor, row or positions would fail.
+std::vector<float> KvOf(OgaGenerator* g, const char* name, std::vector<int64_t>* shape) {
+  OgaTensor* t = nullptr;
+  EXPECT_EQ(Take(OgaGenerator_GetOutput(g, name, &t)), "");
+  if (t == nullptr) return {};
+  TensorPtr tensor(t);
+  size_t rank = 0;
+  EXPECT_EQ(Take(OgaTensorGetShapeRank(t, &rank)), "");
+  shape->assign(rank, 0);
+  EXPECT_EQ(Take(OgaTensorGetShape(t, shape->data(), rank)), "");
+  OgaElementType type;
+  EXPECT_EQ(Take(OgaTensorGetType(t, &type)), "");
+  EXPECT_EQ(type, OgaElementType_float32);
+  size_t n = 1;
+  for (int64_t d : *shape) n *= static_cast<size_t>(d);
+  void* data = nullptr;
+  EXPECT_EQ(Take(OgaTensorGetData(t, &data)), "");
+  const float* f = static_cast<const float*>(data);
+  return std::vector<float>(f, f + n);
+}
+
+void ExpectCausalKv(const fs::path& dir, const std::vector<int32_t>& prompt, const char* name,
+                    const std::vector<int64_t>& per_pos_shape) {
+  ModelPtr model = Load(dir);
+  ASSERT_TRUE(model);
+  OgaGeneratorParams* p = nullptr;
+  OK(OgaCreateGeneratorParams(model.get(), &p));
+  ParamsPtr params(p);
+  OK(OgaGeneratorParamsSetSearchNumber(params.get(), "max_length", 32));
+  std::vector<std::vector<float>> kv;
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t len : {prompt.size() - 2, prompt.size()}) {
+    OgaGenerator* g = nullptr;
+    OK(OgaCreateGenerator(model.get(), params.get(), &g));
+    GenPtr gen(g);
+    OK(OgaGenerator_AppendTokens(gen.get(), prompt.data(), len));
+    shapes.emplace_back();
+    kv.push_back(KvOf(gen.get(), name, &shapes.back()));
+  }
+  // Shape: per_pos_shape with the length inserted before head_size.
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<int64_t> want = per_pos_shape;
+    want.insert(want.end() - 1, static_cast<int64_t>(i == 0 ? prompt.size() - 2 : prompt.size()));
+    EXPECT_EQ(shapes[i], want);
+  }
+  // Each [.., length, head] block: the short run's positions equal the long run's first ones.
+  const int64_t head = per_pos_shape.back();
+  const int64_t short_len = static_cast<int64_t>(prompt.size()) - 2;
+  const int64_t long_len = static_cast<int64_t>(prompt.size());
+  const size_t blocks = kv[0].size() / static_cast<size_t>(short_len * head);
+  ASSERT_EQ(blocks, kv[1].size() / static_cast<size_t>(long_len * head));
+  double max_diff = 0, norm = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    for (int64_t i = 0; i < short_len * head; ++i) {
+      const float a = kv[0][b * short_len * head + i];
+      const float c = kv[1][b * long_len * head + i];
+      max_diff = std::max(max_diff, static_cast<double>(std::fabs(a - c)));
+      norm += std::fabs(a);
+    }
+  }
+  EXPECT_LT(max_diff, 1e-4) << name;
+  EXPECT_GT(norm, 0) << name << ": an all-zero KV proves nothing";
+}
+
+TEST(Genai, KvOutputsAreTheSequencesKeysAndValues) {
+  // Separate K and V (present.%d.key / .value), on the synthesized llama.
+  const fs::path llama = ebb::testing::TestModelsDir() / "llama-tiny-fp32";
+  ExpectCausalKv(llama, {1, 15, 27, 99, 4, 230}, "present.1.key", {1, 2, 16});
+  ExpectCausalKv(llama, {1, 15, 27, 99, 4, 230}, "present.1.value", {1, 2, 16});
+}
+
+TEST(Genai, KvOutputsNameTheirOwnTensor) {
+  // K and V, and two layers, are different tensors: the name picks its own.
+  ModelPtr model = Load(ebb::testing::TestModelsDir() / "llama-tiny-fp32");
+  OgaGeneratorParams* p = nullptr;
+  OK(OgaCreateGeneratorParams(model.get(), &p));
+  ParamsPtr params(p);
+  OgaGenerator* g = nullptr;
+  OK(OgaCreateGenerator(model.get(), params.get(), &g));
+  GenPtr gen(g);
+  const int32_t ids[] = {1, 15, 27, 99};
+  OK(OgaGenerator_AppendTokens(gen.get(), ids, 4));
+  std::vector<int64_t> shape;
+  const auto k0 = KvOf(gen.get(), "present.0.key", &shape);
+  const auto v0 = KvOf(gen.get(), "present.0.value", &shape);
+  const auto k1 = KvOf(gen.get(), "present.1.key", &shape);
+  EXPECT_NE(k0, v0);
+  EXPECT_NE(k0, k1);
+}
+
+// gpt2's combined present_%d against ONNX Runtime run directly on the same graph (no ebb):
+// [2, 1, 4, S, 8] after the prompt, within 1e-5.
+TEST(Genai, Gpt2CombinedKvOutputsEqualOrtsPresent) {
+  EBB_SKIP_UNLESS_EXISTS(kGpt2);
+  ExpectCausalKv(kGpt2, {0, 0, 195, 731, 52, 7}, "present_2", {2, 1, 4, 8});
+  const std::vector<int32_t> prompt = {0, 0, 195, 731};
+  const int64_t S = static_cast<int64_t>(prompt.size());
+  Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "genai_test");
+  Ort::SessionOptions so;
+  so.SetIntraOpNumThreads(1);
+  Ort::Session session(env, (kGpt2 / "past.onnx").c_str(), so);
+  Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  std::vector<int32_t> ids = prompt, pos = {0, 1, 2, 3}, mask(4, 1);
+  const std::array<int64_t, 2> dims{1, S};
+  std::vector<Ort::Value> inputs;
+  std::vector<std::string> names = {"input_ids", "position_ids", "attention_mask"};
+  inputs.push_back(Ort::Value::CreateTensor<int32_t>(mem, ids.data(), ids.size(), dims.data(), 2));
+  inputs.push_back(Ort::Value::CreateTensor<int32_t>(mem, pos.data(), pos.size(), dims.data(), 2));
+  inputs.push_back(
+      Ort::Value::CreateTensor<int32_t>(mem, mask.data(), mask.size(), dims.data(), 2));
+  const std::array<int64_t, 5> past_dims{2, 1, 4, 0, 8};
+  float dummy = 0;
+  for (int l = 0; l < 5; ++l) {
+    names.push_back("past_" + std::to_string(l));
+    inputs.push_back(Ort::Value::CreateTensor<float>(mem, &dummy, 0, past_dims.data(), 5));
+  }
+  std::vector<const char*> in_names;
+  for (const auto& n : names) in_names.push_back(n.c_str());
+  const char* out_name = "present_2";
+  auto outs = session.Run(Ort::RunOptions{nullptr}, in_names.data(), inputs.data(), inputs.size(),
+                          &out_name, 1);
+  const auto info = outs[0].GetTensorTypeAndShapeInfo();
+  ASSERT_EQ(info.GetShape(), (std::vector<int64_t>{2, 1, 4, S, 8}));
+  const float* want = outs[0].GetTensorData<float>();
+
+  ModelPtr model = Load(kGpt2);
+  OgaGeneratorParams* p = nullptr;
+  OK(OgaCreateGeneratorParams(model.get(), &p));
+  ParamsPtr params(p);
+  OK(OgaGeneratorParamsSetSearchNumber(params.get(), "max_length", 16));
+  OgaGenerator* g = nullptr;
+  OK(OgaCreateGenerator(model.get(), params.get(), &g));
+  GenPtr gen(g);
+  OK(OgaGenerator_AppendTokens(gen.get(), prompt.data(), prompt.size()));
+  std::vector<int64_t> shape;
+  const auto got = KvOf(gen.get(), "present_2", &shape);
+  ASSERT_EQ(shape, (std::vector<int64_t>{2, 1, 4, S, 8}));
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << i;
 }
 
 // llama2.c's run.c -t 0 output for "Once upon a time, a dog", max_length 30
