@@ -58,6 +58,28 @@ ModelPtr Load(const fs::path& dir) {
   return ModelPtr(m);
 }
 
+// A model, params with `max_length`, and a generator on them: how most tests here start.
+struct Opened {
+  ModelPtr model;
+  ParamsPtr params;
+  GenPtr gen;
+};
+
+Opened Open(const fs::path& dir, double max_length) {
+  Opened o;
+  o.model = Load(dir);
+  if (!o.model) return o;
+  OgaGeneratorParams* p = nullptr;
+  EXPECT_EQ(Take(OgaCreateGeneratorParams(o.model.get(), &p)), "");
+  o.params.reset(p);
+  if (!p) return o;
+  EXPECT_EQ(Take(OgaGeneratorParamsSetSearchNumber(p, "max_length", max_length)), "");
+  OgaGenerator* g = nullptr;
+  EXPECT_EQ(Take(OgaCreateGenerator(o.model.get(), p, &g)), "");
+  o.gen.reset(g);
+  return o;
+}
+
 std::vector<int32_t> Sequence(const OgaGenerator* g, size_t row) {
   const int32_t* d = OgaGenerator_GetSequenceData(g, row);
   return std::vector<int32_t>(d, d + OgaGenerator_GetSequenceCount(g, row));
@@ -111,15 +133,8 @@ TEST(Genai, Gpt2GreedyBatchAndLogitsMatchGenaisPublishedResults) {
 
 TEST(Genai, Gpt2RewindSetLogitsGetOutputAndTopKAboveVocab) {
   EBB_SKIP_UNLESS_EXISTS(kGpt2);
-  ModelPtr model = Load(kGpt2);
-  ASSERT_TRUE(model);
-  OgaGeneratorParams* p = nullptr;
-  OK(OgaCreateGeneratorParams(model.get(), &p));
-  ParamsPtr params(p);
-  OK(OgaGeneratorParamsSetSearchNumber(params.get(), "max_length", 12));
-  OgaGenerator* g = nullptr;
-  OK(OgaCreateGenerator(model.get(), params.get(), &g));
-  GenPtr gen(g);
+  auto [model, params, gen] = Open(kGpt2, 12);
+  ASSERT_TRUE(gen);
   const int32_t ids[] = {0, 0, 195, 731};
   OK(OgaGenerator_AppendTokens(gen.get(), ids, 4));
   for (int i = 0; i < 4; ++i) OK(OgaGenerator_GenerateNextToken(gen.get()));
@@ -242,13 +257,8 @@ TEST(Genai, KvOutputsAreTheSequencesKeysAndValues) {
 
 TEST(Genai, KvOutputsNameTheirOwnTensor) {
   // K and V, and two layers, are different tensors: the name picks its own.
-  ModelPtr model = Load(ebb::testing::TestModelsDir() / "llama-tiny-fp32");
-  OgaGeneratorParams* p = nullptr;
-  OK(OgaCreateGeneratorParams(model.get(), &p));
-  ParamsPtr params(p);
-  OgaGenerator* g = nullptr;
-  OK(OgaCreateGenerator(model.get(), params.get(), &g));
-  GenPtr gen(g);
+  auto [model, params, gen] = Open(ebb::testing::TestModelsDir() / "llama-tiny-fp32", 0);
+  ASSERT_TRUE(gen);
   const int32_t ids[] = {1, 15, 27, 99};
   OK(OgaGenerator_AppendTokens(gen.get(), ids, 4));
   std::vector<int64_t> shape;
@@ -294,14 +304,8 @@ TEST(Genai, Gpt2CombinedKvOutputsEqualOrtsPresent) {
   ASSERT_EQ(info.GetShape(), (std::vector<int64_t>{2, 1, 4, S, 8}));
   const float* want = outs[0].GetTensorData<float>();
 
-  ModelPtr model = Load(kGpt2);
-  OgaGeneratorParams* p = nullptr;
-  OK(OgaCreateGeneratorParams(model.get(), &p));
-  ParamsPtr params(p);
-  OK(OgaGeneratorParamsSetSearchNumber(params.get(), "max_length", 16));
-  OgaGenerator* g = nullptr;
-  OK(OgaCreateGenerator(model.get(), params.get(), &g));
-  GenPtr gen(g);
+  auto [model, params, gen] = Open(kGpt2, 16);
+  ASSERT_TRUE(gen);
   OK(OgaGenerator_AppendTokens(gen.get(), prompt.data(), prompt.size()));
   std::vector<int64_t> shape;
   const auto got = KvOf(gen.get(), "present_2", &shape);
@@ -474,15 +478,8 @@ TEST(Genai, ConfigProvidersOverlayAndEbbSectionBecomeLoadOptions) {
 
 TEST(Genai, RuntimeOptionsReachTheModelAndTerminateStopsTheGenerator) {
   const fs::path dir = ebb::testing::TestModelsDir() / "llama-tiny-fp32";
-  ModelPtr model = Load(dir);
-  ASSERT_TRUE(model);
-  OgaGeneratorParams* p = nullptr;
-  OK(OgaCreateGeneratorParams(model.get(), &p));
-  ParamsPtr params(p);
-  OK(OgaGeneratorParamsSetSearchNumber(params.get(), "max_length", 16));
-  OgaGenerator* g = nullptr;
-  OK(OgaCreateGenerator(model.get(), params.get(), &g));
-  GenPtr gen(g);
+  auto [model, params, gen] = Open(dir, 16);
+  ASSERT_TRUE(gen);
   const int32_t ids[] = {1, 5, 9};
   OK(OgaGenerator_AppendTokens(gen.get(), ids, 3));
   OK(OgaGenerator_SetRuntimeOption(gen.get(), "memory.shrink_every", "1"));
