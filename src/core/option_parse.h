@@ -29,6 +29,12 @@ void CheckRunOptionEntry(const std::string& key, const std::string& value);
 // Checks `value` against the spec's type and range (without applying it).
 void ValidateOptionValue(const OptionSpec& spec, std::string_view value);
 
+// Checks a number given as a typed field (GeneratorParams filled by a C++ caller, a config's
+// search block) against the option table's range for `key`, so that a struct field and Set()
+// accept exactly the same values. Throws InvalidArgument "KEY=VALUE is out of range: need LO to
+// HI" (NaN and infinities too); `hint` (e.g. "0 = greedy") is appended in parentheses.
+void CheckOptionRange(std::string_view key, double value, std::string_view hint = {});
+
 // An enum row's choice for `value`: the choice itself, or the choice an alias names
 // (spec.aliases, e.g. ORT_SEQUENTIAL -> sequential). Throws InvalidArgument listing the choices
 // and aliases otherwise. The one enum validator: setters and genai_config.json's session_options

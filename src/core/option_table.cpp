@@ -329,6 +329,24 @@ double ParseFloat(std::string_view key, std::string_view value, double min, doub
   return x;
 }
 
+void CheckOptionRange(std::string_view key, double value, std::string_view hint) {
+  const OptionSpec* spec = FindOption(key);
+  double lo = 0, hi = 0;
+  if (spec == nullptr || !ParseRange(spec->values, &lo, &hi)) {
+    throw Error(ErrorCode::Internal, "CheckOptionRange: no ranged option " + std::string(key));
+  }
+  // Typed fields are often float: 0.01f is 0.0099999998 as a double. A bound is met within one
+  // part in a million of itself (float's own precision is about 6e-8).
+  const double slack_lo = std::fabs(lo) * 1e-6, slack_hi = std::fabs(hi) * 1e-6;
+  // Written as !(in range) so that NaN, which compares false with everything, is refused.
+  if (!std::isfinite(value) || !(value >= lo - slack_lo && value <= hi + slack_hi)) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(key) + "=" + FormatNumber(value) + " is out of range: need " +
+                    std::string(spec->values) +
+                    (hint.empty() ? "" : " (" + std::string(hint) + ")"));
+  }
+}
+
 void ValidateOptionValue(const OptionSpec& spec, std::string_view value) {
   double lo = 0, hi = 0;
   const bool ranged = ParseRange(spec.values, &lo, &hi);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/model.h"
@@ -61,8 +62,6 @@ struct BatchRow {
 };
 // FailNthRunForTesting's countdown (generator_testing.h); 0 = off.
 thread_local int t_fail_run_countdown = 0;
-
-constexpr int32_t kMaxTopLogprobs = 20;  // OpenAI's cap for chat
 
 }  // namespace
 
@@ -152,13 +151,6 @@ struct Generator::Impl {
                       ") is an encoder (embedding) model: it has no logits and cannot generate; "
                       "use ebb::Embed (ebb/embedding.h) or `ebb embed`");
     }
-    if (p.batch_size < 1) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "batch_size=" + std::to_string(p.batch_size) + " must be at least 1");
-    }
-    if (p.max_length < 0) {
-      throw Error(ErrorCode::InvalidArgument, "max_length must not be negative");
-    }
     // Precedence: ebb's defaults, then the config's search block, then the caller.
     const internal::SearchDefaults& sd = m.config.search;
     const bool do_sample = p.do_sample.value_or(sd.do_sample.value_or(false));
@@ -167,36 +159,18 @@ struct Generator::Impl {
     const float temperature = p.temperature.value_or(sd.temperature.value_or(1.0f));
     const float repetition_penalty =
         p.repetition_penalty.value_or(sd.repetition_penalty.value_or(1.0f));
-    // Written as !(in range) so that NaN, which compares false with everything, is refused.
-    // Checked whether or not do_sample is set: a bad value is a bad value.
-    if (!std::isfinite(temperature) || !(temperature >= 0)) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "temperature=" + internal::FormatNumber(temperature) +
-                      " is out of range: need a finite value >= 0 (0 = greedy)");
-    }
-    if (!(top_p >= 0 && top_p <= 1)) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "top_p=" + internal::FormatNumber(top_p) +
-                      " is out of range: need 0 to 1 (1 = off, 0 = greedy)");
-    }
-    if (top_k < 0) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "top_k=" + std::to_string(top_k) + " is out of range: need >= 0 (0 = off)");
-    }
-    if (!std::isfinite(repetition_penalty) || !(repetition_penalty > 0)) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "repetition_penalty=" + internal::FormatNumber(repetition_penalty) +
-                      " is out of range: need a finite value > 0 (1 = off)");
-    }
-    for (const auto& [name, value] :
-         {std::pair<const char*, float>{"presence_penalty", p.presence_penalty},
-          {"frequency_penalty", p.frequency_penalty}}) {
-      if (!(value >= -2 && value <= 2)) {
-        throw Error(ErrorCode::InvalidArgument, std::string(name) + "=" +
-                                                    internal::FormatNumber(value) +
-                                                    " is out of range: need -2 to 2 (0 = off)");
-      }
-    }
+    // The option table's ranges (core/option_table.cpp), the ones GeneratorParams::Set applies:
+    // a C++ caller filling the struct meets the same limits. Checked whether or not do_sample
+    // is set: a bad value is a bad value.
+    internal::CheckOptionRange("batch_size", p.batch_size);
+    internal::CheckOptionRange("max_length", p.max_length, "0 = the default");
+    internal::CheckOptionRange("temperature", temperature, "0 = greedy");
+    internal::CheckOptionRange("top_p", top_p, "1 = off, 0 = greedy");
+    internal::CheckOptionRange("top_k", top_k, "0 = off");
+    internal::CheckOptionRange("repetition_penalty", repetition_penalty, "1 = off");
+    internal::CheckOptionRange("presence_penalty", p.presence_penalty, "0 = off");
+    internal::CheckOptionRange("frequency_penalty", p.frequency_penalty, "0 = off");
+    internal::CheckOptionRange("top_logprobs", p.top_logprobs);
     for (const auto& [id, bias] : p.logit_bias) {
       if (id < 0 || id >= info.vocab_size) {
         throw Error(ErrorCode::InvalidArgument,
@@ -210,11 +184,6 @@ struct Generator::Impl {
                     "logit_bias: the bias of token " + std::to_string(id) + " is " +
                         internal::FormatNumber(bias) + ", out of range: need -100 to 100");
       }
-    }
-    if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs) {
-      throw Error(ErrorCode::InvalidArgument, "top_logprobs=" + std::to_string(p.top_logprobs) +
-                                                  " is out of range: need 0 to " +
-                                                  std::to_string(kMaxTopLogprobs));
     }
     want_logprobs = p.logprobs || p.top_logprobs > 0;
     cache_prompt =

@@ -50,6 +50,15 @@ bool IsHfEncoderFolder(const fs::path& dir) {
          FileExists(dir / "config.json", "config.json");
 }
 
+bool LooksLikeModelFolder(const fs::path& dir) {
+  try {
+    return FileExists(dir / "genai_config.json", "genai_config.json") ||
+           FileExists(dir / "config.json", "config.json") || !FindOnnx(dir).empty();
+  } catch (const Error&) {
+    return false;  // unreadable: Load says why when someone asks for it
+  }
+}
+
 void ReadEncoderFolderInfo(GenaiConfig& cfg) {
   EncoderFolderInfo& e = cfg.encoder;
   const fs::path pooling = cfg.dir / "1_Pooling" / "config.json";

@@ -113,6 +113,10 @@ bool IsHfEncoderFolder(const std::filesystem::path& dir);
 GenaiConfig LoadHfEncoderConfig(const std::filesystem::path& dir);
 // Fills cfg.encoder's pooling and max_length from the folder's optional files (both layouts).
 void ReadEncoderFolderInfo(GenaiConfig& cfg);
+// Whether `dir` looks like a model folder of either layout (genai_config.json, config.json or one
+// of the ONNX files IsHfEncoderFolder accepts), for listings (a models dir): the one detector, so
+// a folder that loads is listed. Unreadable entries count as absent (never throws).
+bool LooksLikeModelFolder(const std::filesystem::path& dir);
 // Loads `dir` as either layout: genai_config.json when present, else a sentence-transformers /
 // HF encoder export; NotFound naming what each layout misses when neither fits.
 GenaiConfig LoadModelFolderConfig(const std::filesystem::path& dir);

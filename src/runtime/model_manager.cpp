@@ -189,13 +189,7 @@ struct ModelManager::State {
         const auto real = std::filesystem::canonical(e.path(), ec);
         const auto rel = real.lexically_relative(models_dir_real);
         if (ec || rel.empty() || *rel.begin() == "..") continue;
-        std::error_code ec2;
-        if (std::filesystem::exists(e.path() / "genai_config.json", ec2) ||
-            std::filesystem::exists(e.path() / "config.json", ec2) ||
-            std::filesystem::exists(e.path() / "model.onnx", ec2) ||
-            std::filesystem::exists(e.path() / "onnx" / "model.onnx", ec2)) {
-          ids.insert(name);
-        }
+        if (internal::LooksLikeModelFolder(e.path())) ids.insert(name);
       }
     }
     return {ids.begin(), ids.end()};

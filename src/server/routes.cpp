@@ -51,4 +51,16 @@ std::string RouteLabel(const std::string& path) {
   return "other";
 }
 
+bool IsInferenceRoute(const std::string& label) {
+  for (const char* prefix : kOpenAiPrefixes) {
+    for (const char* route : {"/chat/completions", "/completions", "/embeddings"}) {
+      if (label == std::string(prefix) + route) return true;
+    }
+  }
+  for (const char* route : {"/api/generate", "/api/chat", "/api/embed", "/api/embeddings"}) {
+    if (label == route) return true;
+  }
+  return false;
+}
+
 }  // namespace ebb::server

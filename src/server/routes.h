@@ -27,4 +27,9 @@ inline constexpr const char* kOpenAiPrefixes[] = {"/v1", "/openai/v1"};
 // The label of a path: the service's own route (model ids as {id}) or "other".
 std::string RouteLabel(const std::string& path);
 
+// Whether a route label (RouteLabel) is an inference route: a generation or an embedding under
+// any OpenAI prefix, or the Ollama API's. Their refusals before a model ran are counted in
+// ebb_requests_refused_total (server.cpp's access logger).
+bool IsInferenceRoute(const std::string& label);
+
 }  // namespace ebb::server

@@ -227,9 +227,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
     // A stream that failed after its 200 head: counted under the status its error carries too,
     // so that a dashboard of ebb_stream_errors_total sees what the access log's 200 hides.
     if (const int s = StreamErrorStatus(); s != 0) metrics_->OnStreamError(route, s);
-    if (res.status >= 400 && !ReachedModel() &&
-        (route == "/v1/chat/completions" || route == "/v1/completions" ||
-         route == "/v1/embeddings")) {
+    if (res.status >= 400 && !ReachedModel() && IsInferenceRoute(route)) {
       metrics_->OnRefused(route, res.status);
     }
     EBB_LOG_INFO("{}", RequestLine(res.get_header_value("X-Request-Id"), req.method, req.path,

@@ -643,6 +643,20 @@ def test_a_request_that_fails_after_some_tokens_keeps_them():
         assert counted() == 1, s.metrics()
 
 
+def test_refusals_are_counted_under_every_inference_prefix():
+    """Issue 38: ebb_requests_refused_total counted refusals of the /v1 routes only (the labels
+    were listed again in server.cpp); KServe's /openai/v1 and the Ollama routes went uncounted.
+    The route table (routes.h IsInferenceRoute) now says which routes count."""
+    with Server("--models-dir", str(MODELS)) as s:
+        for path in ["/v1/chat/completions", "/openai/v1/chat/completions", "/openai/v1/embeddings",
+                     "/api/chat", "/api/generate"]:
+            st, _, j = s.request("POST", path, raw=b"{not json",
+                                 headers={"Content-Type": "application/json"})
+            assert st == 400, (path, j)
+            assert wait_until(lambda: s.metric("ebb_requests_refused_total", route=path,
+                                               code="400") == 1, 10), (path, s.metrics())
+
+
 def test_tier2_settings_made_over_http_survive_unload_and_reload():
     """Issue 24 item 15 / Done-when 4: a PATCH of /runtime is remembered for the id; after an
     unload the next request loads the model again with the settings in force."""

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -411,6 +412,31 @@ TEST(ModelManager, IdsAreConfinedToTheModelsDirectory) {
   std::vector<std::string> ids;
   for (const auto& mm : m.List()) ids.push_back(mm.id);
   EXPECT_THAT(ids, ::testing::Contains("inside"));
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 38: the models-dir listing had its own folder test, which missed an encoder export
+// whose only ONNX file is onnx/model_quantized.onnx (it loaded but was not listed). Listing and
+// loading now share model/encoder_folder.cpp's detector.
+TEST(ModelManager, EveryFolderLayoutThatLoadsIsListed) {
+  const auto dir = std::filesystem::temp_directory_path() / "ebb_mm_layouts";
+  std::filesystem::remove_all(dir);
+  for (const auto& [name, onnx] : {std::pair<const char*, const char*>{"root", "model.onnx"},
+                                   {"onnx-dir", "onnx/model.onnx"},
+                                   {"quantized", "onnx/model_quantized.onnx"}}) {
+    const auto folder = dir / name;
+    std::filesystem::create_directories((folder / onnx).parent_path());
+    std::ofstream(folder / onnx) << "x";
+  }
+  std::filesystem::create_directories(dir / "not-a-model");
+  std::ofstream(dir / "not-a-model" / "notes.txt") << "x";
+  Runtime rt;
+  ModelManagerOptions o;
+  o.models_dir = dir;
+  ModelManager m(rt, o);
+  std::vector<std::string> ids;
+  for (const auto& mm : m.List()) ids.push_back(mm.id);
+  EXPECT_THAT(ids, ::testing::UnorderedElementsAre("root", "onnx-dir", "quantized"));
   std::filesystem::remove_all(dir);
 }
 

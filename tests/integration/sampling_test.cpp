@@ -1,6 +1,7 @@
 // Issue 24 item 16: logit_bias, presence_penalty and frequency_penalty were accepted and changed
 // nothing. They now act on the logits before sampling, in greedy decoding too, the same in a
 // solo generator and in the batched decode path; logprobs report log-softmax of those logits.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -315,4 +316,45 @@ TEST(OpenAiSamplingStories260k, BiasAndPenaltyChangeARealModelsGreedyText) {
 }
 
 }  // namespace
+// Issue 38: the generator checked the struct's fields with ranges of its own ("temperature >= 0",
+// "repetition_penalty > 0"), wider than the option table's, so a C++ caller filling the struct got
+// values Set() refuses. Both now take the table's ranges.
+TEST(SamplingRanges, TheStructAndSetRefuseTheSameValues) {
+  auto model = Model::Load(kLlama);
+  struct Case {
+    const char* key;
+    const char* text;
+    void (*fill)(GeneratorParams&);
+  };
+  const Case cases[] = {
+      {"temperature", "150", [](GeneratorParams& p) { p.temperature = 150; }},
+      {"repetition_penalty", "0.001", [](GeneratorParams& p) { p.repetition_penalty = 0.001f; }},
+      {"top_p", "1.5", [](GeneratorParams& p) { p.top_p = 1.5f; }},
+      {"top_k", "-1", [](GeneratorParams& p) { p.top_k = -1; }},
+      {"presence_penalty", "3", [](GeneratorParams& p) { p.presence_penalty = 3; }},
+      {"top_logprobs", "21", [](GeneratorParams& p) { p.top_logprobs = 21; }},
+      {"batch_size", "0", [](GeneratorParams& p) { p.batch_size = 0; }},
+  };
+  for (const Case& c : cases) {
+    GeneratorParams via_set;
+    EXPECT_THROW(via_set.Set(c.key, c.text), Error) << c.key;
+    GeneratorParams via_struct;
+    c.fill(via_struct);
+    try {
+      Generator g(model, via_struct);
+      ADD_FAILURE() << c.key << "=" << c.text << " was accepted from the struct";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << c.key;
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr(std::string(c.key) + "="))
+          << e.what();
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("out of range")) << e.what();
+    }
+  }
+  // The table's edges are accepted from both.
+  GeneratorParams edge;
+  edge.temperature = 100;
+  edge.repetition_penalty = 0.01f;
+  EXPECT_NO_THROW(Generator g(model, edge));
+}
+
 }  // namespace ebb
