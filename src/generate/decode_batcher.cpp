@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/pages.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "model/model_impl.h"
@@ -44,7 +45,7 @@ DecodeBatcher::DecodeBatcher(ModelImpl& model, const KvShape& row_shape, int max
       max_wait_us_(max_wait_us),
       feed_(model) {
   if (shape_.combined) throw Error(ErrorCode::Internal, "a combined KV layout cannot be batched");
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t page = internal::PageSize();
   token_bytes_ = static_cast<uint64_t>(shape_.kv_heads) * shape_.head_size * shape_.elem_bytes;
   while ((static_cast<uint64_t>(align_tokens_) * token_bytes_) % page != 0) ++align_tokens_;
   // One spare column: a pad of a full row goes at column max_length.
@@ -201,7 +202,7 @@ int DecodeBatcher::stride() {
 uint64_t DecodeBatcher::resident_bytes() {
   std::lock_guard<std::mutex> engine(engine_mu_);
   if (region_ == nullptr) return 0;
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t page = internal::PageSize();
   std::vector<unsigned char> vec((region_bytes_ + page - 1) / page);
   if (mincore(region_, region_bytes_, vec.data()) != 0) return 0;
   uint64_t n = 0;

@@ -9,18 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "core/pages.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 
 namespace ebb::internal {
-namespace {
-
-uint64_t PageRound(uint64_t bytes) {
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
-}
-
-}  // namespace
 
 KvBlock& KvBlock::operator=(KvBlock&& other) noexcept {
   if (this != &other) {

@@ -1,21 +1,12 @@
 #include "kv/prefix_cache.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "core/log.h"
+#include "core/pages.h"
 #include "ebb/error.h"
 
 namespace ebb::internal {
-namespace {
-
-uint64_t PageRound(uint64_t bytes) {
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
-}
-
-}  // namespace
 
 size_t PrefixCache::KeyHash::operator()(const Key& k) const {
   // FNV-1a over the parent id and the tokens; collisions only cost a comparison (Key ==).

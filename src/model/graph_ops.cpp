@@ -4,14 +4,20 @@
 #include <fstream>
 
 #include "ebb/error.h"
+#include "model/proto_wire.h"
 
 namespace ebb::internal {
 namespace {
 
-// Protobuf wire types.
-constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
-// ModelProto.graph, GraphProto.node, NodeProto.op_type, NodeProto.domain.
-constexpr uint64_t kModelGraph = 7, kGraphNode = 1, kNodeOpType = 4, kNodeDomain = 7;
+// Protobuf wire types and ONNX field numbers: proto_wire.h's (one list).
+using proto::kFixed32;
+using proto::kFixed64;
+using proto::kVarint;
+constexpr int kLengthDelimited = proto::kLen;
+using proto::onnx::kGraphNode;
+using proto::onnx::kModelGraph;
+using proto::onnx::kNodeDomain;
+using proto::onnx::kNodeOpType;
 // Longer op_type or domain strings are not ONNX operators: the file is not what it claims to be.
 constexpr uint64_t kMaxOpTypeBytes = 1024;
 // Skips shorter than this read through the stream's buffer; longer ones seek.

@@ -29,18 +29,7 @@ using proto::PutVarint;
 using proto::Span;
 using proto::WriteAll;
 
-// The ONNX field numbers this file reads or writes (onnx.proto3).
-constexpr uint64_t kModelGraph = 7;
-constexpr uint64_t kGraphNode = 1, kGraphInput = 11;
-constexpr uint64_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
-                   kNodeAttribute = 5, kNodeDomain = 7;
-constexpr uint64_t kAttrName = 1, kAttrInt = 3, kAttrTensor = 5, kAttrType = 20;
-constexpr uint64_t kAttrTypeInt = 2, kAttrTypeTensor = 4;
-constexpr uint64_t kTensorDims = 1, kTensorDataType = 2, kTensorRawData = 9;
-constexpr uint64_t kValueInfoName = 1, kValueInfoType = 2;
-constexpr uint64_t kTypeTensor = 1, kTensorElemType = 1, kTensorShape = 2, kShapeDim = 1,
-                   kDimParam = 2;
-constexpr uint64_t kInt64 = 7;  // TensorProto.DataType.INT64
+using namespace proto::onnx;  // the field numbers (proto_wire.h)
 
 // A Constant node whose value is the int64 vector `values` (a Reshape's shape).
 std::string ConstantInt64Node(const std::string& output, const std::vector<int64_t>& values) {

@@ -25,13 +25,7 @@ using proto::PutLen;
 using proto::Span;
 using proto::WriteAll;
 
-// ONNX field numbers (onnx.proto3).
-constexpr uint64_t kModelGraph = 7;
-constexpr uint64_t kGraphNode = 1, kGraphInitializer = 5;
-constexpr uint64_t kNodeAttribute = 5;
-constexpr uint64_t kAttrGraph = 6, kAttrGraphs = 11;
-constexpr uint64_t kTensorExternalData = 13;
-constexpr uint64_t kEntryKey = 1, kEntryValue = 2;
+using namespace proto::onnx;  // the field numbers (proto_wire.h)
 
 using Range = std::pair<uint64_t, uint64_t>;
 

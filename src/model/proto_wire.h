@@ -18,6 +18,25 @@ namespace ebb::internal::proto {
 // Wire types.
 constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
 
+// The ONNX field numbers ebb reads or writes (onnx.proto3), in one list so that the readers
+// (model/graph_ops.cpp, model/last_logits.cpp, model/prepacked_align.cpp) agree.
+namespace onnx {
+constexpr uint64_t kModelGraph = 7;                                          // ModelProto.graph
+constexpr uint64_t kGraphNode = 1, kGraphInitializer = 5, kGraphInput = 11;  // GraphProto
+constexpr uint64_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
+                   kNodeAttribute = 5, kNodeDomain = 7;  // NodeProto
+constexpr uint64_t kAttrName = 1, kAttrInt = 3, kAttrTensor = 5, kAttrGraph = 6, kAttrGraphs = 11,
+                   kAttrType = 20;                         // AttributeProto
+constexpr uint64_t kAttrTypeInt = 2, kAttrTypeTensor = 4;  // AttributeProto.AttributeType
+constexpr uint64_t kTensorDims = 1, kTensorDataType = 2, kTensorRawData = 9,
+                   kTensorExternalData = 13;                // TensorProto
+constexpr uint64_t kEntryKey = 1, kEntryValue = 2;          // StringStringEntryProto
+constexpr uint64_t kValueInfoName = 1, kValueInfoType = 2;  // ValueInfoProto
+constexpr uint64_t kTypeTensor = 1, kTensorElemType = 1, kTensorShape = 2, kShapeDim = 1,
+                   kDimParam = 2;  // TypeProto, TypeProto.Tensor, TensorShapeProto, Dimension
+constexpr uint64_t kInt64 = 7;     // TensorProto.DataType.INT64
+}  // namespace onnx
+
 // A malformed file: the caller falls back to loading it unchanged (ORT then says what is wrong).
 struct Malformed {
   std::string what;
