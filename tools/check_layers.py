@@ -8,7 +8,8 @@ Each public header in include/ebb/ has the band of the src/ folder that implemen
 band, and a src/ file may include a public header only when that header's folder is its own or
 in a lower band (a ModelImpl that includes ebb/runtime.h points up as surely as one that
 includes runtime/). Public headers must not expose ebb's internals (no `internal::`, no impl()).
-Prints every violation and exits 1 when there is one; exits 2 when a folder or a public header
+Surfaces outside src/ built on the public API alone (PUBLIC_API_ONLY: genai/) may include no src/
+header. Prints every violation and exits 1 when there is one; exits 2 when a folder or a public header
 has no band (add it to BANDS or PUBLIC_HEADERS).
 """
 import pathlib
@@ -46,6 +47,10 @@ PUBLIC_HEADERS = {
     "runtime.h": "runtime", "model_manager.h": "runtime",
     "ebb.h": "c_api",
 }
+
+# Surfaces outside src/ that are built on the public API alone: a project header they include
+# with a folder must be a public one (ebb/...); their own headers they include without one.
+PUBLIC_API_ONLY = ["genai"]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -103,6 +108,17 @@ def main(root: pathlib.Path) -> int:
             problems.append(f"{h.relative_to(root)} exposes ebb's internals (internal::)")
         if re.search(r"\bimpl\s*\(\s*\)", code):
             problems.append(f"{h.relative_to(root)} exposes impl()")
+    for top in PUBLIC_API_ONLY:
+        base = root / top
+        if not base.is_dir():
+            continue
+        for f in sorted(base.rglob("*")):
+            if f.suffix not in (".h", ".cpp", ".c", ".inc"):
+                continue
+            for inc in INCLUDE.findall(f.read_text(errors="replace")):
+                if "/" in inc and inc.split("/")[0] in BANDS:
+                    problems.append(f"{f.relative_to(root)} includes \"{inc}\": {top}/ uses only "
+                                    "the public API (include/ebb/)")
     for p in problems:
         print("layering:", p)
     print(f"check_layers: {len(problems)} violation(s)")

@@ -91,3 +91,14 @@ def test_a_public_header_without_a_band_is_an_error(tmp_path):
     r = run(root)
     assert r.returncode == 2
     assert "include/ebb/new_thing.h has no band" in r.stderr
+
+
+def test_the_genai_surface_uses_only_the_public_api(tmp_path):
+    root = tree(tmp_path, {"genai/src/oga_model.cpp": '#include "ebb/model.h"\n'
+                                                      '#include "oga_internal.h"\n'
+                                                      '#include "model/model_impl.h"\n',
+                           "src/model/model_impl.h": "\n"})
+    r = run(root)
+    assert r.returncode == 1
+    assert 'genai/src/oga_model.cpp includes "model/model_impl.h"' in r.stdout
+    assert "ebb/model.h" not in r.stdout and "oga_internal.h" not in r.stdout
