@@ -124,12 +124,18 @@ size_t TensorData::ElementCount() const {
 
 size_t TensorData::Bytes() const { return ElementCount() * ElementSize(type); }
 
+// The result handed out when even a result cannot be allocated; never freed (OgaDestroyResult
+// knows it by its address, so a real result that happens to say "out of memory" is still freed).
+OgaResult* OutOfMemoryResult() {
+  static OgaResult oom{"out of memory"};
+  return &oom;
+}
+
 OgaResult* Fail(std::string message) {
   try {
     return new OgaResult{std::move(message)};
   } catch (...) {
-    static OgaResult oom{"out of memory"};  // never freed: OgaDestroyResult skips it
-    return &oom;
+    return OutOfMemoryResult();
   }
 }
 
@@ -179,7 +185,7 @@ const char* OGA_API_CALL OgaResultGetError(const OgaResult* result) {
 }
 
 void OGA_API_CALL OgaDestroyResult(OgaResult* result) {
-  if (result == nullptr || result->message == "out of memory") return;
+  if (result == nullptr || result == oga::OutOfMemoryResult()) return;
   delete result;
 }
 

@@ -110,8 +110,9 @@ struct OgaTokenizerStream {
 
 namespace oga {
 
-// A new result with `message` (never null).
+// A new result with `message` (never null: a static "out of memory" one if allocation fails).
 OgaResult* Fail(std::string message);
+OgaResult* OutOfMemoryResult();
 
 // Runs `f` and turns any exception into a result whose message starts with `fn`, genai's way of
 // reporting (the C++ wrapper throws it as std::runtime_error). nullptr on success.

@@ -53,6 +53,16 @@ print("ok", sizes[0], sizes[1])
 """
 
 
+def _run_all(threads, timeout=120):
+    """Starts `threads`, waits for each, and fails when one is still running after `timeout`
+    seconds (a deadlock)."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+        assert not t.is_alive(), "a thread is still running: deadlock?"
+
+
 def test_two_threads_first_get_logits_do_not_deadlock(tiny_path):
     # Before the fix: 3 of 3 runs hung. Five fresh processes here (the issue's acceptance, 20 of
     # 20, was checked by hand).
@@ -100,11 +110,7 @@ def step_from_threads(g, n_threads, steps):
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(n_threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive(), "a stepping thread hung"
+    _run_all(threads)
     return done, errors
 
 
@@ -158,11 +164,7 @@ def test_close_while_threads_step_waits_for_the_running_step(model):
 
     threads = [threading.Thread(target=stepper, args=(i,)) for i in range(3)]
     threads.append(threading.Thread(target=closer))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive()
+    _run_all(threads)
     assert errors == []
     with pytest.raises(ebb.FailedPrecondition, match="closed"):
         g.get_logits()
@@ -188,11 +190,7 @@ def test_one_stream_pulled_from_two_threads_is_serialised(model):
             errors.append(e)
 
     threads = [threading.Thread(target=pull) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive()
+    _run_all(threads)
     assert errors == []
     assert it.result is not None and it.result.ids == r.ids
     # Each piece went to one thread; appended right after next() returned, so nearly always in
@@ -217,10 +215,7 @@ def test_two_threads_loading_one_folder_get_two_ids(rt, tiny_path):
             errors.append(e)
 
     threads = [threading.Thread(target=load) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    _run_all(threads)
     assert errors == []
     ids = sorted(m.id for m in models)
     assert ids == ["llama-tiny-fp32", "llama-tiny-fp32-1"], ids

@@ -1,6 +1,7 @@
-// every_function.c — calls every function of genai's C API with null or zero arguments
-// (generated from genai/include/ort_genai_c.h by hand-run script; tests/genai/CMakeLists.txt
-// checks the count against the header). Built against ebb's declarations and, when
+// every_function.c — calls every function of genai's C API with null or zero arguments.
+// One call per declaration of genai/include/ort_genai_c.h; tests/genai/CMakeLists.txt counts the
+// header's declarations and passes that number as EXPECTED_CALLS, so a function added to the
+// header without a call here fails the test. Built against ebb's declarations and, when
 // ../shared/genai exists, against genai's own header, and linked against ebb's
 // libonnxruntime-genai.so: every symbol exists, nothing crashes or aborts, every function that
 // returns an OgaResult returns one whose message starts with its own name, and the unsupported

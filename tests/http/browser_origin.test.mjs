@@ -7,10 +7,10 @@
 // - the memory page from its own origin loads and its buttons' POSTs work (unload).
 // Run by ctest (serve_browser_origin) with EBB_CLI and EBB_TEST_MODELS set.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
+import { startServe, stopServe } from './serve_helper.mjs';
 
 const EBB = process.env.EBB_CLI;
 const MODELS = process.env.EBB_TEST_MODELS;
@@ -46,17 +46,7 @@ before(async () => {
   assert.ok(EBB && MODELS, 'EBB_CLI and EBB_TEST_MODELS must be set');
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium`);
   const { chromium } = await import('playwright-core');
-  server = spawn(EBB, ['serve', '--port', '0', '--models-dir', MODELS],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  url = await new Promise((resolve, reject) => {
-    let buf = '';
-    server.stdout.on('data', (d) => {
-      buf += d.toString();
-      const m = buf.match(/http:\/\/[0-9.]+:\d+/);
-      if (m) resolve(m[0]);
-    });
-    server.on('exit', (code) => reject(new Error(`ebb serve exited with ${code}`)));
-  });
+  ({ server, url } = await startServe(EBB, ['--models-dir', MODELS]));
   port = Number(url.split(':').pop());
   // The attacker's page, at another origin (another port).
   attacker = createServer((req, res) => {
@@ -92,10 +82,7 @@ window.attack = async () => {
 after(async () => {
   if (browser) await browser.close();
   if (attacker) attacker.close();
-  if (server) {
-    server.kill('SIGTERM');
-    await new Promise((resolve) => server.on('exit', resolve));
-  }
+  await stopServe(server);
 });
 
 test('a page at another origin cannot unload a model or read the API', async () => {

@@ -10,9 +10,9 @@
 // playwright-core fails the test with the fix, it never skips. EBB_MEMORY_PAGE_SCREENSHOT=PATH
 // saves a 1200x800 screenshot there (docs/img/memory_page.png was made that way).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
+import { startServe, stopServe } from './serve_helper.mjs';
 
 const EBB = process.env.EBB_CLI;
 const MODELS = process.env.EBB_TEST_MODELS;
@@ -91,17 +91,7 @@ before(async () => {
     throw new Error('playwright-core is missing from tests/http/node_modules: run scripts/bootstrap ' +
       `(it runs npm ci in tests/http) (${e.message})`);
   }
-  server = spawn(EBB, ['serve', '--port', '0', '--models-dir', MODELS, '--api-key', KEY],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  url = await new Promise((resolve, reject) => {
-    let buf = '';
-    server.stdout.on('data', (d) => {
-      buf += d.toString();
-      const m = buf.match(/http:\/\/[0-9.]+:\d+/);
-      if (m) resolve(m[0]);
-    });
-    server.on('exit', (code) => reject(new Error(`ebb serve exited with ${code}`)));
-  });
+  ({ server, url } = await startServe(EBB, ['--models-dir', MODELS, '--api-key', KEY]));
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
@@ -113,10 +103,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  if (server) {
-    server.kill('SIGTERM');
-    await new Promise((resolve) => server.on('exit', resolve));
-  }
+  await stopServe(server);
 });
 
 test('GET / is served without the key; its API calls need it', async () => {

@@ -5,9 +5,9 @@
 // the KV, the registry routes refused, and the key, browser-origin and model-folder rules on
 // /api/*. Run by ctest (serve_ollama_client) with EBB_CLI and EBB_TEST_MODELS set.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { Ollama } from 'ollama';
+import { startServe, stopServe } from './serve_helper.mjs';
 
 const EBB = process.env.EBB_CLI;
 const MODELS = process.env.EBB_TEST_MODELS;
@@ -23,23 +23,13 @@ before(async () => {
   assert.ok(EBB && MODELS, 'EBB_CLI and EBB_TEST_MODELS must be set');
   // The admin's keep-alive is 5 minutes; clients may only shorten it (no
   // --allow-client-keep-alive).
-  server = spawn(EBB, ['serve', '--port', '0', '--models-dir', MODELS, '--api-key', KEY,
-    '--keep-alive', '5m'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  url = await new Promise((resolve, reject) => {
-    let buf = '';
-    server.stdout.on('data', (d) => {
-      buf += d.toString();
-      const m = buf.match(/http:\/\/[0-9.]+:\d+/);
-      if (m) resolve(m[0]);
-    });
-    server.on('exit', (code) => reject(new Error(`ebb serve exited with ${code}`)));
-  });
+  ({ server, url } = await startServe(EBB, ['--models-dir', MODELS, '--api-key', KEY,
+    '--keep-alive', '5m']));
   ollama = new Ollama({ host: url, headers: AUTH });
 });
 
 after(async () => {
-  server.kill('SIGTERM');
-  await new Promise((resolve) => server.on('exit', resolve));
+  await stopServe(server);
 });
 
 async function post(path, body, headers = {}) {

@@ -3,12 +3,13 @@
 // embeddings in the client's default (base64) encoding. Greedy output equals `ebb generate`.
 // Run by ctest (serve_openai_client) with EBB_CLI and EBB_TEST_MODELS set.
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
+import { startServe, stopServe } from './serve_helper.mjs';
 
 const EBB = process.env.EBB_CLI;
 const MODELS = process.env.EBB_TEST_MODELS;
@@ -19,24 +20,13 @@ let client;
 
 before(async () => {
   assert.ok(EBB && MODELS, 'EBB_CLI and EBB_TEST_MODELS must be set');
-  server = spawn(EBB, ['serve', '--port', '0', '--models-dir', MODELS, '--api-key', 'k-test'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise((resolve, reject) => {
-    let buf = '';
-    server.stdout.on('data', (d) => {
-      buf += d.toString();
-      const m = buf.match(/http:\/\/[0-9.]+:\d+/);
-      if (m) resolve(m[0]);
-    });
-    server.on('exit', (code) => reject(new Error(`ebb serve exited with ${code}`)));
-  });
+  let url;
+  ({ server, url } = await startServe(EBB, ['--models-dir', MODELS, '--api-key', 'k-test']));
   client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'k-test', maxRetries: 0 });
 });
 
 after(async () => {
-  server.kill('SIGTERM');
-  await new Promise((resolve) => server.on('exit', resolve));
+  await stopServe(server);
 });
 
 const messages = [{ role: 'user', content: 'what is the capital of france' }];
