@@ -286,13 +286,14 @@ GenaiConfig ParseGenaiConfig(const std::string& text, const std::filesystem::pat
                  " must be a positive multiple of num_key_value_heads=" +
                  std::to_string(cfg.num_key_value_heads));
     }
-    if (cfg.hidden_size > 0 && cfg.hidden_size != cfg.num_attention_heads * cfg.head_size &&
-        cfg.model_type != "gemma" && cfg.model_type != "gemma2" && cfg.model_type != "gemma3" &&
-        cfg.model_type != "qwen3") {
+    // In 64 bits: both factors come from the file and their int product can overflow.
+    const int64_t heads_x_size = static_cast<int64_t>(cfg.num_attention_heads) * cfg.head_size;
+    if (cfg.hidden_size > 0 && cfg.hidden_size != heads_x_size && cfg.model_type != "gemma" &&
+        cfg.model_type != "gemma2" && cfg.model_type != "gemma3" && cfg.model_type != "qwen3") {
       // Most families have hidden = heads * head_size; Gemma and Qwen3 decouple them.
-      r.Fail(sp + "/hidden_size", "inconsistent: hidden_size=" + std::to_string(cfg.hidden_size) +
-                                      " but num_attention_heads*head_size=" +
-                                      std::to_string(cfg.num_attention_heads * cfg.head_size));
+      r.Fail(sp + "/hidden_size",
+             "inconsistent: hidden_size=" + std::to_string(cfg.hidden_size) +
+                 " but num_attention_heads*head_size=" + std::to_string(heads_x_size));
     }
   }
 

@@ -87,6 +87,11 @@ TEST(GenaiConfig, ErrorsNameFileAndField) {
               HasSubstr("/model/vocab_size: missing"));
   EXPECT_THAT(ErrorOf(Replace(kLlama, "\"hidden_size\": 64", "\"hidden_size\": 65")),
               HasSubstr("/model/decoder/hidden_size: inconsistent"));
+  // Found by the genai_config fuzzer: heads * head_size overflowed int (UB). It is computed in
+  // 64 bits and the file is refused as inconsistent, naming the true product.
+  EXPECT_THAT(
+      ErrorOf(Replace(kLlama, "\"num_attention_heads\": 4", "\"num_attention_heads\": 400033334")),
+      HasSubstr("num_attention_heads*head_size=6400533344"));
 }
 
 TEST(GenaiConfig, MissingFolderAndMissingModelFileAreNotFound) {
