@@ -106,8 +106,8 @@ fuzz: bootstrap
 	CC=clang CXX=clang++ cmake -S . -B build/fuzz $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug \
 	  -DEBB_BUILD_FUZZ=ON -DEBB_BUILD_TESTS=OFF
 	cmake --build build/fuzz -j $(JOBS) --target template_fuzz tokenizer_fuzz genai_config_fuzz \
-	  options_fuzz openai_request_fuzz http_framing_fuzz
-	@set -e; for t in template tokenizer genai_config options openai_request http_framing; do \
+	  options_fuzz openai_request_fuzz http_framing_fuzz json_schema_fuzz
+	@set -e; for t in template tokenizer genai_config options openai_request http_framing json_schema; do \
 	  mkdir -p fuzz-out/$$t; \
 	  echo "=== fuzz $$t for $(FUZZ_SECONDS) s ==="; \
 	  EBB_SHARED_DIR=$(CURDIR)/../shared build/fuzz/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) \

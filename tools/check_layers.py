@@ -19,7 +19,7 @@ import sys
 # Lowest first. Keep in step with docs/architecture.md.
 BANDS = {
     "core": 0,
-    "ort": 1, "kv": 1, "memory": 1, "tokenizer": 1, "template": 1,
+    "ort": 1, "kv": 1, "memory": 1, "tokenizer": 1, "template": 1, "constrain": 1,
     "model": 2,
     "generate": 3, "embed": 3,
     "runtime": 4,

@@ -161,6 +161,7 @@ ebb::GeneratorParams ToEbbParams(const SearchOptions& s, const ebb::Model& model
     std::random_device rd;  // genai: -1 seeds from the device
     p.seed = (static_cast<uint64_t>(rd()) << 32) | rd();
   }
+  if (!s.guidance_key.empty()) p.Set(s.guidance_key, s.guidance);
   return p;
 }
 
@@ -232,12 +233,40 @@ OgaResult* OGA_API_CALL OgaGeneratorParamsGetSearchBool(const OgaGeneratorParams
   });
 }
 
-OgaResult* OGA_API_CALL OgaGeneratorParamsSetGuidance(OgaGeneratorParams*, const char* type,
-                                                      const char*, bool) {
-  return oga::Unsupported(
-      "OgaGeneratorParamsSetGuidance",
-      std::string("constrained decoding (") + (type ? type : "null") +
-          ") is not in ebb yet; generate unconstrained and validate the output");
+OgaResult* OGA_API_CALL OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params, const char* type,
+                                                      const char* data, bool /*enable_ff_tokens*/) {
+  // genai's types through llguidance: json_schema, regex, lark_grammar. ebb compiles the first
+  // two itself (docs/structured_output.md) and takes GBNF grammars, not Lark. Forced tokens are
+  // always on in ebb (batch 1), so enable_ff_tokens changes nothing.
+  return Guard("OgaGeneratorParamsSetGuidance", [&] {
+    NotNull(params, "params");
+    NotNull(type, "type");
+    NotNull(data, "data");
+    const std::string t = type;
+    std::string key;
+    if (t == "json_schema") {
+      key = "json_schema";
+    } else if (t == "regex") {
+      key = "regex";
+    } else if (t == "lark_grammar") {
+      throw std::invalid_argument(
+          "guidance type \"lark_grammar\" is not supported by ebb: give the grammar in GBNF "
+          "(llama.cpp's format) with type \"gbnf\", or use \"json_schema\" or \"regex\"");
+    } else if (t == "gbnf" || t == "grammar") {
+      key = "grammar";
+    } else if (t.empty()) {
+      params->search.guidance_key.clear();  // no guidance
+      params->search.guidance.clear();
+      return;
+    } else {
+      throw std::invalid_argument("guidance type \"" + t +
+                                  "\" is not one of json_schema, regex, gbnf");
+    }
+    // Compiled when the generator is created (through the model's constraint cache, which
+    // keeps it for the next generator); a keyword ebb cannot honour is named then.
+    params->search.guidance_key = key;
+    params->search.guidance = data;
+  });
 }
 
 // ---- Generators

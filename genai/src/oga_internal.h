@@ -80,6 +80,9 @@ struct OgaConfig {
 struct SearchOptions {
   std::map<std::string, double> numbers;
   std::map<std::string, bool> bools;
+  // SetGuidance: the ebb request key ("json_schema", "regex", "grammar") and its text.
+  std::string guidance_key;
+  std::string guidance;
 };
 
 struct OgaModel {

@@ -201,9 +201,11 @@ EBB_API ebb_error* ebb_request_add_message(ebb_request* request, const char* rol
 EBB_API ebb_error* ebb_request_set_input_ids(ebb_request* request, const int32_t* ids,
                                              size_t count);
 /* A request key (GeneratorParams::Set: "temperature", "presence_penalty", "frequency_penalty",
- * "logit_bias" ("ID=BIAS,..." or a JSON object), "logprobs", "top_logprobs", ...), or one of the
- * loop's own: "max_new_tokens", "stop" (adds one stop string per call), "add_generation_prompt"
- * (true|false). */
+ * "logit_bias" ("ID=BIAS,..." or a JSON object), "logprobs", "top_logprobs", structured output's
+ * "json_schema" (a JSON Schema's text), "regex" and "grammar" (GBNF), ...), or one of the loop's
+ * own: "max_new_tokens", "stop" (adds one stop string per call), "add_generation_prompt"
+ * (true|false). A constraint that does not compile fails ebb_generate before any token, naming
+ * the keyword (docs/structured_output.md). */
 EBB_API ebb_error* ebb_request_set_option(ebb_request* request, const char* key, const char* value);
 /* Cancels the request: ebb_generate ends before its next decode step with finish reason
  * "cancelled", freeing its KV. Any thread; async-signal-safe; cannot be undone. */

@@ -58,6 +58,22 @@ struct EBB_API GeneratorParams {
   // KV of the longest stored prefix of the prompt and store this request's prefix when it ends
   // (batch_size 1; a larger batch only stores its rows). Same tokens either way.
   bool cache_prompt = true;
+  // Structured output (docs/structured_output.md): at most one of these constrains the
+  // generated tokens, so the text is JSON that json_schema accepts, text that regex matches as
+  // a whole, or a sentence of grammar (GBNF). The token mask applies before logit_bias, the
+  // penalties and sampling, and EOS is allowed only where the text is complete. "" = off.
+  // An invalid or unsupported one makes the Generator constructor throw InvalidArgument.
+  std::string json_schema;
+  std::string regex;
+  std::string grammar;
+  // Literal text the constrained output starts and ends with around what json_schema, regex or
+  // grammar describes (tool-call markers: "<tool_call>\n", "\n</tool_call>").
+  std::string constraint_prefix;
+  std::string constraint_suffix;
+  // Lazy constraint: free text until the output contains this; from the trigger's first byte
+  // the text must match prefix + constraint + suffix (so it starts with the trigger: checked),
+  // and once matched whole the constraint waits for the trigger again (tool calls).
+  std::string constraint_trigger;
   std::optional<KvMode> kv_mode;              // unset: the model's kv_cache.mode
   std::optional<int32_t> prefill_chunk_size;  // unset: the model's prefill_chunk_size
 
@@ -92,6 +108,10 @@ struct GeneratorStats {
   uint64_t model_runs = 0;         // ORT Run() calls
   uint64_t cached_tokens = 0;      // prompt tokens taken from the prefix cache (not prefilled)
   uint64_t kv_bytes = 0;           // KV memory this generator holds now
+  // Structured output (json_schema, regex, grammar): time spent on token masks and following
+  // the constraint, and tokens it forced without sampling (docs/structured_output.md).
+  double constraint_ms = 0;
+  uint64_t forced_tokens = 0;
 };
 
 class EBB_API Generator {

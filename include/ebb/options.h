@@ -88,13 +88,18 @@ struct EBB_API ModelOptions {
   int32_t prefill_chunk_size = 256;     // prefill_chunk_size: tokens per prefill Run; 0 = all
   uint64_t prefix_cache_max_bytes = 0;  // prefix_cache.max_bytes: KV of request prefixes kept
                                         // for reuse (docs/memory.md "Prefix cache"); 0 = off
-  uint64_t memory_limit_bytes = 0;      // memory.limit: sets the runtime-wide KV budget of all
-                                        // models (Runtime::SetMemoryLimit); 0 = leave it as is
-  uint32_t shrink_every = 0;            // memory.shrink_every: shrink every N requests; 0 = off
-  uint64_t shrink_above_bytes = 0;      // memory.shrink_above: shrink after a request that ends
-                                        // with process RSS above this; 0 = off
-  bool release_file_pages = true;       // memory.release_file_pages: after the session is created,
-                                        // let the kernel reclaim the model files' resident pages
+  uint64_t constraint_cache_max_bytes =
+      64ull << 20;                  // constraint_cache.max_bytes: compiled
+                                    // output constraints (JSON Schema, regex, grammar) kept
+                                    // for reuse, with their token masks; least recently
+                                    // used first out (docs/structured_output.md)
+  uint64_t memory_limit_bytes = 0;  // memory.limit: sets the runtime-wide KV budget of all
+                                    // models (Runtime::SetMemoryLimit); 0 = leave it as is
+  uint32_t shrink_every = 0;        // memory.shrink_every: shrink every N requests; 0 = off
+  uint64_t shrink_above_bytes = 0;  // memory.shrink_above: shrink after a request that ends
+                                    // with process RSS above this; 0 = off
+  bool release_file_pages = true;   // memory.release_file_pages: after the session is created,
+                                    // let the kernel reclaim the model files' resident pages
   // prefill_logits: "last" (true, default) rewrites a decoder's graph at load so that a Run
   // computes the LM head only at the position each row samples (src/model/last_logits.h);
   // "all" (false) loads the graph as it is ([B, S, vocab] logits per Run).

@@ -56,18 +56,19 @@ struct EBB_API RuntimeOptions {
 struct ModelSummary {
   std::string id;
   std::filesystem::path path;
-  std::string type;               // genai_config model.type (config.json model_type)
-  bool is_encoder = false;        // an embedding model (ebb::Embed), no KV cache
-  std::string kernels;            // ModelInfo::kernels: what its matmuls and attention run on
-  uint64_t weights_bytes = 0;     // model file + external data
-  WeightsMemory weights;          // anonymous, file-backed or released (ebb/stats.h)
-  KvStats kv;                     // the model's KV pool in host memory (ebb/stats.h)
-  DeviceMemory device;            // its accelerator's figures, the KV there (ebb/stats.h)
-  PrefixCacheStats prefix_cache;  // the model's prefix cache (its bytes are also in kv)
-  ArenaStats cpu_arena;           // the session's CPU arena (or the shared env arena)
-  int live_generators = 0;        // generators alive now (requests running or held open)
-  uint64_t requests_served = 0;   // finished requests
-  int64_t last_used_unix_ms = 0;  // end of the last request; 0 = none yet
+  std::string type;                  // genai_config model.type (config.json model_type)
+  bool is_encoder = false;           // an embedding model (ebb::Embed), no KV cache
+  std::string kernels;               // ModelInfo::kernels: what its matmuls and attention run on
+  uint64_t weights_bytes = 0;        // model file + external data
+  WeightsMemory weights;             // anonymous, file-backed or released (ebb/stats.h)
+  KvStats kv;                        // the model's KV pool in host memory (ebb/stats.h)
+  DeviceMemory device;               // its accelerator's figures, the KV there (ebb/stats.h)
+  PrefixCacheStats prefix_cache;     // the model's prefix cache (its bytes are also in kv)
+  ConstraintCacheStats constraints;  // the model's compiled output constraints
+  ArenaStats cpu_arena;              // the session's CPU arena (or the shared env arena)
+  int live_generators = 0;           // generators alive now (requests running or held open)
+  uint64_t requests_served = 0;      // finished requests
+  int64_t last_used_unix_ms = 0;     // end of the last request; 0 = none yet
 };
 
 // List() as one JSON array, the fields named as in ModelSummary and ToJson(MemoryStats); what

@@ -117,6 +117,19 @@ inline void AddPrefixCacheCounters(PrefixCacheStats& into, const PrefixCacheStat
   into.reclaimed_blocks += from.reclaimed_blocks;
 }
 
+// A model's compiled output constraints (json_schema, regex, grammar; docs/structured_output.md):
+// each entry's grammar and the token masks it learned, kept for later requests with the same
+// text, up to max_bytes (least recently used out). A runtime's Stats() sums its models'.
+struct ConstraintCacheStats {
+  uint64_t max_bytes = 0;         // constraint_cache.max_bytes; 0 = nothing kept
+  uint64_t bytes = 0;             // held now by the entries (grammars and masks)
+  uint64_t entries = 0;           // constraints held now
+  uint64_t vocabulary_bytes = 0;  // the vocabulary's token bytes and trie (built on first use)
+  uint64_t hits = 0;              // requests whose constraint was found compiled
+  uint64_t misses = 0;            // requests that compiled theirs
+  uint64_t evicted = 0;           // entries dropped for room
+};
+
 // ModelControls::PinPrefix / UnpinPrefix.
 struct PrefixPin {
   uint64_t tokens = 0;         // tokens given
@@ -167,7 +180,8 @@ struct MemoryStats {
   // The model's weight files (a runtime's Stats(): all its models'), charged to memory.limit.
   uint64_t weights_bytes = 0;
   WeightsMemory weights;  // a model's; a runtime's Stats() sums the byte fields of its models
-  PrefixCacheStats prefix_cache;  // a model's; a runtime's Stats() sums its models'
+  PrefixCacheStats prefix_cache;     // a model's; a runtime's Stats() sums its models'
+  ConstraintCacheStats constraints;  // a model's; a runtime's Stats() sums its models'
   // memory.limit of the runtime (a model's stats: of the runtime it belongs to); 0 = none.
   uint64_t limit_bytes = 0;
   // What is charged to memory.limit: weights_bytes + kv.in_use_bytes + device.kv.in_use_bytes (a

@@ -16,6 +16,7 @@ The same calls against a running `ebb serve`: rt = ebb.connect() (ebb/remote.py)
 """
 from __future__ import annotations
 
+import json
 import operator
 import os
 from dataclasses import dataclass, field
@@ -193,18 +194,23 @@ class Model:
         """Generates from a prompt (str) or token ids. Options: max_new_tokens, stop,
         max_length, temperature, top_k, top_p, do_sample, seed, presence_penalty,
         frequency_penalty, logit_bias={token id: bias}, logprobs, top_logprobs, ...,
-        options={key: value}."""
-        return GenerateResult._from(self._impl._generate(_input(prompt), None, **request_options))
+        options={key: value}. Structured output (docs/structured_output.md): json_schema=
+        (a dict or its JSON text), regex=, grammar= (GBNF text), or OpenAI's response_format=
+        {"type": "json_object"} / {"type": "json_schema", "json_schema": {"schema": ...}}."""
+        opts = _constraint_options(request_options)
+        return GenerateResult._from(self._impl._generate(_input(prompt), None, **opts))
 
     def stream(self, prompt: Union[str, Sequence[int]], **request_options) -> Iterator[str]:
         """Like generate(), but yields the text piece by piece as it is generated."""
-        return _PieceIterator(self._impl._stream(_input(prompt), **request_options))
+        opts = _constraint_options(request_options)
+        return _PieceIterator(self._impl._stream(_input(prompt), **opts))
 
     def chat(self, messages: List[Dict[str, str]], stream: bool = False, **request_options):
         """Renders `messages` with the model's chat template and generates the reply."""
+        opts = _constraint_options(request_options)
         if stream:
-            return _PieceIterator(self._impl._stream_chat(_messages(messages), **request_options))
-        return GenerateResult._from(self._impl._chat(_messages(messages), None, **request_options))
+            return _PieceIterator(self._impl._stream_chat(_messages(messages), **opts))
+        return GenerateResult._from(self._impl._chat(_messages(messages), None, **opts))
 
     def embed(self, input: Union[str, Sequence[str], Sequence[Sequence[int]]],
               dimensions: Optional[int] = None, options: Optional[Dict[str, Any]] = None,
@@ -223,10 +229,44 @@ class Model:
 
     def generator(self, **params) -> Generator:
         """A token-level generator (its own KV cache; freed by close() or when collected)."""
-        return self._impl.generator(**params)
+        return self._impl.generator(**_constraint_options(params))
 
     def __repr__(self) -> str:
         return f"<ebb.Model id={self.id!r} loaded={self.loaded}>"
+
+
+def _constraint_options(opts: Dict[str, Any]) -> Dict[str, Any]:
+    """The structured-output keyword arguments as the request keys json_schema, regex and
+    grammar take them (text): a json_schema dict becomes its JSON text, and OpenAI's
+    response_format becomes json_schema. Other keys pass unchanged."""
+    opts = dict(opts)
+    rf = opts.pop("response_format", None)
+    if rf is not None:
+        if not isinstance(rf, dict) or not isinstance(rf.get("type"), str):
+            raise InvalidArgument("response_format must be a dict with a 'type': \"text\", "
+                                  "\"json_object\" or \"json_schema\"")
+        kind = rf["type"]
+        if kind == "json_object":
+            schema = {"type": "object"}
+        elif kind == "json_schema":
+            js = rf.get("json_schema")
+            if not isinstance(js, dict) or "schema" not in js:
+                raise InvalidArgument("response_format {\"type\": \"json_schema\"} needs "
+                                      "\"json_schema\": {\"name\": ..., \"schema\": {...}}")
+            schema = js["schema"]
+        elif kind == "text":
+            schema = None
+        else:
+            raise InvalidArgument(f"response_format type {kind!r} is not one of \"text\", "
+                                  "\"json_object\", \"json_schema\"")
+        if schema is not None:
+            if opts.get("json_schema") is not None:
+                raise InvalidArgument("give json_schema= or response_format=, not both")
+            opts["json_schema"] = schema
+    js = opts.get("json_schema")
+    if isinstance(js, (dict, list, bool)):
+        opts["json_schema"] = json.dumps(js)
+    return opts
 
 
 def _messages(messages):

@@ -299,8 +299,8 @@ def test_stats_are_the_documented_values(rt, model):
     assert validate(schema, ms, "#/$defs/memory_stats") == []
     assert ms["used_bytes"] == model.info["weights_bytes"] + ms["kv"]["in_use_bytes"]
     assert list(ms) == ["process", "kv", "device", "cpu_arena", "num_shrinks", "num_requests",
-                        "policies", "weights_bytes", "weights", "prefix_cache", "limit_bytes",
-                        "used_bytes"], "struct order"
+                        "policies", "weights_bytes", "weights", "prefix_cache", "constraints",
+                        "limit_bytes", "used_bytes"], "struct order"
     # On the CPU: no device, its figures at their defaults (-1: not available).
     assert ms["device"]["available"] is False and ms["device"]["ort_cache_bytes"] == -1
     (entry,) = rt.models()
@@ -490,3 +490,27 @@ def test_logit_bias_penalties_and_logprobs(model):
     assert g.get_next_tokens() == [forced]
     (lp,) = g.get_next_logprobs()
     assert lp["id"] == forced and lp["logprob"] > -0.01 and lp["top_logprobs"] == []
+
+
+def test_structured_output_keywords(model):
+    """json_schema= (a dict or its text), response_format= (OpenAI's), regex= and grammar= all
+    constrain the output (docs/structured_output.md)."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"},
+                                               "n": {"type": "integer", "minimum": 3, "maximum": 5}},
+              "required": ["ok", "n"], "additionalProperties": False}
+    for kwargs in ({"json_schema": schema}, {"json_schema": json.dumps(schema)},
+                   {"response_format": {"type": "json_schema",
+                                        "json_schema": {"name": "x", "schema": schema}}}):
+        r = model.generate("hello", max_new_tokens=40, **kwargs)
+        value = json.loads(r.text)
+        assert list(value) == ["ok", "n"] and 3 <= value["n"] <= 5, r.text
+    obj = model.generate("hello", max_new_tokens=200, response_format={"type": "json_object"})
+    assert obj.text.startswith("{")
+    assert model.generate("hello", max_new_tokens=20, regex="[0-9]{4}").text.isdigit()
+    g = model.generate("hello", max_new_tokens=20, grammar='root ::= "ab" | "cd"').text
+    assert g in ("ab", "cd")
+    assert "".join(model.stream("hello", max_new_tokens=20, regex="x{3}")) == "xxx"
+    with pytest.raises(ebb.InvalidArgument, match="not"):
+        model.generate("hello", json_schema={"not": {"type": "string"}})
+    with pytest.raises(ebb.InvalidArgument, match="response_format"):
+        model.generate("hello", response_format={"type": "yaml"})

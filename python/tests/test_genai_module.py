@@ -383,10 +383,29 @@ def test_errors_carry_the_library_message(tmp_path):
         generator.get_output("present.9.key")  # 5 layers: 0 to 4
 
 
+def test_guidance_constrains_the_output(stories):
+    """genai's set_guidance: the json_schema and regex types run ebb's constraint engine."""
+    tok = og.Tokenizer(stories)
+    params = og.GeneratorParams(stories)
+    params.set_search_options(max_length=120)
+    params.set_guidance("json_schema", json.dumps({
+        "type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9},
+                                         "w": {"enum": ["cat", "dog"]}},
+        "required": ["n", "w"], "additionalProperties": False}))
+    gen = og.Generator(stories, params)
+    gen.append_tokens(tok.encode("Once upon a time"))
+    out = []
+    while not gen.is_done():
+        gen.generate_next_token()
+        out.append(gen.get_next_tokens()[0])
+    value = json.loads(tok.decode(out))
+    assert 1 <= value["n"] <= 9 and value["w"] in ("cat", "dog")
+
+
 def test_unsupported_features_name_themselves(stories):
     params = og.GeneratorParams(stories)
-    with pytest.raises(RuntimeError, match="OgaGeneratorParamsSetGuidance"):
-        params.set_guidance("json_schema", "{}")
+    with pytest.raises(RuntimeError, match="OgaGeneratorParamsSetGuidance.*lark_grammar"):
+        params.set_guidance("lark_grammar", "start: \"a\"")
     with pytest.raises(RuntimeError, match="OgaLoadImages"):
         og.Images.open("picture.png")
     with pytest.raises(RuntimeError, match="OgaLoadAudios"):

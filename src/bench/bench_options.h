@@ -34,6 +34,12 @@ struct BenchOptions {
   // EmbedRequest::Set to every request of an embed run. embed.batch_size is also the naive
   // embedding loop's rows per Run().
   std::vector<std::pair<std::string, std::string>> embed_options;
+  // Structured output (--json-schema FILE, --regex RE, --grammar FILE): the request key and its
+  // text; applied to the runs whose spec says constrained=true (so that a run with and one
+  // without a constraint compare side by side in one process).
+  std::string constraint_key;
+  std::string constraint_text;
+  bool constrained = false;  // this run applies the constraint (a spec's constrained=true)
   std::vector<std::string> option_flags;       // the raw option flags, for the report
   std::string json_path, csv_path, plot_path;  // "" : not written; json "-" : stdout
 

@@ -138,6 +138,20 @@ RunSummary SummarizeRun(const std::vector<IterationRecord>& iterations) {
     e.tokens_per_s_per_request = ebb::bench::Summarize(token_rates);
     s.embed = e;
   }
+  std::vector<double> c_ms, c_share;
+  for (const auto* r : measured) {
+    const RequestTiming& t = r->timing;
+    if (t.constraint_ms <= 0 || t.generated_tokens <= 0) continue;
+    const double per_token = t.constraint_ms / t.generated_tokens;
+    c_ms.push_back(per_token);
+    // The time of one output token: e2e minus the prompt (ttft) over the tokens after the first.
+    if (t.generated_tokens > 1 && t.e2e_s > t.ttft_s) {
+      const double step_ms = (t.e2e_s - t.ttft_s) * 1e3 / (t.generated_tokens - 1);
+      if (step_ms > 0) c_share.push_back(per_token / step_ms);
+    }
+  }
+  if (!c_ms.empty()) s.constraint_ms_per_token = ebb::bench::Summarize(c_ms);
+  if (!c_share.empty()) s.constraint_share = ebb::bench::Summarize(c_share);
   s.ttft_s = ebb::bench::Summarize(ttft);
   s.tps = ebb::bench::Summarize(tps);
   s.e2e_s = ebb::bench::Summarize(e2e);

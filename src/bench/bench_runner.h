@@ -83,6 +83,9 @@ struct DeviceSummary {
 struct RunSummary {
   int32_t measured_iterations = 0;
   Summary ttft_s, tps, e2e_s;
+  // Constrained runs (RequestTiming::constraint_ms > 0): per request, the constraint's time per
+  // generated token (ms) and its share of the time per output token (decode step + mask).
+  std::optional<Summary> constraint_ms_per_token, constraint_share;
   uint64_t peak_rss_bytes = 0;   // max RSS over the samples and iteration peaks (warm-up incl.)
   uint64_t peak_anon_bytes = 0;  // max anonymous memory over the run's samples
   std::optional<uint64_t> peak_kv_reserved_bytes;

@@ -77,6 +77,10 @@ struct RequestTiming {
   int32_t texts = 0;          // embed only: texts embedded; 0 for generation
   int64_t padded_tokens = 0;  // embed only: tokens fed including padding; 0 for generation
   int64_t cached_tokens = 0;  // prompt tokens taken from the prefix cache (row 0)
+  // Constrained runs: time spent on the token masks and following the constraint (all rows),
+  // and tokens it forced without a model step; 0 otherwise.
+  double constraint_ms = 0;
+  int64_t forced_tokens = 0;
 };
 
 // Collects the stamps of one request and turns them into a RequestTiming.

@@ -78,9 +78,12 @@ class EbbWorkload final : public Workload {
     gp.batch_size = options_.batch;
     gp.kv_mode = options_.kv_mode;
     gp.max_length = prompt_len + options_.gen_tokens;
+    if (options_.constrained) gp.Set(options_.constraint_key, options_.constraint_text);
 
     TokenClock clock;
     uint64_t cached = 0;  // prompt tokens the prefix cache gave this request
+    double constraint_ms = 0;
+    int64_t forced = 0;
     if (mode_ == Mode::kReuse) {
       if (!reused_) {
         reused_ = std::make_unique<Generator>(model_, gp);
@@ -89,21 +92,28 @@ class EbbWorkload final : public Workload {
         clock.Start();
         reused_->RewindTo(0);
       }
-      const uint64_t before = reused_->Stats().cached_tokens;  // counted over the generator's life
+      const GeneratorStats before = reused_->Stats();  // counted over the generator's life
       Generate(*reused_, rows, clock);
       AtLastToken();
-      cached = reused_->Stats().cached_tokens - before;
+      const GeneratorStats now = reused_->Stats();
+      cached = now.cached_tokens - before.cached_tokens;
+      constraint_ms = now.constraint_ms - before.constraint_ms;
+      forced = static_cast<int64_t>(now.forced_tokens - before.forced_tokens);
     } else {
       clock.Start();
       Generator gen(model_, gp);
       Generate(gen, rows, clock);
       AtLastToken();
       cached = gen.Stats().cached_tokens;
+      constraint_ms = gen.Stats().constraint_ms;
+      forced = static_cast<int64_t>(gen.Stats().forced_tokens);
     }  // the generator is destroyed here (storing its sequence), before the "after" sample
 
     RequestTiming timing = clock.Finish(prompt_len);
     timing.load_s = load_s;
     timing.cached_tokens = static_cast<int64_t>(cached);
+    timing.constraint_ms = constraint_ms;
+    timing.forced_tokens = forced;
     if (mode_ == Mode::kLoadUnload ||
         (mode_ == Mode::kRecycle && (index + 1) % recycle_every_ == 0)) {
       Retire();
@@ -289,6 +299,15 @@ RunSpec ParseRunSpec(const std::string& spec, const std::string& flag) {
                       ",shrink-every=10 or " + r.base + ",prefill_chunk_size=0");
     }
     const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    if (key == "constrained") {
+      if (value != "true" && value != "false") {
+        throw Error(
+            ErrorCode::InvalidArgument,
+            flag + " '" + spec + "': constrained takes true or false (got '" + value + "')");
+      }
+      r.options.emplace_back(key, value);
+      continue;
+    }
     if (key == "shrink-every") {
       const auto n = WholeNumber(value);
       if (!n) {
@@ -322,6 +341,16 @@ BenchOptions RunOptions(const RunSpec& spec, const BenchOptions& base, const std
   BenchOptions o = base;
   if (spec.shrink_every) o.shrink_every = *spec.shrink_every;
   for (const auto& [k, v] : spec.options) {
+    if (k == "constrained") {
+      o.constrained = v == "true";
+      if (o.constrained && o.constraint_key.empty()) {
+        throw Error(ErrorCode::InvalidArgument,
+                    flag + " '" + spec.text +
+                        "': constrained=true needs the constraint: --json-schema FILE, --regex RE "
+                        "or --grammar FILE");
+      }
+      continue;
+    }
     try {
       if (k.rfind("embed.", 0) == 0) {
         EmbedRequest probe;

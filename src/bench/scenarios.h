@@ -42,6 +42,8 @@ void CheckScenarioName(const std::string& name);
 // (K >= 1), and each KEY=VALUE changes one option for that run only, so that two settings can be
 // compared side by side in one process:
 //   shrink-every=N   the bench's own --shrink-every for this run
+//   constrained=B    true: this run's requests carry the bench's constraint (--json-schema,
+//                    --regex or --grammar); false (default): they do not
 //   any other KEY    an ebb option key, as `--option`/`--session-option` would set it
 //                    (ModelOptions::Set: kv_cache.mode, prefill_chunk_size, memory.shrink_every,
 //                    session_options.enable_cpu_mem_arena, ...), or an embed.* request key

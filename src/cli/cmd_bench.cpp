@@ -21,6 +21,7 @@
 #include "bench/scenarios.h"
 #include "bench/svg_chart.h"
 #include "cli/commands.h"
+#include "cli/input_files.h"
 #include "cli/options_flags.h"
 #include "core/strings.h"
 #include "ebb/embedding.h"
@@ -47,6 +48,7 @@ struct BenchArgs {
   int64_t shrink_every = 0;
   std::vector<std::string> compare;
   std::string json, csv, plot;
+  std::string json_schema_file, regex, grammar_file;  // the constraint of constrained=true runs
   OptionFlags options;
 };
 
@@ -84,6 +86,19 @@ bench::BenchOptions Validate(const BenchArgs& a) {
   o.model_dir = a.dir;
   bench::CheckScenarioName(a.scenario);
   o.scenario = a.scenario;
+  const int n_constraints =
+      int{!a.json_schema_file.empty()} + int{!a.regex.empty()} + int{!a.grammar_file.empty()};
+  Require(n_constraints <= 1, "give one of --json-schema, --regex and --grammar");
+  if (!a.json_schema_file.empty()) {
+    o.constraint_key = "json_schema";
+    o.constraint_text = ReadInputFile(a.json_schema_file, "--json-schema");
+  } else if (!a.regex.empty()) {
+    o.constraint_key = "regex";
+    o.constraint_text = a.regex;
+  } else if (!a.grammar_file.empty()) {
+    o.constraint_key = "grammar";
+    o.constraint_text = ReadInputFile(a.grammar_file, "--grammar");
+  }
   o.iterations = Positive(a.iterations, "--iterations", 1);
   o.warmup = Positive(a.warmup, "--warmup", 0);
   o.process_warmup = Positive(a.process_warmup, "--process-warmup", 0);
@@ -371,6 +386,17 @@ void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs,
         ratio(a.e2e_s.p50, b.e2e_s.p50),
         ratio(static_cast<double>(a.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)));
   }
+  // Structured output: the constraint's cost per token beside the runs without one.
+  for (const auto& r : runs) {
+    const auto& s = r.summary;
+    if (!s.constraint_ms_per_token) continue;
+    std::fprintf(f,
+                 "%s: constraint (%s) %.3f ms per token p50 (p90 %.3f), %.1f%% of the time per "
+                 "output token p50\n",
+                 r.name.c_str(), o.constraint_key.c_str(), s.constraint_ms_per_token->p50,
+                 s.constraint_ms_per_token->p90,
+                 s.constraint_share ? s.constraint_share->p50 * 100 : 0.0);
+  }
   PrintPrefixCache(f, runs, w, o);
   PrintDevice(f, runs);
 }
@@ -577,6 +603,11 @@ void RegisterBenchCommand(CLI::App& app) {
                   "each optionally with ,KEY=VALUE overrides (shrink-every=N or an option key, "
                   "e.g. rag,memory.shrink_every=10)")
       ->expected(1, -1);
+  cmd->add_option("--json-schema", a->json_schema_file,
+                  "Structured output for the runs with constrained=true (e.g. --compare "
+                  "seed-loop,constrained=true): the JSON Schema in FILE");
+  cmd->add_option("--regex", a->regex, "As --json-schema, with a regular expression");
+  cmd->add_option("--grammar", a->grammar_file, "As --json-schema, with the GBNF grammar in FILE");
   cmd->add_option("--json", a->json, "Write the JSON report to FILE ('-': stdout)");
   cmd->add_option("--csv", a->csv, "Write one CSV row per iteration and run to FILE");
   cmd->add_option("--plot", a->plot, "Write an SVG chart (memory, TTFT, TPS) to FILE.svg");

@@ -54,7 +54,9 @@ struct GenerateArgs {
   std::map<std::string, std::string> request;
   std::vector<std::string> params;  // --param KEY=V
   bool json = false;
-  std::string chat_template;  // --chat-template FILE: the option chat_template
+  std::string chat_template;     // --chat-template FILE: the option chat_template
+  std::string json_schema_file;  // --json-schema FILE: the request key json_schema
+  std::string grammar_file;      // --grammar FILE: the request key grammar
   OptionFlags options;
   CLI::Option* prompt_opt = nullptr;  // to tell `--prompt ""` from no --prompt
 };
@@ -174,6 +176,10 @@ void RunGenerate(const GenerateArgs& a) {
   req.stop = a.stop;
   req.params.max_length = a.max_length;
   for (const auto& [k, v] : a.request) req.Set(k, v);
+  if (!a.json_schema_file.empty()) {
+    req.Set("json_schema", ReadInputFile(a.json_schema_file, "--json-schema"));
+  }
+  if (!a.grammar_file.empty()) req.Set("grammar", ReadInputFile(a.grammar_file, "--grammar"));
   for (const auto& kv : a.params) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -370,6 +376,12 @@ void RegisterGenerateCommand(CLI::App& app) {
   request_flag("--kv-cache", "kv_cache.mode", "KV mode: static|dynamic");
   request_flag("--prefill-chunk-size", "prefill_chunk_size",
                "Tokens per prefill Run; 0 = the whole prompt (default: the model's, 256)");
+  cmd->add_option("--json-schema", a->json_schema_file,
+                  "Constrain the output to JSON that the JSON Schema in FILE accepts ('-': stdin; "
+                  "docs/structured_output.md)");
+  request_flag("--regex", "regex", "Constrain the output to text the regular expression matches");
+  cmd->add_option("--grammar", a->grammar_file,
+                  "Constrain the output to the GBNF grammar in FILE (llama.cpp's format)");
   cmd->add_option("--param", a->params,
                   "Any request key of `ebb options`, KEY=V (repeatable), e.g. temperature=0.7");
   cmd->add_flag("--json", a->json, "Print one JSON object");

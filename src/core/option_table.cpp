@@ -62,6 +62,10 @@ constexpr std::array kTable = {
                "keep the KV of request prefixes (in blocks of 16 tokens) up to this many bytes, "
                "inside kv_cache.max_bytes and memory.limit; a request that starts with the same "
                "tokens prefills only the rest; 0 = off. Also a Tier 2 run option"},
+    OptionSpec{"constraint_cache.max_bytes", T::kSize, kMo, "bytes", "64MiB", "",
+               "compiled output constraints (json_schema, regex, grammar) and their token masks "
+               "kept for reuse by later requests with the same text; least recently used out; "
+               "0 = compile for every request"},
     OptionSpec{"memory.shrink_every", T::kInt, kMo, "requests", "0", "0 to 4294967295",
                "shrink the CPU arena, KV pool and heap after every N-th request; 0 = off"},
     OptionSpec{"memory.shrink_above", T::kSize, kMo, "bytes", "0", "",
@@ -174,6 +178,24 @@ constexpr std::array kTable = {
     OptionSpec{"cache_prompt", T::kBool, kRq, "", "true", "",
                "reuse and store this request's prefix in the model's prefix cache (when "
                "prefix_cache.max_bytes > 0); false = prefill every token, store nothing"},
+    OptionSpec{"json_schema", T::kString, kRq, "", "(none)", "a JSON Schema's text",
+               "constrain the output to JSON that the schema accepts (draft 7 subset; an "
+               "unsupported keyword is refused, naming it); {\"type\":\"object\"} = any object"},
+    OptionSpec{"regex", T::kString, kRq, "", "(none)", "a regular expression",
+               "constrain the output to text the whole of which the expression matches"},
+    OptionSpec{"grammar", T::kString, kRq, "", "(none)", "GBNF text with a root rule",
+               "constrain the output to the grammar's language (llama.cpp's GBNF)"},
+    OptionSpec{"constraint_prefix", T::kString, kRq, "", "(none)", "text",
+               "with json_schema, regex or grammar: literal text the constrained output starts "
+               "with (e.g. a tool-call marker)"},
+    OptionSpec{"constraint_suffix", T::kString, kRq, "", "(none)", "text",
+               "with json_schema, regex or grammar: literal text the constrained output ends "
+               "with"},
+    OptionSpec{"constraint_trigger", T::kString, kRq, "", "(none)", "a non-empty string",
+               "with json_schema, regex or grammar: free text until the output contains this "
+               "string; from its first byte the output must match constraint_prefix + the "
+               "constraint + constraint_suffix (so one of them starts with it), then it waits "
+               "for the trigger again"},
     // ---- per request, the generation loop's own (GenerateRequest::Set) ----
     OptionSpec{"max_new_tokens", T::kInt, kRq, "tokens", "0", "0 to 2147483647",
                "generated tokens per row at most; 0 = until max_length (HTTP: max_tokens); "

@@ -128,6 +128,8 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     kv_retain_bytes = ParseByteSize(v, k);
   } else if (k == "prefix_cache.max_bytes") {
     prefix_cache_max_bytes = ParseByteSize(v, k);
+  } else if (k == "constraint_cache.max_bytes") {
+    constraint_cache_max_bytes = ParseByteSize(v, k);
   } else if (k == "kv_cache.chunk_tokens") {
     kv_chunk_tokens = static_cast<int32_t>(table_int());
   } else if (k == "prefill_chunk_size") {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "constrain/constraint.h"
 #include "core/log.h"
 #include "core/option_parse.h"
 #include "core/strings.h"
@@ -65,6 +66,44 @@ thread_local int t_fail_run_countdown = 0;
 
 }  // namespace
 
+// One row's structured-output constraint as the sampler's TokenFilter: the mask over the
+// constraint's vocabulary (the tokenizer's), mapped onto the logits (the graph's; ids past the
+// tokenizer's have no text and are never allowed).
+class ConstraintFilter final : public internal::TokenFilter {
+ public:
+  // `ms` (borrowed) accumulates the time spent in the constraint.
+  ConstraintFilter(constrain::ConstraintState& state, std::span<const int32_t> eos, double& ms)
+      : state_(state), eos_(eos), ms_(ms) {}
+  bool Allows(int32_t token) override {
+    const auto t = Clock::now();
+    const bool ok = state_.Allows(token, eos_);
+    ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+    return ok;
+  }
+  bool Mask(std::span<float> logits) override {
+    const auto t = Clock::now();
+    state_.FillMask(bits_, eos_);
+    ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+    const size_t known = bits_.size() * 64;
+    bool any = false;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const bool ok = i < known && ((bits_[i >> 6] >> (i & 63)) & 1);
+      if (!ok) {
+        logits[i] = -INFINITY;
+      } else if (logits[i] > -INFINITY) {
+        any = true;
+      }
+    }
+    return any;
+  }
+
+ private:
+  constrain::ConstraintState& state_;
+  std::span<const int32_t> eos_;
+  double& ms_;
+  std::vector<uint64_t> bits_;  // reused per step
+};
+
 struct Generator::Impl {
   std::shared_ptr<Model> model;
   ModelImpl& m;
@@ -76,6 +115,12 @@ struct Generator::Impl {
   BatchRow brow;      // before kv: the KV may live in the batcher's row
   std::unique_ptr<KvCache> kv;
   std::vector<internal::Sampler> samplers;  // one per row, so rows are independent
+  // Structured output (GeneratorParams::json_schema/regex/grammar): one state per row, empty
+  // when the request has no constraint. `forced` queues the tokens a row's constraint allows
+  // alone (batch 1): GenerateNextToken hands them out one per call without a model step, and
+  // the next Run feeds them all at once.
+  std::vector<std::unique_ptr<constrain::ConstraintState>> constraints;
+  std::vector<int32_t> forced;
 
   std::vector<std::vector<int32_t>> sequences;  // real tokens per row (no padding)
   std::vector<int32_t> lens;                    // tokens of each row held in the KV cache
@@ -185,6 +230,7 @@ struct Generator::Impl {
                         internal::FormatNumber(bias) + ", out of range: need -100 to 100");
       }
     }
+    MakeConstraints(p);
     want_logprobs = p.logprobs || p.top_logprobs > 0;
     cache_prompt =
         p.cache_prompt && m.prefix_cache != nullptr && (!internal_request || t_internal_cache);
@@ -253,6 +299,101 @@ struct Generator::Impl {
     mask.resize(batch);
     pending.resize(batch);
     done.assign(batch, false);
+  }
+
+  // Compiles the request's constraint (through the model's cache) and gives each row a state.
+  // Before any KV is reserved: a bad schema costs nothing but the error.
+  void MakeConstraints(const GeneratorParams& p) {
+    std::vector<std::pair<constrain::ConstraintSpec::Kind, const std::string*>> given;
+    if (!p.json_schema.empty())
+      given.emplace_back(constrain::ConstraintSpec::Kind::kJsonSchema, &p.json_schema);
+    if (!p.regex.empty()) given.emplace_back(constrain::ConstraintSpec::Kind::kRegex, &p.regex);
+    if (!p.grammar.empty())
+      given.emplace_back(constrain::ConstraintSpec::Kind::kGrammar, &p.grammar);
+    if (given.size() > 1) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "json_schema, regex and grammar each constrain the whole output: give one of "
+                  "them, not " +
+                      std::string(constrain::KindName(given[0].first)) + " and " +
+                      std::string(constrain::KindName(given[1].first)));
+    }
+    if (given.empty()) {
+      for (const auto& [key, v] :
+           {std::pair<const char*, const std::string*>{"constraint_trigger", &p.constraint_trigger},
+            {"constraint_prefix", &p.constraint_prefix},
+            {"constraint_suffix", &p.constraint_suffix}}) {
+        if (!v->empty()) {
+          throw Error(ErrorCode::InvalidArgument,
+                      std::string(key) +
+                          " belongs to a constraint, and none is set: add json_schema, regex or "
+                          "grammar");
+        }
+      }
+      return;
+    }
+    if (!m.constraints) {
+      throw Error(ErrorCode::FailedPrecondition,
+                  "model '" + m.id +
+                      "' cannot take json_schema, regex or grammar: it is not a "
+                      "text generator");
+    }
+    constrain::ConstraintSpec spec;
+    spec.kind = given[0].first;
+    spec.text = *given[0].second;
+    spec.trigger = p.constraint_trigger;
+    spec.prefix = p.constraint_prefix;
+    spec.suffix = p.constraint_suffix;
+    auto compiled = m.constraints->Get(spec);
+    for (int b = 0; b < p.batch_size; ++b) {
+      constraints.push_back(std::make_unique<constrain::ConstraintState>(compiled));
+    }
+    done.assign(p.batch_size, false);
+    batch = p.batch_size;
+    QueueForced(0);  // what the grammar forces from its start (`{"` of an object, ...)
+  }
+
+  // After row b took token t: the constraint follows it, and for a batch of one queues what
+  // is forced next (EOS once the text is complete and nothing can extend it).
+  void AdvanceConstraint(int b, int32_t t) {
+    if (constraints.empty()) return;
+    const auto t0 = Clock::now();
+    constraints[b]->Accept(t, m.info.eos_token_ids);
+    QueueForced(b);
+    stats.constraint_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  }
+
+  void QueueForced(int b) {
+    constrain::ConstraintState& c = *constraints[b];
+    const auto& eos = m.info.eos_token_ids;
+    if (batch != 1 || done[b] || !forced.empty()) return;
+    if (c.Complete()) {
+      if (!eos.empty()) forced.push_back(eos[0]);
+      return;
+    }
+    const std::vector<int32_t> f = c.ForcedTokens(32);
+    // Ids past the graph's logits cannot be fed.
+    for (const int32_t id : f) {
+      if (id >= m.info.vocab_size) break;
+      forced.push_back(id);
+    }
+    std::reverse(forced.begin(), forced.end());  // popped from the back
+  }
+
+  // A forced token for the (batch of one) row: taken like a sampled one, without a model step.
+  bool TakeForced() {
+    if (forced.empty() || batch != 1 || done[0]) return false;
+    const int32_t t = forced.back();
+    forced.pop_back();
+    ++stats.forced_tokens;
+    next_tokens.assign(1, t);
+    if (want_logprobs) next_logprobs.assign(1, TokenLogprobs{t, 0, {}});
+    sequences[0].push_back(t);
+    pending[0].push_back(t);
+    ++stats.generated_tokens;
+    const auto& eos = m.info.eos_token_ids;
+    if (std::find(eos.begin(), eos.end(), t) != eos.end()) done[0] = true;
+    AdvanceConstraint(0, t);
+    return true;
   }
 
   int32_t LogicalWidth() const {
@@ -638,6 +779,12 @@ struct Generator::Impl {
                   "the generator is done (EOS or max_length reached); check IsDone() before "
                   "GenerateNextToken");
     }
+    if (TakeForced()) {
+      MarkFullRows();
+      logits_valid = false;
+      FinishStep();
+      return;
+    }
     Compute();
     const int64_t V = m.info.vocab_size;
     next_tokens.assign(batch, m.info.pad_token_id);
@@ -659,7 +806,22 @@ struct Generator::Impl {
                         std::to_string(b) + ", token id " + std::to_string(bad - row.begin()) +
                         "): its weights or inputs are broken; no token was generated");
       }
-      const int32_t t = samplers[b].Sample(row, sequences[b]);
+      int32_t t;
+      if (constraints.empty()) {
+        t = samplers[b].Sample(row, sequences[b]);
+      } else {
+        ConstraintFilter filter(*constraints[b], m.info.eos_token_ids, stats.constraint_ms);
+        t = samplers[b].Sample(row, sequences[b], &filter);
+        if (t < 0) {
+          throw Error(ErrorCode::Internal,
+                      std::string(constrain::KindName(constraints[b]->kind())) +
+                          ": no token of the model's vocabulary can continue the constrained "
+                          "output of sequence " +
+                          std::to_string(b) +
+                          " here (a grammar that needs "
+                          "text the vocabulary cannot spell); no token was generated");
+        }
+      }
       if (want_logprobs) next_logprobs[b] = samplers[b].last_logprobs();
       next_tokens[b] = t;
       sequences[b].push_back(t);
@@ -667,9 +829,15 @@ struct Generator::Impl {
       ++stats.generated_tokens;
       const auto& eos = m.info.eos_token_ids;
       if (std::find(eos.begin(), eos.end(), t) != eos.end()) done[b] = true;
+      AdvanceConstraint(b, t);
     }
     MarkFullRows();
     logits_valid = false;
+    FinishStep();
+  }
+
+  // The end of a decode step: a finished generation ends its request; the first token's time.
+  void FinishStep() {
     if (IsDone()) {
       if (brow.batcher) brow.batcher->Pause(brow.row);
       EndRequest();
@@ -701,6 +869,12 @@ struct Generator::Impl {
   void Rewind(size_t length) {
     if (batch != 1) {
       throw Error(ErrorCode::FailedPrecondition, "RewindTo needs batch_size 1");
+    }
+    if (!constraints.empty()) {
+      // The constraint's state follows the text forward only.
+      throw Error(ErrorCode::FailedPrecondition,
+                  "RewindTo is not available on a generator with json_schema, regex or grammar: "
+                  "create a new generator for the new text");
     }
     if (length > sequences[0].size()) {
       throw Error(ErrorCode::InvalidArgument, "RewindTo(" + std::to_string(length) +

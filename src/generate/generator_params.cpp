@@ -121,6 +121,24 @@ void GeneratorParams::Set(std::string_view key, std::string_view value) {
     seed = static_cast<uint64_t>(internal::ParseInt(key, value, 0, INT64_MAX));
   } else if (key == "cache_prompt") {
     cache_prompt = internal::ParseBool(key, value);
+  } else if (key == "json_schema") {
+    // Checked for JSON here (a typo fails where it is set); compiled when a generator uses it.
+    if (!value.empty() && !nlohmann::json::accept(value)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "json_schema is not valid JSON: give a JSON Schema's text, e.g. "
+                  "{\"type\":\"object\",\"properties\":{...}}");
+    }
+    json_schema = value;
+  } else if (key == "regex") {
+    regex = value;
+  } else if (key == "grammar") {
+    grammar = value;
+  } else if (key == "constraint_trigger") {
+    constraint_trigger = value;
+  } else if (key == "constraint_prefix") {
+    constraint_prefix = value;
+  } else if (key == "constraint_suffix") {
+    constraint_suffix = value;
   } else if (key == "kv_cache.mode") {
     kv_mode = ParseKvMode(value);
   } else if (key == "prefill_chunk_size") {

@@ -16,8 +16,31 @@ Sampler::Sampler(const SamplerConfig& config)
       penalized_(config.presence_penalty != 0.0f || config.frequency_penalty != 0.0f),
       rng_(config.seed) {}
 
-int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> history) {
+bool Sampler::Greedy() const {
+  // top_p 0 keeps only the most likely token: greedy, as temperature 0 and top_k 1 are.
+  return !config_.do_sample || config_.temperature <= 0.0f || config_.top_k == 1 ||
+         config_.top_p <= 0.0f;
+}
+
+int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> history,
+                        TokenFilter* filter) {
   Adjust(logits, history);
+  if (filter != nullptr) {
+    // Masked logits are -inf, which the penalties and bias keep at -inf: filtering after them
+    // picks what filtering before them would.
+    int32_t t = -1;
+    if (Greedy() && config_.top_logprobs < 0) {
+      t = ArgMax(logits);
+      if (!filter->Allows(t)) t = -1;
+    }
+    if (t < 0) {
+      if (!filter->Mask(logits)) return -1;
+      t = Choose(logits);
+    }
+    if (penalized_) Record(t, history.size(), logits.size());
+    if (config_.top_logprobs >= 0) ComputeLogprobs(logits, t);
+    return t;
+  }
   const int32_t t = Choose(logits);
   if (penalized_) Record(t, history.size(), logits.size());
   if (config_.top_logprobs >= 0) ComputeLogprobs(logits, t);
@@ -123,11 +146,7 @@ void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t chosen) {
 
 int32_t Sampler::Choose(std::span<float> logits) {
   const size_t vocab = logits.size();
-  // top_p 0 keeps only the most likely token: greedy, as temperature 0 and top_k 1 are.
-  if (!config_.do_sample || config_.temperature <= 0.0f || config_.top_k == 1 ||
-      config_.top_p <= 0.0f) {
-    return ArgMax(logits);
-  }
+  if (Greedy()) return ArgMax(logits);
 
   const float inv_t = 1.0f / config_.temperature;
   const float max_logit = *std::max_element(logits.begin(), logits.end());
@@ -175,11 +194,16 @@ int32_t Sampler::Choose(std::span<float> logits) {
   }
   std::uniform_real_distribution<double> uni(0.0, total);
   double r = uni(rng_);
+  // A candidate of weight 0 (a -inf logit: masked by a constraint) is never returned.
+  int32_t last = candidates_[0];
   for (size_t i = 0; i < n; ++i) {
-    r -= std::exp((logits[candidates_[i]] - max_logit) * inv_t);
-    if (r <= 0) return candidates_[i];
+    const double w = std::exp((logits[candidates_[i]] - max_logit) * inv_t);
+    if (w <= 0) continue;
+    last = candidates_[i];
+    r -= w;
+    if (r <= 0) return last;
   }
-  return candidates_[n - 1];
+  return last;
 }
 
 }  // namespace ebb::internal

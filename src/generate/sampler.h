@@ -22,6 +22,18 @@
 
 namespace ebb::internal {
 
+// Restricts the tokens a row may take (a structured-output constraint, generator.cpp). The
+// sampler asks it after the penalties and logit_bias: greedy decoding checks only the argmax
+// (Allows) and masks the vocabulary only when the argmax is refused, which picks the same token
+// as masking first; sampling and logprobs always mask (Mask).
+class TokenFilter {
+ public:
+  virtual ~TokenFilter() = default;
+  virtual bool Allows(int32_t token) = 0;
+  // Sets the logit of every token it does not allow to -inf. Returns false when it allows none.
+  virtual bool Mask(std::span<float> logits) = 0;
+};
+
 struct SamplerConfig {
   bool do_sample = false;
   int32_t top_k = 0;   // 0: off
@@ -47,8 +59,10 @@ class Sampler {
   // `logits` is modified in place (penalties, bias). `history` are the row's tokens so far
   // (prompt and generated), used by the repetition penalty; the token returned is recorded as
   // sampled at position history.size() for the presence and frequency penalties. Returns a
-  // token id in [0, logits.size()).
-  int32_t Sample(std::span<float> logits, std::span<const int32_t> history);
+  // token id in [0, logits.size()), one `filter` (when given) allows; -1 when the filter allows
+  // none (nothing is recorded then).
+  int32_t Sample(std::span<float> logits, std::span<const int32_t> history,
+                 TokenFilter* filter = nullptr);
 
   // Forgets the tokens sampled at positions >= `length` (Generator::RewindTo): they no longer
   // count for the presence and frequency penalties.
@@ -60,6 +74,7 @@ class Sampler {
 
  private:
   void Adjust(std::span<float> logits, std::span<const int32_t> history);
+  bool Greedy() const;
   int32_t Choose(std::span<float> logits);
   void Record(int32_t token, size_t position, size_t vocab);
   void ComputeLogprobs(std::span<const float> logits, int32_t chosen);

@@ -654,6 +654,7 @@ void ModelImpl::FreeResources() {
   prefix_reclaimer = 0;
   if (kv_pool) kv_pool->set_reclaim_fn(nullptr);
   if (prefix_cache) prefix_cache->Clear();
+  if (constraints) constraints->Clear();
   // Device KV buffers are the session's allocator's: they go back before the session (and the
   // device context it may be the last holder of) does.
   if (kv_pool && kv_pool->device() != nullptr) kv_pool->Trim();
@@ -942,6 +943,10 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
   }
   info.kv_bytes_per_token = cfg.is_encoder ? 0 : impl->kv_shape.BytesPerToken();
   if (!cfg.is_encoder) {
+    // Compiled output constraints (json_schema, regex, grammar), bounded; nothing is built
+    // until a request asks for one.
+    impl->constraints = std::make_unique<internal::ConstraintCache>(
+        impl->tokenizer_owned.get(), options.constraint_cache_max_bytes);
     // The prefix cache (off at prefix_cache.max_bytes=0; Tier 2 can turn it on). It gives its
     // memory back before the model's KV budget or memory.limit refuses anything (any model's).
     impl->prefix_cache = std::make_unique<PrefixCache>(*impl->kv_pool, info.kv_bytes_per_token,
@@ -1122,6 +1127,7 @@ MemoryStats Model::memory_stats() const {
   s.weights_bytes = m.weights_bytes;
   s.weights = m.WeightsStats();
   if (m.prefix_cache) s.prefix_cache = m.prefix_cache->Stats();
+  if (m.constraints) s.constraints = m.constraints->Stats();
   s.limit_bytes = m.host->governor().limit();
   // This model's share of the charge (its weights are charged from load to unload).
   s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, pool.in_use_bytes);

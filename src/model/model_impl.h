@@ -24,6 +24,7 @@
 #include "kv/prefix_cache.h"
 #include "memory/memory_pressure.h"
 #include "memory/shrink_controller.h"
+#include "model/constraint_cache.h"
 #include "model/genai_config.h"
 #include "model/model_host.h"
 #include "model/run_option_ledger.h"
@@ -130,6 +131,9 @@ class ModelImpl final : public Model {
   // (model/run_option_ledger.h); after shrink and prefix_cache, which it refers to.
   std::unique_ptr<RunOptionLedger> run_options;
   std::unique_ptr<Tokenizer> tokenizer_owned;  // null: the folder has no tokenizer.json
+  // Decoders: compiled output constraints (model/constraint_cache.h), over tokenizer_owned's
+  // vocabulary (declared after it). Null for encoders.
+  std::unique_ptr<internal::ConstraintCache> constraints;
   // decode_batch.max_rows > 1: the batcher of concurrent generators, created on first use by
   // DecodeBatcher::ForModel; members hold it too. Freed by Release() (after every generator).
   std::mutex decode_batcher_mu;

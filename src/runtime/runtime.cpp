@@ -260,6 +260,7 @@ std::vector<ModelSummary> Runtime::List() const {
     s.cpu_arena = ms.cpu_arena;
     s.weights = ms.weights;
     s.prefix_cache = ms.prefix_cache;
+    s.constraints = ms.constraints;
     s.live_generators = m->live_generators();
     s.requests_served = ms.num_requests;
     s.last_used_unix_ms = m->last_used_unix_ms();
@@ -301,6 +302,15 @@ MemoryStats Runtime::Stats() const {
     c.blocks += mc.blocks;
     c.block_tokens = mc.block_tokens;
     AddPrefixCacheCounters(c, mc);
+    ConstraintCacheStats& k = s.constraints;
+    const ConstraintCacheStats& mk = m.constraints;
+    k.max_bytes += mk.max_bytes;
+    k.bytes += mk.bytes;
+    k.entries += mk.entries;
+    k.vocabulary_bytes += mk.vocabulary_bytes;
+    k.hits += mk.hits;
+    k.misses += mk.misses;
+    k.evicted += mk.evicted;
     s.weights.state = first || s.weights.state == m.weights.state ? m.weights.state : "mixed";
     if (m.device.available) {
       DeviceMemory& d = s.device;

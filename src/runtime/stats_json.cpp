@@ -96,6 +96,11 @@ StatsJson MemoryStatsJson(const MemoryStats& s) {
   j["weights_bytes"] = s.weights_bytes;
   j["weights"] = WeightsMemoryJson(s.weights);
   j["prefix_cache"] = PrefixCacheStatsJson(s.prefix_cache);
+  j["constraints"] = {
+      {"max_bytes", s.constraints.max_bytes}, {"bytes", s.constraints.bytes},
+      {"entries", s.constraints.entries},     {"vocabulary_bytes", s.constraints.vocabulary_bytes},
+      {"hits", s.constraints.hits},           {"misses", s.constraints.misses},
+      {"evicted", s.constraints.evicted}};
   j["limit_bytes"] = s.limit_bytes;
   j["used_bytes"] = s.used_bytes;
   return j;

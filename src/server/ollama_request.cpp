@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "constrain/json_schema.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 
@@ -182,9 +183,29 @@ OllamaGenerateRequest ParseOllamaGenerate(std::string_view body, bool chat) {
   r.model = ModelField(j);
   r.stream = Bool(j, "stream", true);
   r.keep_alive = GetKeepAlive(j);
-  Refuse(j, "format",
-         "structured output (a JSON schema or \"json\") is not supported yet; ask for JSON in "
-         "the prompt instead");
+  // format: "json" (a JSON object, as Ollama's docs describe it) or a JSON Schema; compiled
+  // here so that an unsupported keyword is a 400 naming it.
+  if (const Json* f = Field(j, "format");
+      f != nullptr && !(f->is_string() && f->get_ref<const std::string&>().empty())) {
+    std::string schema;
+    if (f->is_string() && *f == "json") {
+      schema = R"({"type":"object"})";
+    } else if (f->is_object()) {
+      // Key order matters (properties are generated in order); nlohmann::json sorts keys.
+      schema = nlohmann::ordered_json::parse(body)["format"].dump();
+    } else {
+      ThrowBadField("format", "'format' must be \"json\" or a JSON Schema object");
+    }
+    try {
+      constrain::CompileJsonSchema(schema);
+    } catch (const Error& e) {
+      ThrowBadField("format", std::string("'format': ") + e.what(),
+                    std::string(e.what()).find("is not supported") != std::string::npos
+                        ? "unsupported"
+                        : "invalid_value");
+    }
+    r.options.emplace_back("json_schema", std::move(schema));
+  }
   Refuse(j, "think", "thinking mode is not supported by ebb's chat templates yet");
   if (chat) {
     r.messages = Messages(j);

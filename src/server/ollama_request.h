@@ -48,8 +48,9 @@ struct OllamaEmbedRequest {
 };
 
 // Throws ApiException (400 naming the field) for invalid JSON, a missing model, a field of the
-// wrong type, or one ebb does not support: images, format (structured output), tools,
-// template, suffix, context, think.
+// wrong type, or one ebb does not support: images, tools, template, suffix, context, think.
+// `format` ("json" or a JSON Schema) becomes the request option json_schema; a schema keyword
+// ebb cannot honour is a 400 naming it.
 OllamaGenerateRequest ParseOllamaGenerate(std::string_view body, bool chat);
 // /api/embed (input: a string or a list of strings) or, with legacy, /api/embeddings (prompt).
 OllamaEmbedRequest ParseOllamaEmbed(std::string_view body, bool legacy);

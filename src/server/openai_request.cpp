@@ -1,8 +1,10 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "constrain/json_schema.h"
 #include "core/json_util.h"
 #include "core/strings.h"
 #include "server/admin_only.h"
@@ -172,7 +174,9 @@ std::vector<ChatMessage> Messages(const Json& m) {
     ChatMessage cm;
     cm.role = role->get<std::string>();
     if (cm.role == "developer") cm.role = "system";  // OpenAI's newer name for system
-    if (content != nullptr) cm.content = ContentText(*content, p + ".content");
+    // An assistant message that only calls tools has content null.
+    if (content != nullptr && !content->is_null())
+      cm.content = ContentText(*content, p + ".content");
     out.push_back(std::move(cm));
   }
   return out;
@@ -187,10 +191,13 @@ void RefuseUnsupported(const Json& j) {
                     "unsupported_value");
     }
   }
-  for (const char* name : {"tools", "functions", "tool_choice", "function_call"}) {
+  for (const char* name : {"functions", "function_call"}) {
     const Json* v = Field(j, name);
     if (v != nullptr && !(v->is_array() && v->empty()) && !(v->is_string() && *v == "none")) {
-      ThrowBadField(name, std::string("'") + name + "' is not supported by ebb yet",
+      ThrowBadField(name,
+                    std::string("'") + name +
+                        "' is OpenAI's deprecated form: send \"tools\" and \"tool_choice\" "
+                        "instead",
                     "unsupported_parameter");
     }
   }
@@ -200,28 +207,167 @@ void RefuseUnsupported(const Json& j) {
                   "requests, or sample with a seed, for several candidates)",
                   "unsupported_value");
   }
-  if (const Json* rf = Field(j, "response_format")) {
-    if (!rf->is_object()) {
-      ThrowBadField("response_format",
-                    "'response_format' must be an object; only {\"type\": \"text\"} is "
-                    "supported");
+}
+
+// OpenAI's response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict"}}. Returns the schema text ("" for text). The schema
+// is compiled here, so an unsupported keyword is a 400 before any model work.
+// `ordered`: the same body parsed keeping key order, for the schema's text: a schema's
+// `properties` order is the order its JSON is generated in.
+std::string ResponseFormatSchema(const Json& j, const nlohmann::ordered_json& ordered) {
+  const Json* rf = Field(j, "response_format");
+  if (rf == nullptr || rf->is_null()) return "";
+  if (!rf->is_object()) {
+    ThrowBadField("response_format",
+                  "'response_format' must be an object: {\"type\": \"text\"}, {\"type\": "
+                  "\"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": {\"name\": "
+                  "..., \"schema\": {...}}}");
+  }
+  // Checked before it is read as a string: {"type": 5} is a 400 naming the field, not the
+  // JSON library's "type must be string, but is number".
+  const Json* type = Field(*rf, "type");
+  if (type == nullptr || !type->is_string()) {
+    ThrowBadField("response_format.type",
+                  "'response_format.type' must be a string: \"text\", \"json_object\" or "
+                  "\"json_schema\"");
+  }
+  const std::string& t = type->get_ref<const std::string&>();
+  if (t == "text") return "";
+  std::string schema;
+  std::string param = "response_format";
+  if (t == "json_object") {
+    schema = R"({"type":"object"})";
+  } else if (t == "json_schema") {
+    const Json* js = Field(*rf, "json_schema");
+    if (js == nullptr || !js->is_object()) {
+      ThrowBadField("response_format.json_schema",
+                    "'response_format.json_schema' must be an object {\"name\": ..., "
+                    "\"schema\": {...}, \"strict\": true}",
+                    "missing");
     }
-    // Checked before it is read as a string: {"type": 5} is a 400 naming the field, not the
-    // JSON library's "type must be string, but is number".
-    const Json* type = Field(*rf, "type");
-    if (type == nullptr || !type->is_string()) {
-      ThrowBadField("response_format.type",
-                    "'response_format.type' must be a string; the allowed value is \"text\" "
-                    "(\"json_object\" and \"json_schema\" are not supported)");
+    if (const Json* strict = Field(*js, "strict"); strict != nullptr && !strict->is_boolean()) {
+      ThrowBadField("response_format.json_schema.strict",
+                    "'response_format.json_schema.strict' must be a boolean");
     }
-    if (type->get_ref<const std::string&>() != "text") {
-      ThrowBadField("response_format.type",
-                    "'response_format.type' is \"" +
-                        internal::EscapeForMessage(type->get_ref<const std::string&>(), 40) +
-                        "\"; the allowed value is \"text\" (\"json_object\" and "
-                        "\"json_schema\" are not supported)",
-                    "unsupported_value");
+    const Json* sch = Field(*js, "schema");
+    if (sch == nullptr || !(sch->is_object() || sch->is_boolean())) {
+      ThrowBadField("response_format.json_schema.schema",
+                    "'response_format.json_schema.schema' must be a JSON Schema object", "missing");
     }
+    schema = ordered["response_format"]["json_schema"]["schema"].dump();
+    param = "response_format.json_schema.schema";
+  } else {
+    ThrowBadField("response_format.type",
+                  "'response_format.type' is \"" + internal::EscapeForMessage(t, 40) +
+                      "\"; the allowed values are \"text\", \"json_object\" and \"json_schema\"",
+                  "unsupported_value");
+  }
+  try {
+    constrain::CompileJsonSchema(schema);
+  } catch (const Error& e) {
+    ThrowBadField(param, std::string("'") + param + "': " + e.what(),
+                  std::string(e.what()).find("is not supported") != std::string::npos
+                      ? "unsupported_value"
+                      : "invalid_value");
+  }
+  return schema;
+}
+
+// OpenAI's tools, tool_choice and parallel_tool_calls. Each function's parameters schema is
+// compiled here, so a keyword ebb cannot honour is a 400 naming it.
+void ParseTools(const Json& j, const nlohmann::ordered_json& ordered, CompletionRequest& r) {
+  const Json* tools = Field(j, "tools");
+  std::vector<std::string> names;
+  if (tools != nullptr && !tools->is_null()) {
+    if (!tools->is_array()) {
+      ThrowBadField("tools",
+                    "'tools' must be a list of {\"type\": \"function\", \"function\": "
+                    "{\"name\", \"description\", \"parameters\"}}");
+    }
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const Json& t = (*tools)[i];
+      const std::string p = "tools[" + std::to_string(i) + "]";
+      if (!t.is_object() || Field(t, "type") == nullptr || t["type"] != "function") {
+        ThrowBadField(p + ".type", "'" + p + ".type' must be \"function\" (the only tool type)");
+      }
+      const Json* f = Field(t, "function");
+      if (f == nullptr || !f->is_object()) {
+        ThrowBadField(p + ".function", "'" + p + ".function' must be an object {\"name\", ...}");
+      }
+      const Json* name = Field(*f, "name");
+      if (name == nullptr || !name->is_string() || name->get_ref<const std::string&>().empty() ||
+          name->get_ref<const std::string&>().size() > 64 ||
+          name->get_ref<const std::string&>().find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+              std::string::npos) {
+        ThrowBadField(p + ".function.name", "'" + p +
+                                                ".function.name' must be 1 to 64 letters, digits, "
+                                                "'_' or '-'");
+      }
+      for (const std::string& n : names) {
+        if (n == *name) {
+          ThrowBadField(p + ".function.name",
+                        "'" + p + ".function.name' \"" + n + "\" names two tools");
+        }
+      }
+      names.push_back(name->get<std::string>());
+      if (const Json* d = Field(*f, "description"); d != nullptr && !d->is_string()) {
+        ThrowBadField(p + ".function.description",
+                      "'" + p + ".function.description' must be a string");
+      }
+      if (const Json* params = Field(*f, "parameters"); params != nullptr) {
+        const std::string pp = p + ".function.parameters";
+        if (!params->is_object()) ThrowBadField(pp, "'" + pp + "' must be a JSON Schema object");
+        try {
+          constrain::CompileJsonSchema(ordered["tools"][i]["function"]["parameters"].dump());
+        } catch (const Error& e) {
+          ThrowBadField(pp, "'" + pp + "': " + e.what(),
+                        std::string(e.what()).find("is not supported") != std::string::npos
+                            ? "unsupported_value"
+                            : "invalid_value");
+        }
+      }
+    }
+    if (!tools->empty()) r.tools_json = ordered["tools"].dump();  // key order kept
+  }
+  if (const Json* tc = Field(j, "tool_choice"); tc != nullptr && !tc->is_null()) {
+    if (tc->is_string()) {
+      const std::string& c = tc->get_ref<const std::string&>();
+      if (c != "none" && c != "auto" && c != "required") {
+        ThrowBadField("tool_choice",
+                      "'tool_choice' is \"" + internal::EscapeForMessage(c, 40) +
+                          "\"; use \"none\", \"auto\", \"required\" or "
+                          "{\"type\": \"function\", \"function\": {\"name\": ...}}",
+                      "unsupported_value");
+      }
+      r.tool_choice = c;
+    } else if (tc->is_object() && Field(*tc, "type") != nullptr && (*tc)["type"] == "function" &&
+               Field(*tc, "function") != nullptr && (*tc)["function"].is_object() &&
+               Field((*tc)["function"], "name") != nullptr &&
+               (*tc)["function"]["name"].is_string()) {
+      r.tool_choice = "function";
+      r.tool_choice_name = (*tc)["function"]["name"].get<std::string>();
+      if (std::find(names.begin(), names.end(), r.tool_choice_name) == names.end()) {
+        ThrowBadField("tool_choice.function.name",
+                      "'tool_choice.function.name' \"" +
+                          internal::EscapeForMessage(r.tool_choice_name, 64) +
+                          "\" is not one of the request's tools");
+      }
+    } else {
+      ThrowBadField("tool_choice",
+                    "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
+                    "\"function\", \"function\": {\"name\": ...}}");
+    }
+    if (r.tools_json.empty() && r.tool_choice != "none") {
+      ThrowBadField("tool_choice", "'tool_choice' \"" + r.tool_choice +
+                                       "\" needs \"tools\": the request has none");
+    }
+  }
+  if (const Json* ptc = Field(j, "parallel_tool_calls"); ptc != nullptr && !ptc->is_null()) {
+    if (!ptc->is_boolean()) {
+      ThrowBadField("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+    }
+    r.parallel_tool_calls = ptc->get<bool>();
   }
 }
 
@@ -254,11 +400,28 @@ CompletionRequest ParseCompletionRequest(std::string_view body, bool chat) {
   r.chat = chat;
   r.model = RequireString(j, "model");
   RefuseUnsupported(j);
+  // Key order matters to schemas (properties are generated in order); nlohmann::json sorts keys.
+  const auto ordered = nlohmann::ordered_json::parse(body);
+  r.json_schema = ResponseFormatSchema(j, ordered);
   if (chat) {
     const Json* m = Field(j, "messages");
     if (m == nullptr) ThrowBadField("messages", "'messages' is required", "missing");
     r.messages = Messages(*m);
+    r.messages_json = m->dump();
+    for (const Json& msg : *m) {
+      if (msg.contains("tool_calls") || (msg.contains("role") && msg["role"] == "tool")) {
+        r.tool_history = true;
+      }
+    }
+    ParseTools(j, ordered, r);
   } else {
+    for (const char* name : {"tools", "tool_choice", "parallel_tool_calls"}) {
+      if (const Json* v = Field(j, name); v != nullptr && !v->is_null()) {
+        ThrowBadField(
+            name, std::string("'") + name + "' is a chat field: send tools to /v1/chat/completions",
+            "unsupported_parameter");
+      }
+    }
     const Json* p = Field(j, "prompt");
     if (p == nullptr) ThrowBadField("prompt", "'prompt' is required", "missing");
     if (p->is_string()) {

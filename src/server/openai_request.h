@@ -45,6 +45,22 @@ struct CompletionRequest {
   // llama.cpp's field: false prefills every prompt token and stores nothing in the model's
   // prefix cache (the request option cache_prompt; it wins over options.cache_prompt).
   std::optional<bool> cache_prompt;
+  // response_format: "" for text; else the JSON Schema the output must satisfy (json_object:
+  // {"type":"object"}), compiled once at parse time so an unsupported keyword is a 400 naming
+  // it (param response_format.json_schema.schema).
+  std::string json_schema;
+  // Tool calling (chat; docs/structured_output.md "Tool calls"). messages_json: the messages as
+  // sent (with assistant tool_calls and role "tool" results), rendered through the template's
+  // tool support when tools are given or the history has tool messages. tools_json: the `tools`
+  // array ("" when none); each function's parameters schema was compiled at parse time.
+  std::string messages_json;
+  bool tool_history = false;  // a message has tool_calls or role "tool"
+  std::string tools_json;
+  // tool_choice: "auto" (default with tools), "none", "required", or "function" with
+  // tool_choice_name (OpenAI's {"type": "function", "function": {"name": ...}}).
+  std::string tool_choice = "auto";
+  std::string tool_choice_name;
+  bool parallel_tool_calls = true;
   // ebb's request keys given under "options" (the option table's request scope), e.g.
   // {"options": {"top_k": 40}}: the same names as the CLI and the SDKs.
   std::vector<std::pair<std::string, std::string>> options;

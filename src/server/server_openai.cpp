@@ -22,6 +22,7 @@
 #include "server/request_log.h"
 #include "server/routes.h"
 #include "server/server.h"
+#include "server/tool_calling.h"
 
 namespace ebb::server {
 namespace {
@@ -72,16 +73,21 @@ bool HasOption(const std::vector<std::pair<std::string, std::string>>& options,
 
 // The request as ebb::Generate takes it, with the prompt encoded and checked against the
 // model's context. Throws ApiException (400 context_length_exceeded, bad options).
-GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& model) {
+GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& model,
+                                     ToolPlan* tools) {
   GenerateRequest g;
-  if (r.chat) {
-    g.messages = r.messages;
+  if (UsesTools(r)) {
+    *tools = PrepareTools(r, model, g);  // the prompt (with the tools) and the constraint
   } else {
-    g.prompt = r.prompt;
+    if (r.chat) {
+      g.messages = r.messages;
+    } else {
+      g.prompt = r.prompt;
+    }
+    g.input_ids = EncodeInput(model, g);
+    g.messages.clear();
+    g.prompt.clear();
   }
-  g.input_ids = EncodeInput(model, g);
-  g.messages.clear();
-  g.prompt.clear();
   const size_t n = g.input_ids[0].size();
   const int32_t context = model.info().context_length;
   if (context > 0 && n >= static_cast<size_t>(context)) {
@@ -123,6 +129,14 @@ GenerateRequest BuildGenerateRequest(const CompletionRequest& r, const Model& mo
   if (r.presence_penalty) g.params.presence_penalty = *r.presence_penalty;
   if (r.frequency_penalty) g.params.frequency_penalty = *r.frequency_penalty;
   if (r.logit_bias) g.params.logit_bias = *r.logit_bias;
+  if (!r.json_schema.empty()) {
+    if (tools != nullptr && tools->parse) {
+      ThrowBadField("response_format",
+                    "'response_format' and 'tools' both constrain the reply: send one of them (or "
+                    "tool_choice \"none\")");
+    }
+    g.params.json_schema = r.json_schema;
+  }
   if (r.logprobs) {
     g.params.logprobs = true;
     g.params.top_logprobs = r.top_logprobs;
@@ -326,7 +340,8 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
               "prompt to /v1/completions",
           "messages", "no_chat_template", 0});
     }
-    auto g = std::make_shared<GenerateRequest>(BuildGenerateRequest(r, *model));
+    auto tools = std::make_shared<ToolPlan>();
+    auto g = std::make_shared<GenerateRequest>(BuildGenerateRequest(r, *model, tools.get()));
     const std::string id = (chat ? "chatcmpl-" : "cmpl-") + res.get_header_value("X-Request-Id");
     const int64_t created = NowSeconds();
     const std::string object = chat ? "chat.completion" : "text_completion";
@@ -363,10 +378,13 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
       }
       Json choice;
       if (chat) {
+        std::string finish = FinishName(row.finish_reason);
+        Json message = ToolMessage(*tools, *model->tokenizer(), model->info().eos_token_ids, row,
+                                   static_cast<uint64_t>(created), finish);
         choice = {{"index", 0},
-                  {"message", {{"role", "assistant"}, {"content", row.text}, {"refusal", nullptr}}},
+                  {"message", std::move(message)},
                   {"logprobs", std::move(logprobs)},
-                  {"finish_reason", FinishName(row.finish_reason)}};
+                  {"finish_reason", finish}};
       } else {
         choice = {{"index", 0},
                   {"text", row.text},
@@ -396,13 +414,19 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
     res.set_header("X-Accel-Buffering", "no");
     const bool include_usage = r.include_usage;
     const std::string model_name = r.model;
+    // With tools the text is read for calls: content goes out as the parser releases it, the
+    // calls as delta.tool_calls once each is complete.
+    auto tool_stream = tools->parse ? std::make_shared<ToolStream>(*tools, *model->tokenizer(),
+                                                                   model->info().eos_token_ids,
+                                                                   static_cast<uint64_t>(created))
+                                    : nullptr;
     auto formatter = g->params.logprobs || g->params.top_logprobs > 0
                          ? std::make_shared<LogprobsFormatter>(*model, chat, g->input_ids[0].back())
                          : nullptr;
     res.set_chunked_content_provider(
         "text/event-stream",
         [ticket, lease, g, generation, id, created, chat, include_usage, model_name, formatter,
-         metrics = metrics_](size_t /*offset*/, httplib::DataSink& sink) {
+         tool_stream, metrics = metrics_](size_t /*offset*/, httplib::DataSink& sink) {
           const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
           // A chunk carries the logprobs of the tokens whose text it releases (held text, e.g. a
           // possible stop string, carries them to a later chunk; the last chunk takes the rest).
@@ -443,6 +467,7 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
               std::optional<GenerationPiece> p = generation->Next();
               if (!p) break;
               if (formatter && p->logprobs != nullptr) formatter->Add(p->token, *p->logprobs);
+              if (tool_stream) p->text = tool_stream->Feed(p->token);
               if (p->text.empty()) continue;
               ticket->Progress();  // before the write, which may block on a slow client
               send(chunk(Json{{"content", std::move(p->text)}}, nullptr));
@@ -473,7 +498,16 @@ void Server::ChatOrCompletion(const httplib::Request& req, httplib::Response& re
             NoteStreamError(e.status, e.code.value_or(""));
             send(Json::parse(e.ToJson()));
           } else {
-            send(chunk(Json::object(), FinishName(out.rows.at(0).finish_reason)));
+            std::string finish = FinishName(out.rows.at(0).finish_reason);
+            if (tool_stream) {
+              auto [rest, calls] = tool_stream->Finish();
+              if (!rest.empty()) send(chunk(Json{{"content", std::move(rest)}}, nullptr));
+              if (!calls.empty()) {
+                send(chunk(Json{{"tool_calls", std::move(calls)}}, nullptr));
+                finish = "tool_calls";
+              }
+            }
+            send(chunk(Json::object(), finish));
             if (include_usage) {
               Json u = {{"id", id},
                         {"object", chunk_object},

@@ -224,6 +224,30 @@ int main(int argc, char** argv) {
   ebb_result_free(res);
   res = NULL;
 
+  /* Structured output: a regex constrains the text; a schema keyword ebb cannot honour fails
+   * ebb_generate before any token, naming it (docs/structured_output.md). */
+  {
+    ebb_request* cr = NULL;
+    if (!ok(ebb_request_create(&cr), "request_create (regex)")) {
+      ok(ebb_request_set_prompt(cr, "hello"), "prompt");
+      ok(ebb_request_set_option(cr, "max_new_tokens", "20"), "max_new_tokens");
+      ok(ebb_request_set_option(cr, "regex", "[0-9]{3}-[a-c]{2}"), "regex");
+      if (!ok(ebb_generate(model, cr, NULL, NULL, &res), "generate (regex)")) {
+        const char* text = ebb_result_get_text(res);
+        CHECK(strlen(text) == 6 && text[3] == '-');
+        CHECK(strcmp(ebb_result_get_finish_reason(res), "stop") == 0);
+        ebb_result_free(res);
+        res = NULL;
+      }
+      ok(ebb_request_set_option(cr, "regex", ""), "regex off");
+      ok(ebb_request_set_option(cr, "json_schema", "{\"type\": \"integer\", \"multipleOf\": 3}"),
+         "json_schema");
+      expect_error(ebb_generate(model, cr, NULL, NULL, &res), EBB_INVALID_ARGUMENT, "multipleOf",
+                   "unsupported schema keyword");
+      ebb_request_free(cr);
+    }
+  }
+
   /* Pull form: start, next until done, finish; the same text as ebb_generate's callback got.
    * A KV budget that cannot hold the request fails at start, before any piece. */
   {
@@ -466,7 +490,8 @@ int main(int argc, char** argv) {
       }
       ebb_request_free(r);
       if (!ok(ebb_model_unpin_prefix(model, ids, n, &json), "unpin_prefix")) {
-        CHECK(strstr(json, "\"pinned\":true") != NULL && strstr(json, "\"pinned_bytes\":0") != NULL);
+        CHECK(strstr(json, "\"pinned\":true") != NULL &&
+              strstr(json, "\"pinned_bytes\":0") != NULL);
         ebb_string_free(json);
       }
       if (!ok(ebb_model_unpin_prefix(model, ids, n, &json), "unpin again")) {

@@ -431,9 +431,17 @@ TEST(Genai, SearchOptionsReportWhatIsInForceAndRefuseWhatEbbCannotDo) {
   EXPECT_NE(Take(OgaCreateGenerator(model.get(), params.get(), &g)).find("temperature"),
             std::string::npos);
   EXPECT_EQ(g, nullptr);
-  EXPECT_NE(Take(OgaGeneratorParamsSetGuidance(params.get(), "json_schema", "{}", false))
+  // Lark is llguidance's format; ebb takes GBNF (docs/structured_output.md).
+  EXPECT_NE(Take(OgaGeneratorParamsSetGuidance(params.get(), "lark_grammar", "start: \"a\"", false))
                 .find("not supported"),
             std::string::npos);
+  // A schema keyword ebb cannot honour is named when the generator is created.
+  OK(OgaGeneratorParamsSetSearchNumber(params.get(), "temperature", 1));
+  OK(OgaGeneratorParamsSetGuidance(params.get(), "json_schema",
+                                   R"({"type":"integer","multipleOf":2})", false));
+  EXPECT_NE(Take(OgaCreateGenerator(model.get(), params.get(), &g)).find("multipleOf"),
+            std::string::npos);
+  EXPECT_EQ(g, nullptr);
 }
 
 TEST(Genai, ConfigProvidersOverlayAndEbbSectionBecomeLoadOptions) {

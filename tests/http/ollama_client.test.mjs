@@ -113,7 +113,7 @@ test('options ebb cannot honour are named in X-Ebb-Ignored-Options; unsupported 
     options: { temperature: 0, num_predict: 2, mirostat: 2, num_gpu: 1 } });
   assert.equal(r.status, 200);
   assert.equal(r.headers.get('x-ebb-ignored-options'), 'mirostat,num_gpu');
-  for (const [field, value] of [['format', 'json'], ['images', ['aGk=']], ['template', '{{x}}']]) {
+  for (const [field, value] of [['images', ['aGk=']], ['template', '{{x}}']]) {
     const bad = await post('/api/generate', { model: TINY, prompt: 'hi', [field]: value });
     assert.equal(bad.status, 400, field);
     assert.equal(typeof bad.body.error, 'string');
@@ -123,6 +123,16 @@ test('options ebb cannot honour are named in X-Ebb-Ignored-Options; unsupported 
     system: 'be brief' });
   assert.equal(rawSystem.status, 400);
   assert.match(rawSystem.body.error, /'system' is not used with raw/);
+  // format: "json" or a schema constrains the output (issue 37); an unsupported keyword is named.
+  const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'],
+    additionalProperties: false };
+  const fmt = await ollama.generate({ model: TINY, prompt: 'hi', format: schema,
+    options: { temperature: 0, num_predict: 20 } });
+  assert.deepEqual(Object.keys(JSON.parse(fmt.response)), ['ok']);
+  const badFormat = await post('/api/generate', { model: TINY, prompt: 'hi',
+    format: { type: 'object', not: {} } });
+  assert.equal(badFormat.status, 400);
+  assert.match(badFormat.body.error, /'not'/);
   const tools = await post('/api/chat', { model: TINY, messages: [{ role: 'user', content: 'x' }],
     tools: [{ type: 'function', function: { name: 'f' } }] });
   assert.equal(tools.status, 400);

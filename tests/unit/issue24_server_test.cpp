@@ -45,9 +45,8 @@ TEST(Issue24Requests, ResponseFormatTypeOfTheWrongTypeNamesTheFieldAndTheValues)
     EXPECT_THAT(e.message, HasSubstr("\"text\"")) << rf;
     EXPECT_THAT(e.message, Not(HasSubstr("json.exception"))) << rf;
   }
-  const ApiError other = ErrorOf([&] {
-    ParseCompletionRequest(head + R"("response_format": {"type": "json_object"}})", true);
-  });
+  const ApiError other = ErrorOf(
+      [&] { ParseCompletionRequest(head + R"("response_format": {"type": "yaml"}})", true); });
   EXPECT_EQ(other.param.value_or(""), "response_format.type");
   EXPECT_EQ(other.code.value_or(""), "unsupported_value");
   const ApiError not_object =

@@ -74,6 +74,12 @@ bool DefaultIsADescription(std::string_view key) {
       "repetition_penalty",  // unset = the config's
       "embed.normalize",     // unset = modules.json's Normalize module
       "stop",                // "(none)" = no stop string
+      "json_schema",         // "(none)" = no constraint (empty string)
+      "regex",
+      "grammar",
+      "constraint_prefix",
+      "constraint_suffix",
+      "constraint_trigger",
   };
   for (std::string_view k : kDescribed) {
     if (k == key) return true;
