@@ -292,6 +292,16 @@ void Grammar::Validate(std::string_view source) const {
            "alternative without the recursion");
     }
   }
+  const std::vector<int32_t> cycle = LeftRecursiveCycle();
+  if (!cycle.empty()) {
+    Fail(src + ": rule '" + rules_[static_cast<size_t>(cycle.front())].name +
+         "' is left-recursive (it can start with itself): rewrite `a ::= a x | y` as "
+         "`a ::= y x*`");
+  }
+}
+
+std::vector<int32_t> Grammar::LeftRecursiveCycle() const {
+  const size_t n = rules_.size();
   // Nullable rules (derive the empty string).
   std::vector<char> nullable(n, 0);
   for (bool changed = true; changed;) {
@@ -322,7 +332,7 @@ void Grammar::Validate(std::string_view source) const {
   }
   std::vector<char> color(n, 0);  // 0 new, 1 on the path, 2 done
   for (size_t start = 0; start < n; ++start) {
-    if (color[start] || !reachable[start]) continue;
+    if (color[start]) continue;
     // Iterative DFS: (rule, next edge).
     std::vector<std::pair<int32_t, size_t>> path{{static_cast<int32_t>(start), 0}};
     color[start] = 1;
@@ -331,9 +341,11 @@ void Grammar::Validate(std::string_view source) const {
       if (e < left[static_cast<size_t>(r)].size()) {
         const int32_t next = left[static_cast<size_t>(r)][e++];
         if (color[static_cast<size_t>(next)] == 1) {
-          Fail(src + ": rule '" + rules_[static_cast<size_t>(next)].name +
-               "' is left-recursive (it can start with itself): rewrite `a ::= a x | y` as "
-               "`a ::= y x*`");
+          std::vector<int32_t> cycle;
+          auto from = std::find_if(path.begin(), path.end(),
+                                   [&](const auto& p) { return p.first == next; });
+          for (; from != path.end(); ++from) cycle.push_back(from->first);
+          return cycle;
         }
         if (color[static_cast<size_t>(next)] == 0) {
           color[static_cast<size_t>(next)] = 1;
@@ -345,6 +357,7 @@ void Grammar::Validate(std::string_view source) const {
       }
     }
   }
+  return {};
 }
 
 std::string Grammar::Dump() const {

@@ -92,6 +92,11 @@ class Grammar {
   // ("grammar", "json_schema", ...).
   void Validate(std::string_view source) const;
 
+  // The rules of a left-recursive cycle (a rule that can start with itself, through nullable
+  // rules), in order along the cycle; empty when there is none. Validate's check, shared with
+  // compilers that name the cycle in their own terms (json_schema: the $ref on it).
+  std::vector<int32_t> LeftRecursiveCycle() const;
+
   // A readable GBNF-like listing (tests and --verbose logging).
   std::string Dump() const;
 

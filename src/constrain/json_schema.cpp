@@ -2663,66 +2663,14 @@ class Compiler {
   // A $ref that reaches its own schema before any text is matched cannot run (the matcher
   // would loop): report it as the schema location, not as a rule name.
   void CheckLeftRecursion(const Grammar& g, const std::vector<int32_t>& old_ids) const {
-    const auto& rules = g.rules();
-    const size_t n = rules.size();
-    std::vector<char> nullable(n, 0);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t i = 0; i < n; ++i) {
-        if (nullable[i]) continue;
-        for (const Sequence& seq : rules[i].alternatives) {
-          if (std::all_of(seq.begin(), seq.end(), [&](const Symbol& s) {
-                return s.is_rule && nullable[static_cast<size_t>(s.index)];
-              })) {
-            nullable[i] = 1;
-            changed = true;
-            break;
-          }
-        }
-      }
-    }
-    std::vector<std::vector<int32_t>> left(n);
-    for (size_t i = 0; i < n; ++i) {
-      for (const Sequence& seq : rules[i].alternatives) {
-        for (const Symbol& s : seq) {
-          if (!s.is_rule) break;
-          left[i].push_back(s.index);
-          if (!nullable[static_cast<size_t>(s.index)]) break;
-        }
-      }
-    }
-    std::vector<char> color(n, 0);
-    for (size_t start = 0; start < n; ++start) {
-      if (color[start]) continue;
-      std::vector<std::pair<int32_t, size_t>> path{{static_cast<int32_t>(start), 0}};
-      color[start] = 1;
-      while (!path.empty()) {
-        auto& [r, e] = path.back();
-        if (e < left[static_cast<size_t>(r)].size()) {
-          const int32_t next = left[static_cast<size_t>(r)][e++];
-          if (color[static_cast<size_t>(next)] == 1) {
-            // The cycle is the path from `next` to the top: name a $ref target on it.
-            auto from = std::find_if(path.begin(), path.end(),
-                                     [&](const auto& p) { return p.first == next; });
-            for (; from != path.end(); ++from) {
-              const int32_t q = from->first;
-              const auto it = ref_ptrs_.find(old_ids[static_cast<size_t>(q)]);
-              if (it != ref_ptrs_.end()) {
-                Fail("the schema at " + it->second +
-                     " can reach itself through $ref before any text (left recursion, e.g. "
-                     "{\"anyOf\": [{\"$ref\": \"#\"}, ...]}), which never ends: put the "
-                     "recursive $ref inside an object property or an array item");
-              }
-            }
-          }
-          if (color[static_cast<size_t>(next)] == 0) {
-            color[static_cast<size_t>(next)] = 1;
-            path.emplace_back(next, 0);
-          }
-        } else {
-          color[static_cast<size_t>(r)] = 2;
-          path.pop_back();
-        }
+    // The cycle Grammar finds, named by a $ref target on it.
+    for (const int32_t q : g.LeftRecursiveCycle()) {
+      const auto it = ref_ptrs_.find(old_ids[static_cast<size_t>(q)]);
+      if (it != ref_ptrs_.end()) {
+        Fail("the schema at " + it->second +
+             " can reach itself through $ref before any text (left recursion, e.g. "
+             "{\"anyOf\": [{\"$ref\": \"#\"}, ...]}), which never ends: put the "
+             "recursive $ref inside an object property or an array item");
       }
     }
   }
