@@ -50,7 +50,11 @@ struct Conn {
   bool close_after = false;  // answer this request, then close (a reserve slot's probe)
   bool counted = false;      // counted in Impl's unproven or reserve figures
   bool unadmitted = false;   // accepted, counted in Impl::unadmitted_, not yet seen by Admit
-  std::string source;        // the peer's address
+  // Back from a worker with bytes of its next (pipelined) request buffered: it stays counted in
+  // Impl::in_progress_ until the loop has routed it, so a drain polling requests_in_progress()
+  // never sees 0 between one answer and the next request already here (which is owed its 503).
+  bool handed_back = false;
+  std::string source;  // the peer's address
   // Since when the connection has waited for a request's first byte (accept, or the end of
   // its last answer): only one idle for kEvictAfter may be evicted.
   Clock::time_point idle_since;
@@ -621,11 +625,14 @@ class HttpFront::Impl {
           continue;
         }
         // A connection back from a worker may already hold its next (pipelined) request.
+        const bool handed_back = c->handed_back;
+        c->handed_back = false;
         if (!c->buf.empty() && c->request_len == 0) {
           Route(std::move(c), conns);
         } else {
           conns.push_back(std::move(c));
         }
+        if (handed_back) --in_progress_;  // Route counted it again if the request is complete
       }
       conns.erase(std::remove(conns.begin(), conns.end(), nullptr), conns.end());  // evicted
       const auto now = Clock::now();
@@ -697,11 +704,14 @@ class HttpFront::Impl {
         busy_fds_.insert(c->fd);
       }
       bool keep = Serve(*c);
-      --in_progress_;  // answered, the last byte of the response written (or failed)
       {
         std::lock_guard<std::mutex> lock(mu_);
         busy_fds_.erase(c->fd);
         keep = keep && !stop_;
+        // Answered, the last byte of the response written (or failed); a connection with its
+        // next request's bytes here stays counted until the loop routes it (Conn::handed_back).
+        c->handed_back = keep && !c->buf.empty();
+        if (!c->handed_back) --in_progress_;
         if (keep) {
           incoming_.push_back(std::move(c));
         }
