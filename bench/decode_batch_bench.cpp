@@ -21,6 +21,7 @@
 
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "generate/decode_batcher.h"
 #include "model/model_impl.h"
 
@@ -144,12 +145,12 @@ int main(int argc, char** argv) {
       }
       common.Set("session_options." + kv.substr(0, eq), kv.substr(eq + 1));
     }
-    auto off = ebb::Model::Load(a.model, common);
+    auto off = ebb::LoadModel(a.model, common);
     ebb::ModelOptions mo = common;
     mo.Set("decode_batch.max_rows", std::to_string(a.rows));
     mo.Set("decode_batch.policy", a.policy);
     mo.Set("decode_batch.max_wait_us", a.wait_us);
-    auto on = ebb::Model::Load(a.model, mo);
+    auto on = ebb::LoadModel(a.model, mo);
     std::map<std::string, std::vector<double>> results;
     bool identical = true;
     for (int r = 0; r < a.repeats; ++r) {

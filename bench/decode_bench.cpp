@@ -18,6 +18,7 @@
 
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 
 namespace {
 
@@ -49,7 +50,7 @@ std::vector<int32_t> Prompt(int n, int vocab) {
 }
 
 std::shared_ptr<ebb::Model> SharedModel() {
-  static std::shared_ptr<ebb::Model> model = ebb::Model::Load(ModelDir());
+  static std::shared_ptr<ebb::Model> model = ebb::LoadModel(ModelDir());
   return model;
 }
 

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "ebb/model.h"
+#include "ebb/process_memory.h"
+#include "ebb/runtime.h"
 #include "ebb/stats.h"
 #include "generate/sampler.h"
 #include "kv/kv_cache.h"
@@ -118,8 +120,7 @@ void BM_ReadProcessMemory(benchmark::State& state) {
 
 void BM_ModelMemoryStats(benchmark::State& state) {
   const char* dir = std::getenv("EBB_BENCH_MODEL");
-  auto model =
-      ebb::Model::Load(dir != nullptr ? dir : EBB_BINARY_DIR "/test-models/llama-tiny-fp32");
+  auto model = ebb::LoadModel(dir != nullptr ? dir : EBB_BINARY_DIR "/test-models/llama-tiny-fp32");
   for (auto _ : state) benchmark::DoNotOptimize(model->memory_stats());
 }
 

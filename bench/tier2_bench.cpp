@@ -14,6 +14,8 @@
 
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/process_memory.h"
+#include "ebb/runtime.h"
 #include "ebb/stats.h"
 
 namespace {
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown setting %s\n", setting.c_str());
     return 2;
   }
-  auto model = ebb::Model::Load(dir, o);
+  auto model = ebb::LoadModel(dir, o);
   const int vocab = model->info().vocab_size;
   // Mixed prompt lengths 16..2047 (a shuffled cycle of 100), 8 generated tokens each.
   std::vector<int> lengths(100);
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < requests; ++r) {
     if (setting == "reload-every-50" && r > 0 && r % 50 == 0) {
       model.reset();  // the users' workaround: unload, then load again
-      model = ebb::Model::Load(dir, o);
+      model = ebb::LoadModel(dir, o);
     }
     if (setting == "shrink-after-next-every-50" && r % 50 == 49) {
       model->runtime().ShrinkAfterNextRun();

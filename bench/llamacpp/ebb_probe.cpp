@@ -25,6 +25,7 @@
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
+#include "ebb/runtime.h"
 #include "ebb/version.h"
 #include "probe_util.h"
 
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
     ebb::ModelOptions mo;
     mo.session_options["intra_op_num_threads"] = std::to_string(r.args.threads);
     const auto t0 = probe::Clock::now();
-    std::shared_ptr<ebb::Model> model = ebb::Model::Load(r.args.model, mo);
+    std::shared_ptr<ebb::Model> model = ebb::LoadModel(r.args.model, mo);
     auto t1 = probe::Clock::now();
     r.load_s = probe::Seconds(t0, t1);
     r.after_load = probe::Memory::Now();

@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "ebb/json.h"
 #include "ebb/model_controls.h"
 #include "ebb/stats.h"
 #include "ebb_genai.h"

@@ -1,4 +1,4 @@
-// oga_model.cpp — genai's configs and models over ebb::Model::Load.
+// oga_model.cpp — genai's configs and models over ebb::LoadModel.
 //
 // A genai config is the folder's genai_config.json plus the caller's changes. ebb loads the folder
 // itself (it reads genai_config.json), so each change becomes the ebb load option that means the
@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "ebb/options.h"
+#include "ebb/runtime.h"
 #include "oga_internal.h"
 
 namespace fs = std::filesystem;
@@ -200,7 +201,7 @@ OgaModel* CreateModel(const OgaConfig& c) {
 
   auto m = std::make_unique<OgaModel>();
   if (c.model_data.empty()) {
-    m->model = ebb::Model::Load(c.dir, opts);
+    m->model = ebb::LoadModel(c.dir, opts);
   } else {
     // The folder goes when the last holder of the model does (params, generators and
     // tokenizers share this control block through the aliasing constructor).
@@ -215,7 +216,7 @@ OgaModel* CreateModel(const OgaConfig& c) {
     };
     auto h = std::make_shared<Holder>();
     h->dir = MaterializeModelData(c);
-    h->model = ebb::Model::Load(h->dir, opts);
+    h->model = ebb::LoadModel(h->dir, opts);
     m->model = std::shared_ptr<ebb::Model>(h, h->model.get());
   }
   if (m->model->info().is_encoder) {

@@ -3,6 +3,17 @@
 // Contract: every fallible ebb call reports failure by throwing ebb::Error. The message
 // names the problem and, where there is one, the fix (the option or input to change).
 // Exceptions never cross the C ABI, Python or HTTP boundaries; those translate ErrorCode.
+//
+// Three deliberate exceptions, each because the call's work is already done or is best-effort
+// and throwing would lose it:
+// - Generation::Next (and so Generate) does not throw for a decoding error once tokens were
+//   produced: the rows end with FinishReason::kError, the text so far is kept, and
+//   GenerateResult::error holds the ebb::Error. Errors before the first token still throw.
+// - ModelControls::ReleaseWeights returns a WeightsRelease whose `reason` says why nothing was
+//   released (anonymous weights, requests running): declining is an answer, not a failure.
+// - ModelControls::ShrinkArena logs an error of its minimal step rather than throwing: the KV
+//   pool and the heap are trimmed anyway, and the caller (often a timer) has nothing to undo.
+// Anything else that does not throw on failure is a bug.
 #pragma once
 
 #include <optional>

@@ -1,9 +1,9 @@
 // ebb/model.h — a loaded onnxruntime-genai model folder.
 //
-// Ownership: Model::Load returns a shared_ptr. Generators hold a reference, so a Model lives
-// until its last generator is gone; destroying it releases its ORT session and its KV pool.
-// Thread-safety: a Model is shared by many generators on many threads; every const method and
-// every Generator operation on distinct generators may run concurrently.
+// Ownership: ebb::LoadModel (ebb/runtime.h) and Runtime::Load return a shared_ptr. Generators hold
+// a reference, so a Model lives until its last generator is gone; destroying it releases its ORT
+// session and its KV pool. Thread-safety: a Model is shared by many generators on many threads;
+// every const method and every Generator operation on distinct generators may run concurrently.
 // State after failure: a failed Load leaves nothing loaded and nothing allocated.
 #pragma once
 
@@ -56,28 +56,15 @@ struct ModelInfo {
 class Runtime;
 class Model;
 
-// One JSON object describing `model`: its id, path, weights_bytes and every ModelInfo field,
-// named as in the struct. The form the C ABI (ebb_model_info_json), the Python SDK (Model.info)
-// and the service (GET /v1/models/{id}/runtime "info") return.
-EBB_API std::string InfoJson(const Model& model);
-
-// A loaded model. Created by Runtime::Load (named, in a runtime's registry) or Model::Load (in
-// Runtime::Default(), under an automatic id "#N").
+// A loaded model. Created by Runtime::Load (named, in a runtime's registry) or ebb::LoadModel
+// (ebb/runtime.h: in Runtime::Default(), under an automatic id "#N").
 class EBB_API Model : public std::enable_shared_from_this<Model> {
  public:
-  // Loads `dir` (a folder with genai_config.json, the ONNX model and optionally
-  // tokenizer.json; or an encoder's sentence-transformers / Hugging Face ONNX export, see
-  // docs/embeddings.md) into Runtime::Default(). Encoders (ModelInfo::is_encoder) serve
-  // ebb::Embed (ebb/embedding.h); generators on them are refused. Throws ebb::Error: NotFound for
-  // missing files, InvalidArgument for a corrupt model, a bad config field or a bad option (the
-  // message names file and field/key).
-  static std::shared_ptr<Model> Load(const std::filesystem::path& dir,
-                                     const ModelOptions& options = {});
   virtual ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  // The id in its runtime's registry ("#N" for Model::Load).
+  // The id in its runtime's registry ("#N" for ebb::LoadModel).
   const std::string& id() const;
   const ModelInfo& info() const;
   const ModelOptions& options() const;
@@ -91,7 +78,7 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   uint64_t weights_bytes() const;
   // MemoryStats::weights.state ("anonymous", "file-backed", "released", "broken") without the
   // /proc reads memory_stats() does: cheap enough for every request.
-  std::string weights_state() const;
+  WeightsState weights_state() const;
   // Tier 2 controls: shrink now / after the next request / every N, run options, stats.
   ModelControls& controls() { return controls_; }
   // The same object as controls(), under the name Python users asked for (model.runtime) and

@@ -138,7 +138,7 @@ struct EBB_API ModelOptions {
   // chat_template: the chat template that renders messages, instead of the folder's (or where
   // the folder has none): a Jinja file (as tokenizer_config.json's "chat_template"; a relative
   // path is relative to the working directory), or the template text itself (a value with
-  // "{{", "{%" or "{#" in it). Parsed at load: a bad template fails Model::Load with the
+  // "{{", "{%" or "{#" in it). Parsed at load: a bad template fails ebb::LoadModel with the
   // renderer's line and column and the file's name. Empty (default) = the folder's template.
   std::string chat_template;
 

@@ -71,10 +71,16 @@ struct ModelSummary {
   int64_t last_used_unix_ms = 0;     // end of the last request; 0 = none yet
 };
 
-// List() as one JSON array, the fields named as in ModelSummary and ToJson(MemoryStats); what
-// the C ABI and the Python package return (the text of the library's one value for it, which
-// the service's model entries carry too).
-EBB_API std::string ToJson(const std::vector<ModelSummary>& models);
+// Loads `dir` (a folder with genai_config.json, the ONNX model and optionally tokenizer.json; or
+// an encoder's sentence-transformers / Hugging Face ONNX export, see docs/embeddings.md) into
+// Runtime::Default() under an automatic id ("#1", "#2", ...), held weakly: the caller owns the
+// model, and it leaves the runtime's list when the last reference goes. Encoders
+// (ModelInfo::is_encoder) serve ebb::Embed (ebb/embedding.h); generators on them are refused.
+// Throws ebb::Error: NotFound for missing files, InvalidArgument for a corrupt model, a bad config
+// field or a bad option (the message names file and field/key). Declared here, with the runtime
+// it loads into (it was Model::Load before 0.2; CHANGELOG.md).
+EBB_API std::shared_ptr<Model> LoadModel(const std::filesystem::path& dir,
+                                         const ModelOptions& options = {});
 
 class EBB_API Runtime {
  public:
@@ -132,7 +138,9 @@ class EBB_API Runtime {
   void RemoveObserver(const RequestObserver* observer);
 
  private:
-  friend class Model;  // Model::Load loads into Default() under an automatic id, held weakly
+  // LoadModel loads into Default() under an automatic id, held weakly.
+  friend std::shared_ptr<Model> LoadModel(const std::filesystem::path& dir,
+                                          const ModelOptions& options);
   struct State;
   std::shared_ptr<State> state_;
 };

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "ebb/export.h"
 
@@ -57,7 +58,8 @@ struct KvStats {
 // The former name of KvStats (ModelSummary::kv and MemoryStats::kv were KvMemory).
 using KvMemory = KvStats;
 
-// Where a model's weights live (docs/memory.md "Compiled-model cache").
+// Where a model's weights live (docs/memory.md "Compiled-model cache"); WeightsStateName gives
+// the name the JSON forms and every surface use:
 //   "anonymous":   ORT's own copies (parsed, prepacked) in this process's anonymous memory; the
 //                  OS cannot drop them, only swap them.
 //   "file-backed": the session runs from a cache entry's mapped files (clean page-cache pages,
@@ -68,8 +70,13 @@ using KvMemory = KvStats;
 //   "broken":      a mapped file was truncated or changed under the process (SIGBUS absorbed,
 //                  memory/mapped_file_guard.h): every request fails until the model is loaded
 //                  again (the service reloads it by itself).
+//   "mixed":       a runtime's sum over models whose states differ.
+enum class WeightsState { kAnonymous, kFileBacked, kReleased, kBroken, kMixed };
+// "anonymous", "file-backed", "released", "broken", "mixed".
+EBB_API std::string_view WeightsStateName(WeightsState state) noexcept;
+
 struct WeightsMemory {
-  std::string state = "anonymous";
+  WeightsState state = WeightsState::kAnonymous;
   uint64_t anon_bytes = 0;           // weights held as anonymous copies: weights_bytes when
                                      // "anonymous", else 0 (an estimate: ORT does not report it)
   uint64_t file_backed_bytes = 0;    // size of the mapped entry data file (0 when anonymous)
@@ -190,15 +197,6 @@ struct MemoryStats {
   uint64_t used_bytes = 0;
 };
 
-// Reads /proc/self/status; fields stay -1 where the OS has no such line.
-EBB_API ProcessMemory ReadProcessMemory();
-
-// One JSON object with the fields above (snake_case names as in the structs; MemoryStats'
-// shrink_every, shrink_above_bytes and ort_shrink_every_run under "policies"). Documented by
-// docs/runtime.schema.json#/$defs/memory_stats. Each is the text of the one JSON value the library
-// builds for that struct, the same value the CLI, the service and the Python package serve.
-EBB_API std::string ToJson(const MemoryStats& stats);
-EBB_API std::string ToJson(const WeightsRelease& release);
-EBB_API std::string ToJson(const PrefixPin& pin);
+// Their JSON forms (ToJson) are in ebb/json.h; ReadProcessMemory() is in ebb/process_memory.h.
 
 }  // namespace ebb

@@ -32,6 +32,7 @@
 
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <span>
@@ -45,13 +46,13 @@
 #include "ebb/error.h"
 #include "ebb/generation.h"
 #include "ebb/generator.h"
+#include "ebb/json.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/runtime.h"
 #include "ebb/stats.h"
 #include "ebb/tokenizer.h"
 #include "ebb/version.h"
-#include "runtime/stats_json.h"
 
 namespace py = pybind11;
 
@@ -189,20 +190,21 @@ std::string RequestOptionValue(const std::string& key, const py::handle& v,
   return out;
 }
 
-// One of the library's JSON values (runtime/stats_json.h) as Python objects (dict, list, str,
-// int, float, bool, None), converted directly: the value is never printed and parsed again.
-// Object keys keep the value's order.
-py::object FromJson(const ebb::internal::StatsJson& j) {
-  using V = ebb::internal::StatsJson::value_t;
+// One of the library's JSON values (the text of ebb/json.h, parsed here: this surface uses only
+// the public API) as Python objects (dict, list, str, int, float, bool, None). Object keys keep
+// the value's order.
+using Json = nlohmann::ordered_json;
+py::object FromJsonValue(const Json& j) {
+  using V = Json::value_t;
   switch (j.type()) {
     case V::object: {
       py::dict d;
-      for (const auto& [k, v] : j.items()) d[py::str(k)] = FromJson(v);
+      for (const auto& [k, v] : j.items()) d[py::str(k)] = FromJsonValue(v);
       return d;
     }
     case V::array: {
       py::list l;
-      for (const auto& v : j) l.append(FromJson(v));
+      for (const auto& v : j) l.append(FromJsonValue(v));
       return l;
     }
     case V::string:
@@ -222,6 +224,9 @@ py::object FromJson(const ebb::internal::StatsJson& j) {
       return py::none();
   }
 }
+
+// The text ebb::ToJson/ebb::InfoJson returned, as Python objects.
+py::object FromJson(const std::string& text) { return FromJsonValue(Json::parse(text)); }
 
 // Builds a request from Python inputs and keyword options.
 ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
@@ -260,7 +265,7 @@ ebb::GenerateRequest MakeRequest(const py::dict& kwargs) {
 
 // One token's log-probabilities, as the library's value names them (TokenLogprobsJson).
 py::dict LogprobsDict(const ebb::Tokenizer* tok, const ebb::TokenLogprobs& lp) {
-  return FromJson(ebb::internal::TokenLogprobsJson(lp, tok)).cast<py::dict>();
+  return FromJson(ebb::ToJson(lp, tok)).cast<py::dict>();
 }
 
 // A token-id list: ints (or objects with __index__, such as NumPy integers), not floats or
@@ -315,7 +320,7 @@ std::vector<ebb::ChatMessage> Messages(const py::handle& messages) {
   return out;
 }
 
-// Row 0 of the library's one value of the result (ebb::internal::GenerateResultJson), with the
+// Row 0 of the library's one value of the result (ebb::ToJson(GenerateResult)), with the
 // error as the exception object the in-process call would raise.
 py::dict ResultDict(const ebb::GenerateResult& r, const ebb::Tokenizer* tok, bool logprobs) {
   // A result without rows (none were run) reads as one empty row, as it always has.
@@ -326,14 +331,14 @@ py::dict ResultDict(const ebb::GenerateResult& r, const ebb::Tokenizer* tok, boo
     padded.rows.emplace_back();
     src = &padded;
   }
-  const ebb::internal::StatsJson v = ebb::internal::GenerateResultJson(*src, tok, logprobs);
-  const ebb::internal::StatsJson& row = v["rows"][0];
+  const Json v = Json::parse(ebb::ToJson(*src, tok, logprobs));
+  const Json& row = v["rows"][0];
   py::dict d;
   for (const char* k : {"text", "logprobs", "ids", "prompt_ids", "finish_reason"}) {
-    d[k] = FromJson(row[k]);
+    d[k] = FromJsonValue(row[k]);
   }
-  d["usage"] = FromJson(v["usage"]);
-  d["max_length"] = FromJson(v["max_length"]);
+  d["usage"] = FromJsonValue(v["usage"]);
+  d["max_length"] = FromJsonValue(v["max_length"]);
   if (r.error) {
     d["error"] = py::reinterpret_borrow<py::object>(ErrorClass(r.error->code()))(r.error->what());
   } else {
@@ -527,11 +532,9 @@ std::vector<int32_t> PrefixIds(const ebb::Model& model, const py::object& prefix
   return ebb::EncodeInput(model, req).at(0);
 }
 
-// ModelInfoJson is the one form of a model's info (C ABI, service, Python): converting it here
+// ebb::InfoJson is the one form of a model's info (C ABI, service, Python): converting it here
 // keeps the fields from drifting apart, as a hand-copied list did.
-py::dict InfoDict(const ebb::Model& m) {
-  return FromJson(ebb::internal::ModelInfoJson(m)).cast<py::dict>();
-}
+py::dict InfoDict(const ebb::Model& m) { return FromJson(ebb::InfoJson(m)).cast<py::dict>(); }
 
 std::string AutoId(PyRuntime& r, const std::string& path) {
   std::string base = std::filesystem::path(path).lexically_normal().filename().string();
@@ -706,10 +709,8 @@ PYBIND11_MODULE(_ebb, m) {
             r.rt->Unload(id, force);
           },
           py::arg("id"), py::arg("force") = false)
-      .def("stats",
-           [](PyRuntime& r) { return FromJson(ebb::internal::MemoryStatsJson(r.rt->Stats())); })
-      .def("models",
-           [](PyRuntime& r) { return FromJson(ebb::internal::ModelSummariesJson(r.rt->List())); })
+      .def("stats", [](PyRuntime& r) { return FromJson(ebb::ToJson(r.rt->Stats())); })
+      .def("models", [](PyRuntime& r) { return FromJson(ebb::ToJson(r.rt->List())); })
       .def_property(
           "memory_limit", [](PyRuntime& r) { return r.rt->memory_limit(); },
           [](PyRuntime& r, const py::object& v) {
@@ -734,7 +735,7 @@ PYBIND11_MODULE(_ebb, m) {
               py::gil_scoped_release release;
               r = h.h().ReleaseWeights();
             }
-            return FromJson(ebb::internal::WeightsReleaseJson(r));
+            return FromJson(ebb::ToJson(r));
           },
           "Hand back the resident pages of file-backed weights (a dict: released, reason, "
           "resident_before_bytes, resident_after_bytes).")
@@ -747,7 +748,7 @@ PYBIND11_MODULE(_ebb, m) {
               py::gil_scoped_release release;
               pin = h.h().PinPrefix(ids);
             }
-            return FromJson(ebb::internal::PrefixPinJson(pin));
+            return FromJson(ebb::ToJson(pin));
           },
           py::arg("prefix"),
           "Keep a prefix in the model's prefix cache until unpin_prefix (prefilled now where "
@@ -759,7 +760,7 @@ PYBIND11_MODULE(_ebb, m) {
           "unpin_prefix",
           [](PyHandle& h, const py::object& prefix) {
             const std::vector<int32_t> ids = PrefixIds(*h.model, prefix);
-            return FromJson(ebb::internal::PrefixPinJson(h.h().UnpinPrefix(ids)));
+            return FromJson(ebb::ToJson(h.h().UnpinPrefix(ids)));
           },
           py::arg("prefix"),
           "Unpin a prefix given as to pin_prefix; the dict's 'pinned' is True when it was "
@@ -798,8 +799,7 @@ PYBIND11_MODULE(_ebb, m) {
       .def(
           "options", [](PyHandle& h) { return h.h().Options(); }, "The run options in force.")
       .def(
-          "stats",
-          [](PyHandle& h) { return FromJson(ebb::internal::MemoryStatsJson(h.h().Stats())); },
+          "stats", [](PyHandle& h) { return FromJson(ebb::ToJson(h.h().Stats())); },
           "This model's memory statistics (same fields as the JSON stats).");
 
   py::class_<PyTokenizer>(m, "Tokenizer")
@@ -888,7 +888,7 @@ PYBIND11_MODULE(_ebb, m) {
       .def("stats",
            [](PyGenerator& g) {
              const ebb::GeneratorStats s = g.Call([](ebb::Generator& gen) { return gen.Stats(); });
-             return FromJson(ebb::internal::GeneratorStatsJson(s));
+             return FromJson(ebb::ToJson(s));
            })
       .def(
           "close",

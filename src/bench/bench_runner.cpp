@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "bench/peak_rss.h"
+#include "ebb/process_memory.h"
 #include "ebb/stats.h"
 
 namespace ebb::bench {

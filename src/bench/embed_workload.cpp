@@ -4,6 +4,7 @@
 
 #include "ebb/embedding.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 
 namespace ebb::bench {
 namespace {
@@ -22,7 +23,7 @@ EmbedWorkload::~EmbedWorkload() = default;
 
 double EmbedWorkload::Setup() {
   const auto t = std::chrono::steady_clock::now();
-  model_ = Model::Load(options_.model_dir, options_.model_options);
+  model_ = ebb::LoadModel(options_.model_dir, options_.model_options);
   return SecondsSince(t);
 }
 

@@ -12,6 +12,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 
 namespace ebb::bench {
 namespace {
@@ -55,7 +56,7 @@ class EbbWorkload final : public Workload {
   double Setup() override {
     if (mode_ == Mode::kLoadUnload) return 0;
     const auto t = std::chrono::steady_clock::now();
-    model_ = Model::Load(options_.model_dir, options_.model_options);
+    model_ = ebb::LoadModel(options_.model_dir, options_.model_options);
     const double seconds = SecondsSince(t);
     RememberDevice();
     return seconds;
@@ -65,7 +66,7 @@ class EbbWorkload final : public Workload {
     std::optional<double> load_s;
     if (!model_) {  // load-unload every iteration; recycle:K after an unload
       const auto t = std::chrono::steady_clock::now();
-      model_ = Model::Load(options_.model_dir, options_.model_options);
+      model_ = ebb::LoadModel(options_.model_dir, options_.model_options);
       load_s = SecondsSince(t);
       if (!device_checked_) RememberDevice();
     }

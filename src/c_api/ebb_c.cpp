@@ -14,6 +14,7 @@
 #include "ebb/error.h"
 #include "ebb/generation.h"
 #include "ebb/generator.h"
+#include "ebb/json.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/runtime.h"

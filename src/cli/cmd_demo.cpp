@@ -34,6 +34,7 @@
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/model_controls.h"
+#include "ebb/runtime.h"
 #include "ebb/stats.h"
 #include "model/genai_config.h"
 
@@ -209,7 +210,7 @@ void RunDemo(const DemoArgs& a) {
 
   // 2. Tier 2: the longest prompt in one Run (no prefill chunking) grows ORT's arena; a shrink
   // hands it back with the model loaded.
-  auto model = Model::Load(dir, o.model_options);
+  auto model = ebb::LoadModel(dir, o.model_options);
   const int32_t long_prompt = std::max(1, std::min(2048, config.context_length) - o.gen_tokens);
   {
     GeneratorParams p;

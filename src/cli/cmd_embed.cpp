@@ -12,6 +12,7 @@
 #include "ebb/embedding.h"
 #include "ebb/error.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 
 namespace ebb::cli {
 namespace {
@@ -89,7 +90,7 @@ void Run(const EmbedArgs& a) {
   std::shared_ptr<Model> model;
   {
     LoadProgress progress(a.model_dir);
-    model = Model::Load(a.model_dir, model_flags.ToModelOptions());
+    model = ebb::LoadModel(a.model_dir, model_flags.ToModelOptions());
   }
   const EmbedResult r = Embed(model, req);
   if (a.json) {

@@ -33,6 +33,7 @@
 #include "ebb/generation.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "ebb/tokenizer.h"
 #include "runtime/stats_json.h"
 
@@ -194,7 +195,7 @@ void RunGenerate(const GenerateArgs& a) {
   std::shared_ptr<Model> model;
   {
     LoadProgress progress(a.dir);
-    model = Model::Load(a.dir, mo);
+    model = ebb::LoadModel(a.dir, mo);
   }
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();

@@ -21,6 +21,7 @@
 #include "ebb/error.h"
 #include "ebb/generation.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 
 namespace ebb::cli {
 namespace {
@@ -492,7 +493,7 @@ void Chat(ChatFlags& f, bool interactive) {
     ModelOptions mo;
     if (!f.chat_template.empty()) mo.Set("chat_template", f.chat_template);
     LoadProgress progress(f.model);
-    local = Model::Load(f.model, mo);
+    local = ebb::LoadModel(f.model, mo);
   }
   std::vector<ChatMessage> messages;
   if (!f.system.empty()) messages.push_back({"system", f.system});

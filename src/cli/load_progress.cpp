@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/strings.h"
+#include "ebb/process_memory.h"
 #include "ebb/stats.h"
 #include "model/model_impl.h"
 

@@ -1,8 +1,10 @@
-// Process memory figures (ebb::ReadProcessMemory, include/ebb/stats.h) and the parser behind them.
+// Process memory figures (ebb::ReadProcessMemory, include/ebb/process_memory.h) and the parser
+// behind them.
 #pragma once
 
 #include <string_view>
 
+#include "ebb/process_memory.h"
 #include "ebb/stats.h"
 
 namespace ebb::internal {

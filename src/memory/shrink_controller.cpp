@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "ebb/process_memory.h"
 #include "ebb/stats.h"
 #include "memory/heap_trim.h"
 

@@ -17,6 +17,7 @@
 #include "core/option_parse.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "ebb/process_memory.h"
 #include "ebb/version.h"
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
@@ -474,12 +475,12 @@ WeightsRelease ModelImpl::ReleaseWeights() {
   return r;
 }
 
-std::string ModelImpl::WeightsState() const {
+ebb::WeightsState ModelImpl::WeightsState() const {
   MutexLock lock(slot_mu_);
-  return weights_entry.empty() ? "anonymous"
-         : weights_broken()    ? "broken"
-         : weights_released_   ? "released"
-                               : "file-backed";
+  return weights_entry.empty() ? ebb::WeightsState::kAnonymous
+         : weights_broken()    ? ebb::WeightsState::kBroken
+         : weights_released_   ? ebb::WeightsState::kReleased
+                               : ebb::WeightsState::kFileBacked;
 }
 
 WeightsMemory ModelImpl::WeightsStats() const {
@@ -732,9 +733,9 @@ std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path
   }
 }
 
-std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
-                                     const std::filesystem::path& dir, const ModelOptions& options,
-                                     ModelSteps steps) {
+std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::string id,
+                                      const std::filesystem::path& dir, const ModelOptions& options,
+                                      ModelSteps steps) {
   EnsureOrtApi();
   const auto load_start = std::chrono::steady_clock::now();
   auto impl = std::make_shared<ModelImpl>();
@@ -962,7 +963,7 @@ std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::strin
       "in {:.0f} ms; weights {} ({}); process RSS {}, anonymous {}",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
           .count(),
-      FormatBytes(impl->weights_bytes), impl->weights_entry.empty() ? "anonymous" : "file-backed",
+      FormatBytes(impl->weights_bytes), WeightsStateName(impl->WeightsState()),
       FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.rss_bytes))),
       FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.anon_bytes))));
   if (cfg.is_encoder) {
@@ -1058,7 +1059,7 @@ const ModelOptions& Model::options() const { return internal::ImplOf(*this).opti
 int Model::num_live_generators() const { return internal::ImplOf(*this).live_generators(); }
 // InfoJson: src/runtime/stats_json.cpp (the one builder of the document).
 uint64_t Model::weights_bytes() const { return internal::ImplOf(*this).weights_bytes; }
-std::string Model::weights_state() const { return internal::ImplOf(*this).WeightsState(); }
+WeightsState Model::weights_state() const { return internal::ImplOf(*this).WeightsState(); }
 
 const Tokenizer* Model::tokenizer() const { return internal::ImplOf(*this).tokenizer_owned.get(); }
 

@@ -175,7 +175,7 @@ class ModelImpl final : public Model {
   WeightsRelease ReleaseWeights() EBB_EXCLUDES(slot_mu_);
   WeightsMemory WeightsStats() const EBB_EXCLUDES(slot_mu_);
   // WeightsStats().state, without reading /proc.
-  std::string WeightsState() const EBB_EXCLUDES(slot_mu_);
+  ebb::WeightsState WeightsState() const EBB_EXCLUDES(slot_mu_);
   // File-backed weights with memory.release_weights_after_s > 0 or
   // memory.release_weights_on_pressure: a thread that releases them once the model has been idle
   // that long, or when the memory it lives in is under pressure (memory/memory_pressure.h; read
@@ -224,7 +224,7 @@ inline const ModelImpl& ImplOf(const Model& m) { return static_cast<const ModelI
 
 // The chat_template option (ebb/options.h) parsed for the model folder `dir`: the template text
 // itself, or a Jinja file. Throws NotFound (no such file) or InvalidArgument (the renderer's
-// error, with the file's name, line and column). LoadModel calls it before anything heavy; a
+// error, with the file's name, line and column). BuildModel calls it before anything heavy; a
 // service calls it at start (ModelManager::CheckModels).
 std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path& dir,
                                                      const std::string& value);
@@ -241,9 +241,9 @@ struct ModelSteps {
 
 // Loads a model folder for `host` under `id`. Throws ebb::Error; on failure nothing stays loaded
 // or allocated.
-std::shared_ptr<ModelImpl> LoadModel(std::shared_ptr<ModelHost> host, std::string id,
-                                     const std::filesystem::path& dir, const ModelOptions& options,
-                                     ModelSteps steps);
+std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::string id,
+                                      const std::filesystem::path& dir, const ModelOptions& options,
+                                      ModelSteps steps);
 
 // The bytes a load of `dir` would charge to memory.limit (its weight files), read from the
 // folder's config without loading. Throws what reading the config throws (NotFound, ...).

@@ -150,7 +150,7 @@ ModelSummary DescribeModel(const std::filesystem::path& dir,
                            s.custom_ops_library == "none" ? "" : s.custom_ops_library, accelerator);
   if (!s.placement.empty()) s.kernels += "; " + s.placement;
   if (!c.is_encoder) {
-    // The KV element size is the graph's (the first layer's past input), as Model::Load uses.
+    // The KV element size is the graph's (the first layer's past input), as BuildModel uses.
     const std::string past =
         LayerName(c.io.past_combined.empty() ? c.io.past_key : c.io.past_combined, 0);
     s.kv_element_type = ElementTypeName(ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT);

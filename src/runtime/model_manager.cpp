@@ -235,7 +235,7 @@ struct ModelManager::State {
       for (const auto& [id, e] : entries) {
         if (!e.model || e.leases > 0 || e.loading || e.unloading || id == for_id) continue;
         if (e.model->num_live_generators() > 0) continue;
-        if (e.model->weights_state() != "file-backed") continue;
+        if (e.model->weights_state() != WeightsState::kFileBacked) continue;
         if (e.last_used_unix_ms < oldest_release) {
           oldest_release = e.last_used_unix_ms;
           to_release = id;
@@ -381,7 +381,7 @@ struct ModelManager::State {
         continue;
       }
       if (e.model && e.leases == 0 && e.model->num_live_generators() == 0 &&
-          e.model->weights_state() == "broken") {
+          e.model->weights_state() == WeightsState::kBroken) {
         // Its cache file changed under it (weights state "broken"): load it again, which finds
         // the entry changed, rebuilds it, and serves correct results meanwhile.
         EBB_LOG_WARN("reloading model '{}': a weights file it maps was truncated or changed", id);
@@ -406,7 +406,7 @@ struct ModelManager::State {
                           OptionListText(e.options) + "); unload it first to load it with " +
                           OptionListText(opts));
         }
-        if (e.model->weights_state() == "released") {
+        if (e.model->weights_state() == WeightsState::kReleased) {
           // Its next request charges the weights again: make room for them now, as for a load,
           // holding a lease so that no unload or expiry takes it while this waits.
           ++e.leases;
@@ -483,7 +483,7 @@ struct ModelManager::State {
     f.expiry_set = false;
     cv.notify_all();
     lock.Unlock();
-    // Model::Load logged the load (with its time and memory): no second line here.
+    // internal::BuildModel logged the load (with its time and memory): no second line here.
     Emit(ManagerEvent::kLoaded, id);
     return model;
   }

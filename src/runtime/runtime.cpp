@@ -143,13 +143,13 @@ Runtime::~Runtime() {
 }
 
 Runtime& Runtime::Default() {
-  // Never destroyed: models loaded with Model::Load may live until exit, and ORT's own statics
+  // Never destroyed: models loaded with ebb::LoadModel may live until exit, and ORT's own statics
   // must not be torn down under them.
   static Runtime* r = new Runtime();
   return *r;
 }
 
-std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const ModelOptions& options) {
+std::shared_ptr<Model> LoadModel(const std::filesystem::path& dir, const ModelOptions& options) {
   auto& state = Runtime::Default().state_;
   std::string id;
   {
@@ -158,7 +158,7 @@ std::shared_ptr<Model> Model::Load(const std::filesystem::path& dir, const Model
     id = "#";
     id += std::to_string(state->next_automatic++);
   }
-  auto model = internal::LoadModel(state, id, dir, options, Steps());
+  auto model = internal::BuildModel(state, id, dir, options, Steps());
   std::lock_guard<std::mutex> lock(state->mu);
   // Drop entries of models that are gone, then register this one weakly: the caller owns it.
   for (auto it = state->automatic.begin(); it != state->automatic.end();) {
@@ -187,7 +187,7 @@ std::shared_ptr<Model> Runtime::Load(const std::string& id, const std::filesyste
   }
   // Loading takes long; it runs without the registry lock. Two loads of one id race to the
   // insert below, and the loser is freed.
-  auto model = internal::LoadModel(state_, id, dir, options, Steps());
+  auto model = internal::BuildModel(state_, id, dir, options, Steps());
   std::lock_guard<std::mutex> lock(state_->mu);
   if (!state_->named.emplace(id, model).second) {
     throw Error(ErrorCode::FailedPrecondition,
@@ -311,7 +311,8 @@ MemoryStats Runtime::Stats() const {
     k.hits += mk.hits;
     k.misses += mk.misses;
     k.evicted += mk.evicted;
-    s.weights.state = first || s.weights.state == m.weights.state ? m.weights.state : "mixed";
+    s.weights.state =
+        first || s.weights.state == m.weights.state ? m.weights.state : WeightsState::kMixed;
     if (m.device.available) {
       DeviceMemory& d = s.device;
       const DeviceMemory& md = m.device;

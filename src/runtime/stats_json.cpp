@@ -39,7 +39,7 @@ StatsJson ArenaStatsJson(const ArenaStats& a) {
 }
 
 StatsJson WeightsMemoryJson(const WeightsMemory& w) {
-  return {{"state", w.state},
+  return {{"state", WeightsStateName(w.state)},
           {"anon_bytes", w.anon_bytes},
           {"file_backed_bytes", w.file_backed_bytes},
           {"file_resident_bytes", w.file_resident_bytes},
@@ -240,6 +240,15 @@ std::string ToJson(const PrefixPin& pin) {
 }
 std::string ToJson(const std::vector<ModelSummary>& models) {
   return internal::DumpStatsJson(internal::ModelSummariesJson(models));
+}
+std::string ToJson(const GeneratorStats& stats) {
+  return internal::DumpStatsJson(internal::GeneratorStatsJson(stats));
+}
+std::string ToJson(const TokenLogprobs& logprobs, const Tokenizer* tok) {
+  return internal::DumpStatsJson(internal::TokenLogprobsJson(logprobs, tok));
+}
+std::string ToJson(const GenerateResult& result, const Tokenizer* tok, bool logprobs) {
+  return internal::DumpStatsJson(internal::GenerateResultJson(result, tok, logprobs));
 }
 std::string InfoJson(const Model& model) {
   return internal::DumpStatsJson(internal::ModelInfoJson(model));

@@ -1,11 +1,10 @@
 // The JSON values of ebb's figures: one builder per document, shared by every surface.
 //
-// The public ToJson/InfoJson overloads (ebb/stats.h, ebb/runtime.h, ebb/model.h) return the
-// text of these values, and the C ABI passes that text on; the CLI, the service and the Python
-// package use the values themselves, so that no surface parses a string ebb produced and no
-// field is named in two places. Field names are the structs' (snake_case); the documents'
-// schema is docs/runtime.schema.json.
-// Thread-safety: pure functions of their arguments.
+// The public ToJson/InfoJson overloads (ebb/json.h) return the text of these values, and the C
+// ABI passes that text on; the CLI and the service, inside the library, use the values
+// themselves. The Python package is built on the public API alone (tools/check_layers.py), so it
+// reads the text; no field is named in two places. Field names are the structs' (snake_case); the
+// documents' schema is docs/runtime.schema.json. Thread-safety: pure functions of their arguments.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 
 #include "ebb/generation.h"
 #include "ebb/generator.h"
+#include "ebb/json.h"
 #include "ebb/model.h"
 #include "ebb/runtime.h"
 #include "ebb/stats.h"

@@ -268,7 +268,7 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
   for (const auto& m : list) {
     if (m.summary) {
       w.Sample("ebb_model_weights_released", L(m.id),
-               m.summary->weights.state == "released" ? 1 : 0);
+               m.summary->weights.state == WeightsState::kReleased ? 1 : 0);
     }
   }
   w.Family("ebb_model_kv_bytes", "gauge",

@@ -16,6 +16,7 @@
 #include "ebb/embedding.h"
 #include "ebb/error.h"
 #include "ebb/generation.h"
+#include "ebb/json.h"
 #include "ebb/model.h"
 #include "ebb/runtime.h"
 #include "ebb/version.h"

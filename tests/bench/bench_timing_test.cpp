@@ -20,6 +20,7 @@
 #include "bench/prompts.h"
 #include "bench/scenarios.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "test_env.h"
 
 namespace ebb::bench {
@@ -42,7 +43,7 @@ TEST_P(BenchTiming, TtftAndTpsAgreeWithStampsOnStreamedTokens) {
   o.prompt_tokens = 128;  // prefill is most of TTFT: a clock started after it shows
   o.gen_tokens = 8;       // few tokens: counting the first one in TPS shows (x8/7)
   o.model_options.Set("session_options.intra_op_num_threads", "1");
-  const ModelInfo info = Model::Load(o.model_dir, o.model_options)->info();
+  const ModelInfo info = ebb::LoadModel(o.model_dir, o.model_options)->info();
   std::vector<int32_t> specials = info.eos_token_ids;
   specials.push_back(info.bos_token_id);
   specials.push_back(info.pad_token_id);

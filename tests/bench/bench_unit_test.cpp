@@ -21,6 +21,7 @@
 #include "bench/stats_math.h"
 #include "ebb/embedding.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "json_schema_lite.h"
 #include "test_env.h"
 
@@ -173,7 +174,7 @@ TEST(NaiveEmbedLoop, ComputesEbbsMeanPooledVectors) {
   o.scenario = "embed";
   o.batch = 10;
   o.embed_options = {{"embed.batch_size", "3"}};
-  auto model = Model::Load(o.model_dir);
+  auto model = ebb::LoadModel(o.model_dir);
   const EmbedDocuments docs(model->info().vocab_size, {0, 1, 2, 3}, 2, 3,
                             model->info().context_length);
   NaiveEmbedWorkload naive("naive-ort", o, docs);

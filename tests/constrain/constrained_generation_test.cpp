@@ -21,6 +21,7 @@
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/model_controls.h"
+#include "ebb/runtime.h"
 #include "ebb/tokenizer.h"
 #include "test_env.h"
 
@@ -31,13 +32,13 @@ using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 std::shared_ptr<Model> LoadTiny() {
-  return Model::Load(testing::TestModelsDir() / "llama-tiny-fp32");
+  return ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp32");
 }
 
 std::shared_ptr<Model> LoadStories() {
   const fs::path dir = testing::SharedDir() / "models" / "stories260k";
   if (!fs::exists(dir / "model.onnx")) return nullptr;
-  return Model::Load(dir);
+  return ebb::LoadModel(dir);
 }
 
 // Random schemas whose instances are bounded (every string, array and number has a limit and

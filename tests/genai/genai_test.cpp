@@ -15,6 +15,7 @@
 
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "ebb_genai.h"
 #include "mlperf_calls.h"
 #include "ort_genai_c.h"
@@ -379,7 +380,7 @@ TEST(Genai, MlperfClientsCallsGiveTheNativeApisTokens) {
   const int max_length = 40;
   std::vector<int32_t> native;
   {
-    auto m = ebb::Model::Load(dir);
+    auto m = ebb::LoadModel(dir);
     ebb::GeneratorParams gp;
     gp.max_length = max_length;
     ebb::Generator g(m, gp);

@@ -19,6 +19,7 @@
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
+#include "ebb/runtime.h"
 #include "runtime/model_folder_check.h"
 #include "test_env.h"
 
@@ -100,8 +101,8 @@ std::string ErrorOf(F&& f, ErrorCode* code) {
 TEST(CustomOpsLibrary, AModelThatNeedsTheOpRunsWithTheLibraryItsConfigNames) {
   TempDir d;
   const fs::path m = ScaledModel(d, "scaled", 1.0);
-  const auto want = Greedy(Model::Load(Tiny()));
-  auto model = Model::Load(m);
+  const auto want = Greedy(ebb::LoadModel(Tiny()));
+  auto model = ebb::LoadModel(m);
   const uint64_t before = ScaleCalls(m / kLibName);
   EXPECT_EQ(Greedy(model), want) << "Scale(factor=1) must not change the greedy tokens";
   EXPECT_GE(ScaleCalls(m / kLibName), before + 13) << "one Scale per step: prefill + 12 decodes";
@@ -116,7 +117,7 @@ TEST(CustomOpsLibrary, EbbInfoOpensTheGraphWithTheLibraryAndNamesIt) {
   // Issue 28: the kernel line names the op and its library, in `ebb info` and once loaded.
   const std::string op_line = std::string("ebb.test.Scale x1: custom op (") + kLibName + ")";
   EXPECT_THAT(r.out, HasSubstr(op_line));
-  EXPECT_THAT(Model::Load(m)->info().kernels, HasSubstr(op_line));
+  EXPECT_THAT(ebb::LoadModel(m)->info().kernels, HasSubstr(op_line));
   const auto j = testing::RunCli("info " + m.string() + " --json");
   ASSERT_EQ(j.status, 0) << j.out;
   EXPECT_EQ(nlohmann::json::parse(j.out)["model"]["custom_ops_library"], (m / kLibName).string());
@@ -128,7 +129,7 @@ TEST(CustomOpsLibrary, EbbInfoOpensTheGraphWithTheLibraryAndNamesIt) {
 TEST(CustomOpsLibrary, TheOpReallyComputesANegativeFactorChangesTheTokens) {
   TempDir d;
   const fs::path m = ScaledModel(d, "negated", -1.0);
-  EXPECT_NE(Greedy(Model::Load(m)), Greedy(Model::Load(Tiny())))
+  EXPECT_NE(Greedy(ebb::LoadModel(m)), Greedy(ebb::LoadModel(Tiny())))
       << "with logits * -1 greedy picks the least likely token";
 }
 
@@ -137,7 +138,7 @@ TEST(CustomOpsLibrary, WithoutTheLibraryTheLoadFailsNamingTheOp) {
   const fs::path m = ScaledModel(d, "scaled", 1.0);
   SetConfigLibrary(m, nullptr);
   ErrorCode code = ErrorCode::Internal;
-  const std::string msg = ErrorOf([&] { Model::Load(m); }, &code);
+  const std::string msg = ErrorOf([&] { ebb::LoadModel(m); }, &code);
   EXPECT_EQ(code, ErrorCode::InvalidArgument) << msg;
   EXPECT_THAT(msg, HasSubstr("Scale")) << "ORT names the op it lacks";
   EXPECT_THAT(msg, HasSubstr("custom_ops_library")) << "and ebb names the way to give it";
@@ -156,7 +157,7 @@ TEST(CustomOpsLibrary, AMissingLibraryIsRefusedNamingThePathAndTheFix) {
       o.Set("session_options.custom_ops_library", missing);
     }
     ErrorCode code = ErrorCode::Internal;
-    const std::string msg = ErrorOf([&] { Model::Load(model, o); }, &code);
+    const std::string msg = ErrorOf([&] { ebb::LoadModel(model, o); }, &code);
     EXPECT_EQ(code, ErrorCode::InvalidArgument) << where << ": " << msg;
     EXPECT_THAT(msg, HasSubstr("custom_ops_library")) << where;
     EXPECT_THAT(msg, HasSubstr(where == "config" ? (model / kLibName).string() : missing))
@@ -169,7 +170,7 @@ TEST(CustomOpsLibrary, ALibraryWithoutTheGraphsOpIsNamedInTheError) {
   TempDir d;
   const fs::path m = ScaledModel(d, "missing-op", 1.0, "NoSuchOp");
   ErrorCode code = ErrorCode::Internal;
-  const std::string msg = ErrorOf([&] { Model::Load(m); }, &code);
+  const std::string msg = ErrorOf([&] { ebb::LoadModel(m); }, &code);
   EXPECT_EQ(code, ErrorCode::InvalidArgument) << msg;
   EXPECT_THAT(msg, HasSubstr("NoSuchOp"));
   EXPECT_THAT(msg, HasSubstr("nor the custom-op library " + (m / kLibName).string()));
@@ -180,7 +181,7 @@ TEST(CustomOpsLibrary, NoneInTheConfigMeansNoLibrary) {
   const fs::path m = d.path() / "tiny";
   fs::copy(Tiny(), m, fs::copy_options::recursive);
   SetConfigLibrary(m, "none");
-  EXPECT_EQ(Greedy(Model::Load(m)), Greedy(Model::Load(Tiny())));
+  EXPECT_EQ(Greedy(ebb::LoadModel(m)), Greedy(ebb::LoadModel(Tiny())));
 }
 
 // ebb serve's model folders are confined (docs/http_api.md#security-model): a config may name a
@@ -221,7 +222,7 @@ TEST(CustomOpsLibrary, AFileThatIsNotALibraryIsRefusedWithORTsReason) {
   ModelOptions o;
   o.Set("session_options.custom_ops_library", (Tiny() / "genai_config.json").string());
   ErrorCode code = ErrorCode::Internal;
-  const std::string msg = ErrorOf([&] { Model::Load(Tiny(), o); }, &code);
+  const std::string msg = ErrorOf([&] { ebb::LoadModel(Tiny(), o); }, &code);
   EXPECT_EQ(code, ErrorCode::InvalidArgument) << msg;
   EXPECT_THAT(msg, HasSubstr("could not register it"));
   EXPECT_THAT(msg, HasSubstr("genai_config.json"));
@@ -246,17 +247,17 @@ TEST(CustomOpsLibrary, TheLibraryFromTheCommandLineRunsTheModel) {
 TEST(CustomOpsLibrary, TheModelCacheBuildsAndLoadsAnEntryForAModelWithCustomOps) {
   TempDir d;
   const fs::path m = ScaledModel(d, "scaled", 1.0);
-  const auto want = Greedy(Model::Load(Tiny()));
+  const auto want = Greedy(ebb::LoadModel(Tiny()));
   ModelOptions o;
   o.Set("model_cache.dir", (d.path() / "cache").string());
-  { EXPECT_EQ(Greedy(Model::Load(m, o)), want); }  // the entry is built before the model goes
+  { EXPECT_EQ(Greedy(ebb::LoadModel(m, o)), want); }  // the entry is built before the model goes
   size_t entries = 0;
   for (const auto& e : fs::directory_iterator(d.path() / "cache")) {
     entries += e.is_directory() && e.path().filename().string().rfind(".", 0) != 0;
   }
   EXPECT_EQ(entries, 1u) << "one entry for the custom-op model";
-  auto model = Model::Load(m, o);
-  EXPECT_EQ(model->memory_stats().weights.state, "file-backed");
+  auto model = ebb::LoadModel(m, o);
+  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
   EXPECT_EQ(Greedy(model), want);
 }
 

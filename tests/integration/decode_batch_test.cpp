@@ -37,7 +37,7 @@ std::shared_ptr<Model> LoadBatched(int rows, const char* policy = "gather",
   mo.Set("decode_batch.max_rows", std::to_string(rows));
   mo.Set("decode_batch.policy", policy);
   mo.Set("decode_batch.max_wait_us", wait_us);
-  return Model::Load(ModelDir(), mo);
+  return ebb::LoadModel(ModelDir(), mo);
 }
 
 internal::DecodeBatcher* BatcherOf(const std::shared_ptr<Model>& model) {
@@ -78,7 +78,7 @@ class DecodeBatch : public ::testing::Test {
 int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts) {
   std::vector<Tokens> solo;
   {
-    auto plain = Model::Load(ModelDir());
+    auto plain = ebb::LoadModel(ModelDir());
     for (const auto& p : prompts) solo.push_back(Solo(plain, p, kMax));
   }
   // A long gather window: members that are decoding are waited for, so steps have several rows
@@ -157,7 +157,7 @@ TEST_F(DecodeBatch, MembersLeavingMidBatchDoNotDisturbTheOthers) {
   const std::vector<Tokens> prompts = {Prompt(5, 7), Prompt(11, 8), Prompt(4, 9), Prompt(8, 10)};
   std::vector<Tokens> solo;
   {
-    auto plain = Model::Load(ModelDir());
+    auto plain = ebb::LoadModel(ModelDir());
     for (const auto& p : prompts) solo.push_back(Solo(plain, p, kMax));
   }
   auto model = LoadBatched(4);
@@ -215,7 +215,7 @@ void PausedMemberDoesNotStall(const char* policy) {
     });
   }
   for (auto& t : threads) t.join();
-  auto plain = Model::Load(ModelDir());
+  auto plain = ebb::LoadModel(ModelDir());
   for (int k = 0; k < 3; ++k) EXPECT_EQ(got[k], Solo(plain, Prompt(4 + k, 20 + k), kMax)) << k;
   EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
 }
@@ -259,7 +259,7 @@ TEST_F(DecodeBatch, KvBudgetRefusesAJoiningRequestCleanly) {
   // Room for the KV of two generators of max_length 64, not three.
   ModelOptions mo;
   mo.Set("decode_batch.max_rows", "4");
-  auto probe = Model::Load(ModelDir());
+  auto probe = ebb::LoadModel(ModelDir());
   uint64_t one = 0;
   {
     GeneratorParams p;
@@ -268,7 +268,7 @@ TEST_F(DecodeBatch, KvBudgetRefusesAJoiningRequestCleanly) {
     one = g.Stats().kv_bytes;
   }
   mo.Set("kv_cache.max_bytes", std::to_string(2 * one + one / 2));
-  auto model = Model::Load(ModelDir(), mo);
+  auto model = ebb::LoadModel(ModelDir(), mo);
   GeneratorParams p;
   p.max_length = 64;
   Generator a(model, p);
@@ -289,7 +289,7 @@ TEST_F(DecodeBatch, KvBudgetRefusesAJoiningRequestCleanly) {
   });
   while (!b.IsDone()) b.GenerateNextToken();
   ta.join();
-  auto plain = Model::Load(ModelDir());
+  auto plain = ebb::LoadModel(ModelDir());
   auto sa = a.GetSequence(0);
   EXPECT_EQ(Tokens(sa.begin(), sa.end()), Solo(plain, Prompt(6, 1), 64));
 }
@@ -328,7 +328,7 @@ TEST_F(DecodeBatch, AFailedStepReachesEveryMemberAndChangesNothing) {
   both([](Generator& g) {
     while (!g.IsDone()) g.GenerateNextToken();
   });
-  auto plain = Model::Load(ModelDir());
+  auto plain = ebb::LoadModel(ModelDir());
   auto sa = a.GetSequence(0), sb = b.GetSequence(0);
   EXPECT_EQ(Tokens(sa.begin(), sa.end()), Solo(plain, Prompt(5, 1), kMax));
   EXPECT_EQ(Tokens(sb.begin(), sb.end()), Solo(plain, Prompt(9, 2), kMax));
@@ -353,7 +353,7 @@ TEST_F(DecodeBatch, RewindThenDecodeMatchesSolo) {
     auto s = g.GetSequence(0);
     return Tokens(s.begin(), s.end());
   };
-  auto plain = Model::Load(ModelDir());
+  auto plain = ebb::LoadModel(ModelDir());
   auto model = LoadBatched(2);
   GeneratorParams p;
   p.max_length = 32;
@@ -421,7 +421,7 @@ TEST_F(DecodeBatch, OptionsAreCheckedWithClearErrors) {
 }
 
 TEST_F(DecodeBatch, OffByDefault) {
-  auto model = Model::Load(ModelDir());
+  auto model = ebb::LoadModel(ModelDir());
   EXPECT_EQ(model->options().decode_batch_max_rows, 1);
   GeneratorParams p;
   p.max_length = 20;

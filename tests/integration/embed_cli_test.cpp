@@ -8,6 +8,7 @@
 
 #include "ebb/embedding.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -27,7 +28,7 @@ TEST(EmbedCli, PrintsAnOpenAiLikeJsonDocumentInInputOrder) {
   EXPECT_EQ(j["data"][1]["index"], 1);
   EXPECT_EQ(j["data"][0]["embedding"].size(), 8u);
   EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 4);
-  auto m = Model::Load(Bert());
+  auto m = ebb::LoadModel(Bert());
   EmbedRequest req;
   req.texts = {"the river", "memory tokens and bread"};
   req.options.dimensions = 8;

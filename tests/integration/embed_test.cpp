@@ -15,6 +15,7 @@
 #include "ebb/error.h"
 #include "ebb/generation.h"
 #include "ebb/generator.h"
+#include "ebb/process_memory.h"
 #include "ebb/runtime.h"
 #include "ebb/tokenizer.h"
 #include "embed/embedder.h"
@@ -88,7 +89,7 @@ TEST(EmbedReference, MeanAndClsWithAndWithoutNormalisationMatchNumpy) {
   const fs::path ref_path = Bert() / "reference_embed.json";
   ASSERT_TRUE(fs::exists(ref_path)) << "tools/make_test_models.sh writes it";
   const auto ref = ReadJson(ref_path);
-  auto m = Model::Load(Bert());
+  auto m = ebb::LoadModel(Bert());
   EXPECT_TRUE(m->info().is_encoder);
   EmbedRequest req;
   req.input_ids = ref["input_ids"].get<std::vector<std::vector<int32_t>>>();
@@ -119,7 +120,7 @@ TEST(EmbedReference, MeanAndClsWithAndWithoutNormalisationMatchNumpy) {
 TEST(EmbedReference, MaxMeanSqrtLenAndWeightedMeanMatchNumpy) {
   const auto ref = ReadJson(Bert() / "reference_embed.json");
   ASSERT_TRUE(ref.contains("weightedmean")) << "regenerate with tools/make_test_models.sh";
-  auto m = Model::Load(Bert());
+  auto m = ebb::LoadModel(Bert());
   EmbedRequest req;
   req.input_ids = ref["input_ids"].get<std::vector<std::vector<int32_t>>>();
   for (const auto& [pooling, key] : {std::pair{Pooling::kMax, "max"},
@@ -152,7 +153,7 @@ TEST(EmbedReference, MaxMeanSqrtLenAndWeightedMeanMatchNumpy) {
 // ---- Done-when 2: padding invariance ----------------------------------------------------------
 
 TEST(EmbedBatching, EachVectorIsTheSameAloneInAMixedBatchAndInAnyOrder) {
-  auto m = Model::Load(Bert());
+  auto m = ebb::LoadModel(Bert());
   std::vector<std::string> texts;
   for (int w : {1, 40, 3, 120, 7, 2, 60, 15}) texts.push_back(Text(w, w));
   std::vector<std::vector<float>> alone;
@@ -225,7 +226,7 @@ TEST(EmbedBatching, MaxPaddingCutsABucketWhenPaddingWouldExceedTheRatio) {
 // ---- Done-when 3: truncation and input errors -------------------------------------------------
 
 TEST(EmbedInput, OverLongInputsAreTruncatedOrRefusedPerPolicyNamingTheLimit) {
-  auto m = Model::Load(Bert());
+  auto m = ebb::LoadModel(Bert());
   const int32_t limit = m->info().context_length;
   ASSERT_EQ(limit, 512);
   std::vector<int32_t> row{2};
@@ -275,7 +276,7 @@ TEST(EmbedInput, OverLongInputsAreTruncatedOrRefusedPerPolicyNamingTheLimit) {
 }
 
 TEST(EmbedInput, EmptyListEmptyStringAndInvalidUtf8AreClearErrorsAndTheModelStaysUsable) {
-  auto m = Model::Load(Bert());
+  auto m = ebb::LoadModel(Bert());
   auto expect_error = [&](EmbedRequest r, const std::string& needle) {
     try {
       Embed(m, r);
@@ -312,7 +313,7 @@ TEST(EmbedInput, EmptyListEmptyStringAndInvalidUtf8AreClearErrorsAndTheModelStay
 }
 
 TEST(EmbedOptions, DimensionsKeepsAPrefixAndRenormalises) {
-  auto m = Model::Load(Bert());
+  auto m = ebb::LoadModel(Bert());
   EmbedOptions raw;
   raw.normalize = false;
   const auto full = EmbedTexts(m, {Text(9)}, raw).embeddings[0];
@@ -436,7 +437,7 @@ TEST(EmbedRuntime, EncoderAndDecoderAreBothListedAndEachRefusesTheOthersPath) {
 }
 
 TEST(EmbedRuntime, ShrinkNowAfterNextRequestAndEveryNWorkOnAnEncoder) {
-  auto m = Model::Load(Bert());
+  auto m = ebb::LoadModel(Bert());
   EmbedTexts(m, {Text(300)});
   const uint64_t before = m->memory_stats().num_shrinks;
   m->runtime().ShrinkArena();  // idle: a minimal encoder Run carries it
@@ -460,7 +461,7 @@ TEST(EmbedSoak, MixedLengthCallsWithShrinkEveryTwentyStayFlat) {
   const int calls = n != nullptr ? std::atoi(n) : 100;
   ModelOptions o;
   o.Set("memory.shrink_every", "20");
-  auto m = Model::Load(Bert(), o);
+  auto m = ebb::LoadModel(Bert(), o);
   std::vector<int64_t> after_shrink;
   uint64_t x = 99;
   for (int i = 0; i < calls; ++i) {
@@ -524,8 +525,8 @@ fs::path MakeHfFolder(const std::string& name, bool with_pooling) {
 
 TEST(EmbedFolders, SentenceTransformersExportLoadsWithItsPoolingAndLength) {
   const fs::path dir = MakeHfFolder("st", true);
-  auto hf = Model::Load(dir);
-  auto genai = Model::Load(Bert());
+  auto hf = ebb::LoadModel(dir);
+  auto genai = ebb::LoadModel(Bert());
   EXPECT_TRUE(hf->info().is_encoder);
   EXPECT_EQ(hf->info().context_length, 128) << "sentence_bert_config.json max_seq_length";
   const EmbedResult a = EmbedTexts(hf, {"the river ran low"});
@@ -551,7 +552,7 @@ TEST(EmbedFolders, AFolderThatFitsNeitherLayoutSaysWhatIsMissing) {
   fs::remove(dir / "tokenizer.json");
   fs::remove_all(dir / "onnx");
   try {
-    Model::Load(dir);
+    ebb::LoadModel(dir);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::NotFound);
@@ -564,7 +565,7 @@ TEST(EmbedFolders, AFolderThatFitsNeitherLayoutSaysWhatIsMissing) {
 }
 
 TEST(EmbedFolders, MiniLmShapedSynthModelUsesItsPoolingConfig) {
-  auto m = Model::Load(MiniLmShape());
+  auto m = ebb::LoadModel(MiniLmShape());
   EXPECT_TRUE(m->info().is_encoder);
   EXPECT_EQ(m->info().vocab_size, 30522);
   const EmbedResult r = EmbedTexts(m, {"a sentence about rivers", "and one about memory"});
@@ -578,7 +579,7 @@ TEST(EmbedFolders, MiniLmShapedSynthModelUsesItsPoolingConfig) {
 // modes at once (a concatenation in sentence-transformers) are refused naming the file and fix.
 TEST(EmbedFolders, PoolingConfigSelectsMaxMeanSqrtLenAndWeightedMean) {
   const fs::path dir = MakeHfFolder("pool-modes", true);
-  auto bert = Model::Load(Bert());
+  auto bert = ebb::LoadModel(Bert());
   for (const auto& [key, pooling] :
        {std::pair{"pooling_mode_max_tokens", Pooling::kMax},
         {"pooling_mode_mean_sqrt_len_tokens", Pooling::kMeanSqrtLen},
@@ -589,7 +590,7 @@ TEST(EmbedFolders, PoolingConfigSelectsMaxMeanSqrtLenAndWeightedMean) {
                           {"pooling_mode_mean_tokens", false},
                           {key, true}};
     std::ofstream(dir / "1_Pooling" / "config.json") << cfg.dump();
-    auto hf = Model::Load(dir);
+    auto hf = ebb::LoadModel(dir);
     const EmbedResult a = EmbedTexts(hf, {"the river ran low", Text(12)});
     EXPECT_EQ(a.pooling, pooling);
     EmbedOptions o;
@@ -599,7 +600,7 @@ TEST(EmbedFolders, PoolingConfigSelectsMaxMeanSqrtLenAndWeightedMean) {
   }
   std::ofstream(dir / "1_Pooling" / "config.json")
       << R"({"pooling_mode_max_tokens": true, "pooling_mode_mean_tokens": true})";
-  auto both = Model::Load(dir);
+  auto both = ebb::LoadModel(dir);
   try {
     EmbedTexts(both, {"the river"});
     FAIL() << "two pooling modes must be refused";
@@ -622,17 +623,17 @@ TEST(EmbedFolders, ModulesJsonDecidesWhetherToNormaliseByDefault) {
   const std::string text = Text(7);
   EmbedOptions raw_opt;
   raw_opt.normalize = false;
-  const auto raw = EmbedTexts(Model::Load(dir), {text}, raw_opt).embeddings[0];
+  const auto raw = EmbedTexts(ebb::LoadModel(dir), {text}, raw_opt).embeddings[0];
   ASSERT_GT(std::fabs(Norm(raw) - 1.0), 1e-2) << "the raw vector must not be unit norm already";
 
-  const EmbedResult none = EmbedTexts(Model::Load(dir), {text});
+  const EmbedResult none = EmbedTexts(ebb::LoadModel(dir), {text});
   EXPECT_TRUE(none.normalized) << "no modules.json: normalise";
   EXPECT_NEAR(Norm(none.embeddings[0]), 1.0, 1e-5);
 
   std::ofstream(dir / "modules.json")
       << R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
              {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])";
-  const auto no_norm = Model::Load(dir);
+  const auto no_norm = ebb::LoadModel(dir);
   const EmbedResult plain = EmbedTexts(no_norm, {text});
   EXPECT_FALSE(plain.normalized) << "modules.json without Normalize: raw vectors";
   EXPECT_LE(MaxAbsDiff(plain.embeddings[0], raw), 1e-6);
@@ -644,7 +645,7 @@ TEST(EmbedFolders, ModulesJsonDecidesWhetherToNormaliseByDefault) {
       << R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
              {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
              {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])";
-  const auto with_norm = Model::Load(dir);
+  const auto with_norm = ebb::LoadModel(dir);
   const EmbedResult normed = EmbedTexts(with_norm, {text});
   EXPECT_TRUE(normed.normalized);
   EXPECT_NEAR(Norm(normed.embeddings[0]), 1.0, 1e-5);
@@ -656,7 +657,7 @@ TEST(EmbedFolders, ModulesJsonDecidesWhetherToNormaliseByDefault) {
 TEST(EmbedFolders, RealAllMiniLmL6V2RanksRelatedSentencesCloser) {
   const fs::path dir = testing::SharedDir() / "models" / "all-minilm-l6-v2";
   EBB_SKIP_UNLESS_EXISTS(dir / "onnx" / "model.onnx");
-  auto m = Model::Load(dir);
+  auto m = ebb::LoadModel(dir);
   const EmbedResult r = EmbedTexts(m, {"A man is eating food.", "A man is eating a piece of bread.",
                                        "The stock market fell sharply today."});
   ASSERT_EQ(r.embeddings.size(), 3u);
@@ -673,7 +674,7 @@ TEST(EmbedFolders, RealAllMiniLmL6V2RanksRelatedSentencesCloser) {
 TEST(Embed, ArenaCapErrorsNameTheCapAndAFixThatWorks) {
   ModelOptions capped;
   capped.Set("session_options.arena.max_mem", "2MiB");
-  auto m = Model::Load(Bert(), capped);
+  auto m = ebb::LoadModel(Bert(), capped);
   EmbedRequest big;
   std::string text;
   for (int i = 0; i < 200; ++i) text += "memory arena ";
@@ -697,7 +698,7 @@ TEST(Embed, ArenaCapErrorsNameTheCapAndAFixThatWorks) {
   o.Set("session_options.session.use_device_allocator_for_initializers", "1");
   o.Set("session_options.arena.max_mem", "4MiB");
   try {
-    Model::Load(minilm, o);
+    ebb::LoadModel(minilm, o);
     FAIL() << "minilm's prepacked weights fit under 4 MiB";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("prepacked copies"));
@@ -706,7 +707,7 @@ TEST(Embed, ArenaCapErrorsNameTheCapAndAFixThatWorks) {
         << "the key is already set: not suggested again";
   }
   o.Set("session_options.session.disable_prepacking", "1");
-  auto ok = Model::Load(minilm, o);
+  auto ok = ebb::LoadModel(minilm, o);
   EXPECT_EQ(Embed(ok, small).embeddings.size(), 1u);
 }
 

@@ -10,6 +10,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -52,14 +53,14 @@ TEST(Gpt2Fixture, ReproducesPublishedGreedySequencesAndLogits) {
     mo.kv_mode = v.mode;
     mo.kv_chunk_tokens = 3;  // several dynamic growths within max_length 10
     mo.prefill_chunk_size = v.chunk;
-    auto model = Model::Load(dir, mo);
+    auto model = ebb::LoadModel(dir, mo);
     GeneratorParams p;
     p.max_length = 10;
     EXPECT_EQ(GenerateAll(model, prompts, p), expected)
         << "mode " << KvModeName(v.mode) << " chunk " << v.chunk;
   }
   // Prompt logits at vocabulary indices 0, 200, 400, 600, 800.
-  auto model = Model::Load(dir);
+  auto model = ebb::LoadModel(dir);
   GeneratorParams p;
   p.max_length = 10;
   p.batch_size = 2;
@@ -91,7 +92,7 @@ TEST_P(ReferenceTest, MatchesNumpyReferenceInEveryKvModeAndLayout) {
     mo.kv_mode = v.mode;
     mo.kv_chunk_tokens = 4;
     mo.prefill_chunk_size = v.chunk;
-    auto model = Model::Load(dir, mo);
+    auto model = ebb::LoadModel(dir, mo);
     GeneratorParams p;
     p.max_length = max_length;
     const std::string what = std::string(KvModeName(v.mode)) + " chunk " + std::to_string(v.chunk);
@@ -128,7 +129,7 @@ TEST(KvWidth, StaticLayoutWidensInPlaceAndMatchesDynamic) {
     mo.kv_mode = mode;
     mo.kv_chunk_tokens = 16;
     mo.prefill_chunk_size = 32;
-    auto model = Model::Load(dir, mo);
+    auto model = ebb::LoadModel(dir, mo);
     GeneratorParams p;
     p.max_length = 320;
     by_mode[mode == KvMode::kDynamic] = GenerateAll(model, prompts, p);
@@ -142,8 +143,8 @@ TEST(KvWidth, StaticLayoutWidensInPlaceAndMatchesDynamic) {
 }
 
 TEST(Fp16, KvCacheAndLogitsInFloat16) {
-  auto f32 = Model::Load(testing::TestModelsDir() / "llama-tiny-fp32");
-  auto f16 = Model::Load(testing::TestModelsDir() / "llama-tiny-fp16io");
+  auto f32 = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp32");
+  auto f16 = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp16io");
   EXPECT_EQ(f16->info().kv_bytes_per_token * 2, f32->info().kv_bytes_per_token);
   GeneratorParams p;
   p.max_length = 8;
@@ -159,7 +160,7 @@ TEST(Fp16, KvCacheAndLogitsInFloat16) {
 // --- KV ownership and budgets -----------------------------------------------------------------
 
 std::shared_ptr<Model> Tiny(ModelOptions mo = {}) {
-  return Model::Load(testing::TestModelsDir() / "llama-tiny-fp32", mo);
+  return ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp32", mo);
 }
 
 TEST(KvOwnership, GeneratorOwnsItsCacheAndGivesItBack) {
@@ -340,43 +341,43 @@ TEST(BadInput, CorruptOrMissingModelFilesNameTheFile) {
 
   // Truncated model file.
   fs::resize_file(dir / "model.onnx", fs::file_size(dir / "model.onnx") / 3);
-  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument, "model.onnx");
+  ExpectError([&] { ebb::LoadModel(dir); }, ErrorCode::InvalidArgument, "model.onnx");
   // Missing model file.
   fs::remove(dir / "model.onnx");
-  ExpectError([&] { Model::Load(dir); }, ErrorCode::NotFound, "model.onnx does not exist");
+  ExpectError([&] { ebb::LoadModel(dir); }, ErrorCode::NotFound, "model.onnx does not exist");
   // Wrong config: a graph input name that does not exist.
   fs::copy_file(src / "model.onnx", dir / "model.onnx");
   auto cfg = nlohmann::json::parse(std::ifstream(src / "genai_config.json"));
   cfg["model"]["decoder"]["inputs"]["past_key_names"] = "past.%d.k";
   std::ofstream(dir / "genai_config.json") << cfg.dump();
-  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument, "no input 'past.0.k'");
+  ExpectError([&] { ebb::LoadModel(dir); }, ErrorCode::InvalidArgument, "no input 'past.0.k'");
   // Inconsistent head counts.
   cfg = nlohmann::json::parse(std::ifstream(src / "genai_config.json"));
   cfg["model"]["decoder"]["num_key_value_heads"] = 3;
   std::ofstream(dir / "genai_config.json") << cfg.dump();
-  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument, "inconsistent head counts");
+  ExpectError([&] { ebb::LoadModel(dir); }, ErrorCode::InvalidArgument, "inconsistent head counts");
   // Unknown model type.
   cfg = nlohmann::json::parse(std::ifstream(src / "genai_config.json"));
   cfg["model"]["type"] = "transformerx";
   std::ofstream(dir / "genai_config.json") << cfg.dump();
-  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument, "unknown model type");
+  ExpectError([&] { ebb::LoadModel(dir); }, ErrorCode::InvalidArgument, "unknown model type");
   // Issue 24 item 8: a huge vocab_size is refused before anything is sized by it, and one that
   // is not the graph's logits width is refused naming the right value.
   cfg = nlohmann::json::parse(std::ifstream(src / "genai_config.json"));
   const int64_t vocab = cfg["model"]["vocab_size"].get<int64_t>();
   cfg["model"]["vocab_size"] = 1000000000;
   std::ofstream(dir / "genai_config.json") << cfg.dump();
-  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument,
+  ExpectError([&] { ebb::LoadModel(dir); }, ErrorCode::InvalidArgument,
               "vocab_size: 1000000000 is above ebb's bound");
   cfg["model"]["vocab_size"] = vocab + 8;
   cfg["model"]["pad_token_id"] = 0;
   std::ofstream(dir / "genai_config.json") << cfg.dump();
-  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument,
+  ExpectError([&] { ebb::LoadModel(dir); }, ErrorCode::InvalidArgument,
               "fix vocab_size in genai_config.json to " + std::to_string(vocab));
   cfg["model"]["vocab_size"] = vocab;
   cfg["model"]["context_length"] = 1 << 30;
   std::ofstream(dir / "genai_config.json") << cfg.dump();
-  ExpectError([&] { Model::Load(dir); }, ErrorCode::InvalidArgument,
+  ExpectError([&] { ebb::LoadModel(dir); }, ErrorCode::InvalidArgument,
               "context_length: 1073741824 is above ebb's bound");
   // Misspelled ebb option.
   ModelOptions mo;
@@ -384,7 +385,7 @@ TEST(BadInput, CorruptOrMissingModelFilesNameTheFile) {
               "did you mean 'kv_cache.mode'");
   fs::remove_all(dir);
   // A good model still loads after all that.
-  EXPECT_NO_THROW(Model::Load(src));
+  EXPECT_NO_THROW(ebb::LoadModel(src));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
+#include "ebb/runtime.h"
 #include "ebb/tokenizer.h"
 #include "test_env.h"
 
@@ -29,7 +30,7 @@ using Rows = std::vector<std::vector<int32_t>>;
 const fs::path kLlama = testing::TestModelsDir() / "llama-tiny-fp32";
 const std::vector<int32_t> kPrompt = {5, 17, 42, 99, 7};
 
-std::shared_ptr<Model> LoadLlama(const ModelOptions& mo = {}) { return Model::Load(kLlama, mo); }
+std::shared_ptr<Model> LoadLlama(const ModelOptions& mo = {}) { return ebb::LoadModel(kLlama, mo); }
 
 // Runs `req` collecting the streamed pieces of each row.
 struct Streamed {
@@ -292,7 +293,7 @@ fs::path LinkedCopy(const fs::path& src, const std::string& name,
 // Issue 24 item 6: InvalidArgument naming the fix (it was NotFound, a 404 over HTTP).
 TEST(Generation, MessagesWithoutAChatTemplateIsInvalidArgumentNamingTheFix) {
   const fs::path dir = LinkedCopy(kLlama, "no-template", {"tokenizer_config.json"});
-  auto model = Model::Load(dir);
+  auto model = ebb::LoadModel(dir);
   GenerateRequest chat;
   chat.messages = {{"user", "Hello"}};
   try {
@@ -308,7 +309,7 @@ TEST(Generation, MessagesWithoutAChatTemplateIsInvalidArgumentNamingTheFix) {
 TEST(Generation, NoTokenizerGivesIdsWithoutText) {
   const fs::path dir =
       LinkedCopy(kLlama, "no-tokenizer", {"tokenizer.json", "tokenizer_config.json"});
-  auto model = Model::Load(dir);
+  auto model = ebb::LoadModel(dir);
   EXPECT_EQ(model->tokenizer(), nullptr);
   const Streamed s = RunStreamed(model, IdsRequest(20));
   EXPECT_FALSE(s.result.rows[0].generated_ids.empty());
@@ -343,7 +344,7 @@ TEST(StreamDecoderDogNamedLostItsSpace, PrimedWithThePromptTheFirstPieceKeepsIts
 
 TEST(StreamDecoderDogNamedLostItsSpace, GenerateStreamsTheSpace) {
   EBB_SKIP_UNLESS_EXISTS(kStories);
-  auto model = Model::Load(kStories);
+  auto model = ebb::LoadModel(kStories);
   GenerateRequest req;
   req.prompt = "Once upon a time, a dog";
   req.params.max_length = 30;

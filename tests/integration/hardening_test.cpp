@@ -19,6 +19,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -159,7 +160,7 @@ TEST(Issue16Bounds, KvChunkTokensIntMaxIsRefused) {
 // ---- item 4: NaN and degenerate sampling -------------------------------------------------------
 
 TEST(Issue16Sampling, NonFiniteSettingsAreRefused) {
-  auto model = Model::Load(Tiny());
+  auto model = ebb::LoadModel(Tiny());
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   struct Case {
@@ -201,7 +202,7 @@ std::vector<int32_t> Generate(const std::shared_ptr<Model>& model, const Generat
 }
 
 TEST(Issue16Sampling, TopPZeroIsGreedy) {
-  auto model = Model::Load(Tiny());
+  auto model = ebb::LoadModel(Tiny());
   GeneratorParams greedy;
   greedy.max_length = 24;
   const auto want = Generate(model, greedy);
@@ -222,7 +223,7 @@ TEST(Issue16Sampling, NanLogitsFailTheRequest) {
                          "/tools/poison_nan.py " + Tiny().string() + " " + nan_model.string())
                             .c_str()),
             0);
-  auto model = Model::Load(nan_model);
+  auto model = ebb::LoadModel(nan_model);
   for (bool sample : {false, true}) {
     GeneratorParams p;
     p.max_length = 8;
@@ -261,7 +262,7 @@ TEST(Issue16Files, MissingExternalDataIsNamedNotCorrupt) {
   CopyModel(src, m);
   fs::remove(m / "model.onnx.data");
   ErrorCode code = ErrorCode::Internal;
-  const std::string msg = ErrorOf([&] { Model::Load(m); }, &code);
+  const std::string msg = ErrorOf([&] { ebb::LoadModel(m); }, &code);
   EXPECT_EQ(code, ErrorCode::NotFound);
   EXPECT_THAT(msg, HasSubstr("external data"));
   EXPECT_THAT(msg, Not(HasSubstr("corrupt")));
@@ -273,7 +274,7 @@ TEST(Issue16Files, UnreadableModelOnnxSaysPermissionDenied) {
   const fs::path m = d.path() / "m";
   CopyModel(Tiny(), m);
   fs::permissions(m / "model.onnx", fs::perms::none);
-  const std::string msg = ErrorOf([&] { Model::Load(m); });
+  const std::string msg = ErrorOf([&] { ebb::LoadModel(m); });
   EXPECT_THAT(msg, HasSubstr("permission denied"));
 }
 

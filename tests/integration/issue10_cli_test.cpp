@@ -9,6 +9,7 @@
 
 #include "ebb/error.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -103,9 +104,9 @@ TEST(ExecutionProviderIssue10, MissingProvidersSayHowToRunOnCpu) {
     EXPECT_EQ(ok.status, 0) << ep << "\n" << ok.out;
     ModelOptions mo;
     mo.Set("execution_provider", "CPUExecutionProvider");
-    EXPECT_NO_THROW(Model::Load(copy.dir(), mo)) << ep;
+    EXPECT_NO_THROW(ebb::LoadModel(copy.dir(), mo)) << ep;
     try {
-      Model::Load(copy.dir());
+      ebb::LoadModel(copy.dir());
       ADD_FAILURE() << ep << " loaded";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::Unavailable) << ep;

@@ -11,6 +11,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "generate/generator_testing.h"
 #include "model/model_info.h"
 #include "test_env.h"
@@ -76,7 +77,7 @@ TEST(GqaPaddingIssue10, EveryRowOfABatchMatchesItsBatchOfOneWithAndWithoutShared
       ModelOptions mo;
       mo.kv_mode = mode;
       mo.kv_chunk_tokens = 8;  // several growths in dynamic mode
-      auto model = Model::Load(copy.dir(), mo);
+      auto model = ebb::LoadModel(copy.dir(), mo);
       EXPECT_TRUE(model->info().uses_gqa) << what;
       EXPECT_EQ(model->info().past_present_share_buffer, share) << what;
       const auto alone_dog = Greedy(model, {dog}, 30)[0];
@@ -91,10 +92,10 @@ TEST(GqaPaddingIssue10, EveryRowOfABatchMatchesItsBatchOfOneWithAndWithoutShared
 }
 
 TEST(GqaPaddingIssue10, SynthesizedModelsReportTheirAttentionOp) {
-  EXPECT_TRUE(Model::Load(testing::TestModelsDir() / "llama-tiny-fp32")->info().uses_gqa);
+  EXPECT_TRUE(ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp32")->info().uses_gqa);
   // Weights in model.onnx.data: the op walk reads only model.onnx.
-  EXPECT_TRUE(Model::Load(testing::TestModelsDir() / "llama-int4-extdata")->info().uses_gqa);
-  const auto gpt2 = Model::Load(testing::TestModelsDir() / "gpt2-tiny-fp32");
+  EXPECT_TRUE(ebb::LoadModel(testing::TestModelsDir() / "llama-int4-extdata")->info().uses_gqa);
+  const auto gpt2 = ebb::LoadModel(testing::TestModelsDir() / "gpt2-tiny-fp32");
   EXPECT_FALSE(gpt2->info().uses_gqa);
   EXPECT_FALSE(gpt2->info().past_present_share_buffer);
 }
@@ -110,7 +111,7 @@ TEST(PrefillRollbackIssue10, FailedChunkedAppendOnPingPongLeavesTheGeneratorUnch
     mo.kv_mode = mode;
     mo.kv_chunk_tokens = 4;
     mo.prefill_chunk_size = 2;  // the failed call feeds 8 tokens: 4 chunks
-    auto model = Model::Load(testing::TestModelsDir() / "gpt2-tiny-fp32", mo);
+    auto model = ebb::LoadModel(testing::TestModelsDir() / "gpt2-tiny-fp32", mo);
     ASSERT_FALSE(model->info().past_present_share_buffer);
     for (int fail_at : {2, 3, 4}) {
       const std::string what =
@@ -155,8 +156,9 @@ TEST(InfoKvBytesIssue10, Fp16KvCountsTwoBytesPerElement) {
             2ull * c.num_hidden_layers * c.num_key_value_heads * c.head_size * 2);
   EXPECT_EQ(f32.kv_bytes_per_token, 2 * f16.kv_bytes_per_token);
   // The same figure as the loaded model's.
-  EXPECT_EQ(f16.kv_bytes_per_token,
-            Model::Load(testing::TestModelsDir() / "llama-tiny-fp16io")->info().kv_bytes_per_token);
+  EXPECT_EQ(
+      f16.kv_bytes_per_token,
+      ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp16io")->info().kv_bytes_per_token);
   EXPECT_EQ(internal::ToJson(f16)["kv_element_type"], "float16");
 }
 

@@ -86,7 +86,7 @@ GenerateRequest ChatRequest() {
 
 TEST(Issue24ChatTemplate, ChatWithoutATemplateIsInvalidArgumentNamingTheFix) {
   TempDir tmp("none");
-  auto m = Model::Load(CopyWithoutTemplate(tmp.path()));
+  auto m = ebb::LoadModel(CopyWithoutTemplate(tmp.path()));
   EXPECT_FALSE(m->has_chat_template());
   try {
     Generate(m, ChatRequest());
@@ -114,7 +114,7 @@ TEST(Issue24ChatTemplate, TheLoadOptionTakesAFileOrTheTextAndRendersWithIt) {
   for (const std::string& value : {file.string(), std::string(kTemplate)}) {
     ModelOptions mo;
     mo.Set("chat_template", value);
-    auto m = Model::Load(folder, mo);
+    auto m = ebb::LoadModel(folder, mo);
     EXPECT_TRUE(m->has_chat_template());
     EXPECT_EQ(m->chat_template().Render({{"user", "hi"}}, true), kRendered);
     const GenerateResult r = Generate(m, ChatRequest());
@@ -124,7 +124,7 @@ TEST(Issue24ChatTemplate, TheLoadOptionTakesAFileOrTheTextAndRendersWithIt) {
   // It replaces a folder's own template too.
   ModelOptions mo;
   mo.Set("chat_template", file.string());
-  auto m = Model::Load(Tiny(), mo);
+  auto m = ebb::LoadModel(Tiny(), mo);
   EXPECT_EQ(m->chat_template().Render({{"user", "hi"}}, true), kRendered);
 }
 

@@ -17,6 +17,7 @@
 #include "ebb/log.h"
 #include "ebb/model.h"
 #include "ebb/model_controls.h"
+#include "ebb/runtime.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -71,7 +72,7 @@ TEST(Issue39, MisspelledLoadTimeRunOptionWarnsDidYouMeanInCpp) {
   LogCapture logs;
   ModelOptions o;
   o.Set(std::string("run_options.") + kTypo, "cpu:0");
-  auto m = Model::Load(Tiny(), o);
+  auto m = ebb::LoadModel(Tiny(), o);
   EXPECT_TRUE(logs.Saw(kHint));
 }
 
@@ -96,14 +97,14 @@ TEST(Issue39, MisspelledLoadTimeRunOptionWarnsDidYouMeanThroughTheCAbi) {
 TEST(Issue39, MisspelledRunOptionInGenaiConfigWarnsDidYouMean) {
   testing::TempDir d("issue39");
   LogCapture logs;
-  auto m = Model::Load(WithConfigRunOptions(d, {{kTypo, "cpu:0"}}));
+  auto m = ebb::LoadModel(WithConfigRunOptions(d, {{kTypo, "cpu:0"}}));
   EXPECT_TRUE(logs.Saw(kHint));
 }
 
 TEST(Issue39, AnEbbKeyThatIsNotARunOptionInGenaiConfigFailsTheLoadNamingTheFile) {
   testing::TempDir d("issue39");
   try {
-    Model::Load(WithConfigRunOptions(d, {{"kv_cache.max_bytes", "1MiB"}}));
+    ebb::LoadModel(WithConfigRunOptions(d, {{"kv_cache.max_bytes", "1MiB"}}));
     FAIL() << "loaded";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
@@ -117,8 +118,8 @@ TEST(Issue39, ClearRunOptionRestoresTheLoadTimeValueAndInForceNamesTheSource) {
   ModelOptions o;
   o.Set("prefix_cache.max_bytes", "8MiB");
   o.Set("run_options.memory.enable_memory_arena_shrinkage", "cpu:0");
-  auto m =
-      Model::Load(WithConfigRunOptions(d, {{"disable_synchronize_execution_providers", "1"}}), o);
+  auto m = ebb::LoadModel(
+      WithConfigRunOptions(d, {{"disable_synchronize_execution_providers", "1"}}), o);
   ModelControls& h = m->runtime();
   auto in_force = h.OptionsInForce();
   EXPECT_EQ(in_force["prefix_cache.max_bytes"].value, std::to_string(8u << 20));
@@ -178,7 +179,7 @@ TEST(Issue39, ATokenizerWithIdsPastTheGraphsVocabularyIsFoundAtLoadNamingBothSiz
                                  {"special", true}});
   std::ofstream(m / "tokenizer.json") << tok.dump();
   LogCapture logs;
-  auto model = Model::Load(m);  // said at load, not refused (tiny-random models do this)
+  auto model = ebb::LoadModel(m);  // said at load, not refused (tiny-random models do this)
   EXPECT_TRUE(
       logs.Saw("but the model's vocabulary (genai_config.json's vocab_size, the graph's "
                "logits) has 1024"));
@@ -199,7 +200,7 @@ TEST(Issue39, CustomOpsLibraryThatIsAFolderOrADeviceSaysSo) {
     ModelOptions o;
     o.Set("session_options.custom_ops_library", path);
     try {
-      Model::Load(Tiny(), o);
+      ebb::LoadModel(Tiny(), o);
       ADD_FAILURE() << path << " loaded";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << path;
@@ -215,7 +216,7 @@ namespace ebb {
 namespace {
 
 TEST(Issue39, MaxNewTokensWithoutMaxLengthBoundsTheKvToPromptPlusNewTokens) {
-  auto m = Model::Load(Tiny());  // genai_config.json's max_length: 2048
+  auto m = ebb::LoadModel(Tiny());  // genai_config.json's max_length: 2048
   GenerateRequest req;
   req.input_ids = {{1, 2, 3, 4}};
   req.max_new_tokens = 2;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "ebb/json.h"
 #include "ebb/model.h"
 #include "ebb/runtime.h"
 #include "ebb/version.h"
@@ -22,7 +23,7 @@ using ::testing::Not;
 std::string MatMuls(const ModelInfo& i) { return " x" + std::to_string(7 * i.num_layers + 1); }
 
 TEST(ModelKernels, AnInt4ModelRunsMatMulNBitsOnMlasAndItsAttentionOnOrt) {
-  const auto model = Model::Load(testing::TestModelsDir() / "llama-tiny-int4");
+  const auto model = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-int4");
   const ModelInfo& i = model->info();
   const std::string mlas = internal::MlasInt4Kernel(internal::CpuFlags());
   EXPECT_THAT(i.kernels, HasSubstr("MatMulNBits" + MatMuls(i) + ": MLAS " + mlas));
@@ -32,7 +33,7 @@ TEST(ModelKernels, AnInt4ModelRunsMatMulNBitsOnMlasAndItsAttentionOnOrt) {
 }
 
 TEST(ModelKernels, AnFp32ModelHasNoInt4Kernel) {
-  const auto model = Model::Load(testing::TestModelsDir() / "llama-tiny-fp32");
+  const auto model = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp32");
   EXPECT_THAT(model->info().kernels, HasSubstr("MatMul" + MatMuls(model->info()) + ": MLAS GEMM"));
   EXPECT_THAT(model->info().kernels, Not(HasSubstr("MatMulNBits")));
 }

@@ -14,6 +14,7 @@
 
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -42,7 +43,7 @@ TEST(KvLoop, CreateRunDestroyLoopKeepsMemoryFlat) {
     mo.kv_mode = mode;
     const char* name = std::getenv("EBB_KV_LOOP_MODEL");
     auto model =
-        Model::Load(testing::TestModelsDir() / (name != nullptr ? name : "llama-kvloop"), mo);
+        ebb::LoadModel(testing::TestModelsDir() / (name != nullptr ? name : "llama-kvloop"), mo);
     GeneratorParams params;  // kept alive across iterations, as in the reported loop
     params.max_length = 512;
     std::vector<int32_t> prompt(128);

@@ -17,6 +17,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -29,7 +30,7 @@ std::shared_ptr<Model> LoadWith(const std::string& name, const std::string& pref
   ModelOptions o;
   o.Set("prefill_logits", prefill_logits);
   o.Set("model_cache.dir", cache_dir);
-  return Model::Load(testing::TestModelsDir() / name, o);
+  return ebb::LoadModel(testing::TestModelsDir() / name, o);
 }
 
 struct Run {
@@ -194,7 +195,7 @@ TEST(OrtProfile, WrittenAtUnloadAndOffWritesNothing) {
     ModelOptions o;
     o.Set("session_options.profile_file_prefix",
           prefix.ends_with("off") ? std::string("off") : prefix);
-    auto m = Model::Load(testing::TestModelsDir() / "llama-tiny-fp32", o);
+    auto m = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp32", o);
     Generate(m, {Prompt(5, 1024, 0)}, 0, 3);
   }  // the model unloads here
   std::vector<fs::path> files;
@@ -215,7 +216,7 @@ TEST(OrtProfile, UnwritablePrefixOrBlankIsRefusedAtLoad) {
     ModelOptions o;
     o.Set("session_options.profile_file_prefix", bad);
     try {
-      Model::Load(testing::TestModelsDir() / "llama-tiny-fp32", o);
+      ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp32", o);
       FAIL() << "loaded with profile_file_prefix='" << bad << "'";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);

@@ -11,9 +11,11 @@
 
 #include "ebb/error.h"
 #include "ebb/generator.h"
+#include "ebb/json.h"
 #include "ebb/log.h"
 #include "ebb/model.h"
 #include "ebb/model_controls.h"
+#include "ebb/process_memory.h"
 #include "ebb/stats.h"
 #include "test_env.h"
 
@@ -57,8 +59,8 @@ int ThreadCount() {
 TEST(Tier1, ArenaOffLeavesNoArenaStats) {
   ModelOptions on, off;
   off.Set("session_options.enable_cpu_mem_arena", "0");
-  auto a = Model::Load(Tiny(), on);
-  auto b = Model::Load(Tiny(), off);
+  auto a = ebb::LoadModel(Tiny(), on);
+  auto b = ebb::LoadModel(Tiny(), off);
   Generate(a, {1, 2, 3}, 8);
   Generate(b, {1, 2, 3}, 8);
   EXPECT_TRUE(a->memory_stats().cpu_arena.available);
@@ -80,7 +82,7 @@ TEST(Tier1, ArenaOffWithAnExtendStrategyLoadsAndWarnsThatTheStrategyIsMoot) {
   o.Set("session_options.enable_cpu_mem_arena", "0");
   o.Set("session_options.arena_extend_strategy", "kSameAsRequested");
   std::shared_ptr<Model> m;
-  EXPECT_NO_THROW(m = Model::Load(Tiny(), o));
+  EXPECT_NO_THROW(m = ebb::LoadModel(Tiny(), o));
   SetLogCallback(nullptr);
   bool warned = false;
   for (const auto& l : logs) {
@@ -98,7 +100,7 @@ TEST(Tier1, ArenaOffWithAnExtendStrategyLoadsAndWarnsThatTheStrategyIsMoot) {
   capped.Set("session_options.arena_extend_strategy", "kSameAsRequested");
   capped.Set("session_options.arena.max_mem", "64MiB");
   try {
-    Model::Load(Tiny(), capped);
+    ebb::LoadModel(Tiny(), capped);
     FAIL() << "loaded an arena cap with the arena off";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
@@ -113,13 +115,13 @@ TEST(Tier1, IntraOpThreadsChangesTheThreadCount) {
   {
     ModelOptions o;
     o.Set("session_options.intra_op_num_threads", "1");
-    auto m = Model::Load(Tiny(), o);
+    auto m = ebb::LoadModel(Tiny(), o);
     with_one = ThreadCount() - base;
   }
   {
     ModelOptions o;
     o.Set("session_options.intra_op_num_threads", "2");
-    auto m = Model::Load(Tiny(), o);
+    auto m = ebb::LoadModel(Tiny(), o);
     with_two = ThreadCount() - base;
   }
   // ORT's intra-op pool has n-1 worker threads (the caller is the n-th).
@@ -139,7 +141,7 @@ TEST(Tier1, UnknownSessionKeyReachesOrtAndIsLogged) {
   SetLogLevel(LogLevel::Info);
   ModelOptions o;
   o.Set("session_options.session.use_device_allocator_for_initializers", "1");
-  auto m = Model::Load(Tiny(), o);
+  auto m = ebb::LoadModel(Tiny(), o);
   SetLogLevel(before);
   SetLogCallback(nullptr);
   bool seen = false;
@@ -156,7 +158,7 @@ TEST(Tier1, ValueOrtRefusesFailsTheLoadNamingTheKey) {
   ModelOptions o;
   o.Set("session_options.session.dynamic_block_base", "not-a-number");
   try {
-    Model::Load(Tiny(), o);
+    ebb::LoadModel(Tiny(), o);
     FAIL() << "expected InvalidArgument";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
@@ -166,7 +168,7 @@ TEST(Tier1, ValueOrtRefusesFailsTheLoadNamingTheKey) {
   ModelOptions t;
   try {
     t.Set("session_options.intra_op_num_threads", "-3");
-    Model::Load(Tiny(), t);
+    ebb::LoadModel(Tiny(), t);
     FAIL();
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("intra_op_num_threads='-3'"));
@@ -176,16 +178,16 @@ TEST(Tier1, ValueOrtRefusesFailsTheLoadNamingTheKey) {
 TEST(Tier1, TwentyFailedLoadsLeakNothing) {
   ModelOptions bad;
   bad.Set("session_options.session.dynamic_block_base", "not-a-number");
-  for (int i = 0; i < 3; ++i) EXPECT_THROW(Model::Load(Tiny(), bad), Error);  // warm up
+  for (int i = 0; i < 3; ++i) EXPECT_THROW(ebb::LoadModel(Tiny(), bad), Error);  // warm up
   const int64_t before = ReadProcessMemory().rss_bytes;
-  for (int i = 0; i < 20; ++i) EXPECT_THROW(Model::Load(Tiny(), bad), Error);
+  for (int i = 0; i < 20; ++i) EXPECT_THROW(ebb::LoadModel(Tiny(), bad), Error);
   EXPECT_LE(ReadProcessMemory().rss_bytes - before, 8 * kMiB);
 }
 
 // --- Tier 2: shrinking --------------------------------------------------------------------------
 
 TEST(Tier2, ShrinkArenaGivesBackWhatALongPromptAdded) {
-  auto m = Model::Load(Wide());
+  auto m = ebb::LoadModel(Wide());
   Generate(m, {1, 2, 3}, 8);  // warm up ORT
   const int64_t before = ReadProcessMemory().rss_bytes;
   const int64_t shrinks_before = m->memory_stats().cpu_arena.num_shrinkages;
@@ -227,7 +229,7 @@ ShrinkTrace RunRequests(const std::shared_ptr<Model>& m, int n) {
 }
 
 TEST(Tier2, ShrinkAfterNextRunFiresOnceAtTheEndOfTheRequest) {
-  auto m = Model::Load(Wide());
+  auto m = ebb::LoadModel(Wide());
   Generate(m, {1, 2, 3}, 8);
   m->runtime().ShrinkAfterNextRun();
   const ShrinkTrace t = RunRequests(m, 2);  // one shrink for the whole request, none after
@@ -237,7 +239,7 @@ TEST(Tier2, ShrinkAfterNextRunFiresOnceAtTheEndOfTheRequest) {
 }
 
 TEST(Tier2, ShrinkEveryFiveOverFifteenRequestsShrinksThreeTimes) {
-  auto m = Model::Load(Wide());
+  auto m = ebb::LoadModel(Wide());
   Generate(m, {1, 2, 3}, 8);
   const MemoryStats s0 = m->memory_stats();
   m->runtime().ShrinkEvery(5);
@@ -257,7 +259,7 @@ TEST(Tier2, ShrinkEveryFiveOverFifteenRequestsShrinksThreeTimes) {
 TEST(Tier2, ShrinkEveryAsALoadOption) {
   ModelOptions o;
   o.Set("memory.shrink_every", "2");
-  auto m = Model::Load(Tiny(), o);
+  auto m = ebb::LoadModel(Tiny(), o);
   for (int i = 0; i < 4; ++i) Generate(m, {1, 2, 3}, 8);
   EXPECT_EQ(m->memory_stats().num_shrinks, 2u);
 }
@@ -266,7 +268,7 @@ TEST(Tier2, ArenaOffShrinkSucceedsAndTrimsWhatEbbOwns) {
   ModelOptions o;
   o.Set("session_options.enable_cpu_mem_arena", "0");
   o.Set("kv_cache.retain_bytes", "64MiB");
-  auto m = Model::Load(Tiny(), o);
+  auto m = ebb::LoadModel(Tiny(), o);
   const auto expected = Generate(m, {5, 17, 42}, 16);
   EXPECT_GT(m->kv_stats().reserved_bytes, 0u) << "retained for reuse";
   m->runtime().ShrinkArena();
@@ -279,7 +281,7 @@ TEST(Tier2, ArenaOffShrinkSucceedsAndTrimsWhatEbbOwns) {
 }
 
 TEST(Tier2, RunOptionsAreForwardedAndCleared) {
-  auto m = Model::Load(Tiny());
+  auto m = ebb::LoadModel(Tiny());
   m->runtime().SetRunOption("disable_synchronize_execution_providers", "1");
   EXPECT_EQ(m->runtime().Options().at("disable_synchronize_execution_providers"), "1");
   EXPECT_EQ(Generate(m, {5, 17, 42}, 10).size(), 10u);
@@ -290,7 +292,7 @@ TEST(Tier2, RunOptionsAreForwardedAndCleared) {
 // Issue 22 item 7: the controls are Model::controls(); runtime() is the same object and
 // RuntimeHandle the same type, so code written against the old names keeps working.
 TEST(Tier2, ControlsAndRuntimeAreTheSameObjectAndRuntimeHandleIsAnAlias) {
-  auto m = Model::Load(Tiny());
+  auto m = ebb::LoadModel(Tiny());
   EXPECT_EQ(&m->controls(), &m->runtime());
   static_assert(std::is_same_v<RuntimeHandle, ModelControls>);
   RuntimeHandle& old_name = m->runtime();
@@ -303,7 +305,7 @@ TEST(Tier2, ControlsAndRuntimeAreTheSameObjectAndRuntimeHandleIsAnAlias) {
 // stats; a load-time key is refused naming where it belongs; a misspelled ORT key warns with a
 // suggestion; empty, oversize and non-UTF-8 keys are refused at once, and the model still serves.
 TEST(Tier2, EveryTier2KeyTakesOneRouteAndThePoliciesAreReadable) {
-  auto m = Model::Load(Tiny());
+  auto m = ebb::LoadModel(Tiny());
   ModelControls h = m->runtime();
   h.SetRunOption("memory.shrink_every", "2");
   h.SetRunOption("memory.shrink_above", "64GiB");
@@ -356,7 +358,7 @@ TEST(Tier2, EveryTier2KeyTakesOneRouteAndThePoliciesAreReadable) {
 }
 
 TEST(Tier2, StatsSerializeToJson) {
-  auto m = Model::Load(Tiny());
+  auto m = ebb::LoadModel(Tiny());
   Generate(m, {5, 17, 42}, 10);
   const std::string j = ToJson(m->runtime().Stats());
   for (const char* key : {"\"rss_bytes\"", "\"anon_bytes\"", "\"in_use_bytes\"",
@@ -369,7 +371,7 @@ TEST(Tier2, StatsSerializeToJson) {
 // --- Concurrency --------------------------------------------------------------------------------
 
 TEST(Concurrency, GeneratorsOnFourThreadsWhileAnotherShrinksAndReadsStats) {
-  auto m = Model::Load(Tiny());
+  auto m = ebb::LoadModel(Tiny());
   std::vector<std::vector<int32_t>> prompts, expected;
   for (int t = 0; t < 4; ++t) {
     prompts.push_back(Prompt(10 + 7 * t, 1024));
@@ -407,7 +409,7 @@ namespace {
 
 // Total ORT arena bytes after one long prompt on a fresh model with `opts`.
 int64_t ArenaAfterLongPrompt(ModelOptions opts) {
-  auto m = Model::Load(Wide(), opts);
+  auto m = ebb::LoadModel(Wide(), opts);
   GeneratorParams p;
   p.max_length = 1100;
   Generator g(m, p);
@@ -429,7 +431,7 @@ TEST(Tier1Arena, SameAsRequestedAllocatesLessThanNextPowerOfTwo) {
 TEST(Tier1Arena, MaxMemIsAHardCapWithAClearErrorAndSmallPromptsStillWork) {
   ModelOptions o;
   o.Set("session_options.arena.max_mem", "24MiB");
-  auto m = Model::Load(Wide(), o);
+  auto m = ebb::LoadModel(Wide(), o);
   EXPECT_EQ(m->memory_stats().cpu_arena.limit_bytes, 24 << 20);
   const auto small = Generate(m, {5, 17, 42}, 16);
   EXPECT_EQ(small.size(), 16u);
@@ -465,10 +467,10 @@ TEST(Tier1Arena, ArenaOptionsAreProcessWideAndConflictsAreRefused) {
   ModelOptions a, b;
   a.Set("session_options.arena.max_mem", "256MiB");
   b.Set("session_options.arena.max_mem", "128MiB");
-  auto first = Model::Load(Wide(), a);
-  auto same = Model::Load(Tiny(), a);  // same configuration: shares the env arena
+  auto first = ebb::LoadModel(Wide(), a);
+  auto same = ebb::LoadModel(Tiny(), a);  // same configuration: shares the env arena
   try {
-    Model::Load(Tiny(), b);
+    ebb::LoadModel(Tiny(), b);
     FAIL() << "expected InvalidArgument";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
@@ -477,12 +479,12 @@ TEST(Tier1Arena, ArenaOptionsAreProcessWideAndConflictsAreRefused) {
   }
   first.reset();
   same.reset();
-  EXPECT_NO_THROW(Model::Load(Tiny(), b)) << "after the others unload, a new config registers";
+  EXPECT_NO_THROW(ebb::LoadModel(Tiny(), b)) << "after the others unload, a new config registers";
   ModelOptions typo;
   EXPECT_THROW(
       {
         typo.Set("session_options.arena.max_mme", "1MiB");
-        Model::Load(Tiny(), typo);
+        ebb::LoadModel(Tiny(), typo);
       },
       Error);
 }
@@ -496,8 +498,8 @@ namespace ebb {
 namespace {
 
 TEST(Budgets, RuntimeWideMemoryLimitCoversAllModels) {
-  auto a = Model::Load(Tiny());
-  auto b = Model::Load(Tiny());  // a second model: the budget is over both
+  auto a = ebb::LoadModel(Tiny());
+  auto b = ebb::LoadModel(Tiny());  // a second model: the budget is over both
   const uint64_t per_gen_a = a->info().kv_bytes_per_token * 256;
   // One generator, not two, beside the weights of every model the default runtime holds.
   Runtime::Default().SetMemoryLimit(Runtime::Default().Stats().weights_bytes + per_gen_a +
@@ -529,16 +531,16 @@ TEST(Budgets, MemoryLimitAsALoadOption) {
   o.Set("memory.limit", "1KiB");
   // The weights alone are over 1 KiB: the load is refused and the runtime's limit is unchanged.
   try {
-    Model::Load(Tiny(), o);
+    ebb::LoadModel(Tiny(), o);
     FAIL() << "expected ResourceExhausted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
     EXPECT_THAT(e.what(), HasSubstr("of weights"));
   }
   EXPECT_EQ(Runtime::Default().memory_limit(), 0u);
-  const uint64_t weights = Model::Load(Tiny())->weights_bytes();  // loaded and freed
+  const uint64_t weights = ebb::LoadModel(Tiny())->weights_bytes();  // loaded and freed
   o.Set("memory.limit", std::to_string(Runtime::Default().Stats().weights_bytes + weights + 1024));
-  auto m = Model::Load(Tiny(), o);
+  auto m = ebb::LoadModel(Tiny(), o);
   EXPECT_EQ(Runtime::Default().memory_limit(), Runtime::Default().Stats().weights_bytes + 1024);
   EXPECT_THROW(Generator(m, GeneratorParams{.max_length = 64}), Error);
   Runtime::Default().SetMemoryLimit(0);
@@ -556,7 +558,7 @@ TEST(Unload, FiftyLoadUnloadCyclesOfASmallModelKeepRssFlat) {
   int64_t after_first = 0;
   for (int i = 0; i < 50; ++i) {
     {
-      auto m = Model::Load(dir);
+      auto m = ebb::LoadModel(dir);
       Generate(m, {5, 17, 42, 99}, 12);
     }
     const int64_t rss = ReadProcessMemory().rss_bytes;
@@ -572,7 +574,7 @@ std::vector<int64_t> MixedRequests(int n) {
   if (const char* mp = std::getenv("EBB_TEST_MEM_PATTERN")) {
     o.Set("session_options.enable_mem_pattern", mp);
   }
-  auto m = Model::Load(Wide(), o);
+  auto m = ebb::LoadModel(Wide(), o);
   m->runtime().ShrinkEvery(20);
   std::vector<int> lengths(100);
   for (int i = 0; i < 100; ++i) lengths[i] = 16 + i * (2047 - 16) / 99;

@@ -148,7 +148,7 @@ ModelOptions AutoCache() {
 }
 
 std::vector<int32_t> LoadAndGreedy(const fs::path& dir, const ModelOptions& o = AutoCache()) {
-  return Greedy(Model::Load(dir, o));
+  return Greedy(ebb::LoadModel(dir, o));
 }
 
 // Reference tokens without any cache.
@@ -521,7 +521,7 @@ TEST(ModelCache, SmallPrepackedBlobsAtUnalignedOffsetsMisreadAndAlignedTheyMatch
   ModelOptions off;
   off.Set("model_cache.dir", "off");
   off.Set("prefill_logits", "all");  // the graph as ORT's saver sees it, no ebb rewrite
-  auto model = Model::Load(m.dir(), off);
+  auto model = ebb::LoadModel(m.dir(), off);
   auto& mi = internal::ImplOf(*model);
   const std::vector<float> want = internal::ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder,
                                                          mi.info.past_present_share_buffer);
@@ -568,7 +568,7 @@ TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical
   {
     Runtime rt;
     auto model = rt.Load("a", m.dir(), o);
-    EXPECT_EQ(model->memory_stats().weights.state, "anonymous");
+    EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kAnonymous);
     EXPECT_EQ(model->memory_stats().weights.anon_bytes, model->weights_bytes());
     const WeightsRelease r = model->runtime().ReleaseWeights();
     EXPECT_FALSE(r.released);
@@ -581,7 +581,7 @@ TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical
   Runtime rt;
   auto model = rt.Load("a", m.dir(), o);
   const WeightsMemory w = model->memory_stats().weights;
-  EXPECT_EQ(w.state, "file-backed");
+  EXPECT_EQ(w.state, WeightsState::kFileBacked);
   EXPECT_EQ(w.anon_bytes, 0u);
   EXPECT_GT(w.file_backed_bytes, model->weights_bytes()) << "the entry holds the prepacked blobs";
   const uint64_t charged = rt.Stats().weights_bytes;
@@ -596,11 +596,11 @@ TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical
   const WeightsRelease r = model->runtime().ReleaseWeights();
   EXPECT_TRUE(r.released) << r.reason;
   EXPECT_LE(r.resident_after_bytes, r.resident_before_bytes);
-  EXPECT_EQ(model->memory_stats().weights.state, "released");
+  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kReleased);
   EXPECT_EQ(model->memory_stats().weights.num_releases, 1u);
   EXPECT_EQ(rt.Stats().weights_bytes, 0u) << "released file-backed weights are not charged";
   EXPECT_EQ(Greedy(model), want);
-  EXPECT_EQ(model->memory_stats().weights.state, "file-backed");
+  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
   EXPECT_EQ(rt.Stats().weights_bytes, charged) << "the request charged them again";
 }
 
@@ -610,14 +610,14 @@ TEST(ModelCache, IdleModelReleasesItsWeightsAfterReleaseWeightsAfterS) {
   LoadAndGreedy(m.dir());  // builds the entry
   ModelOptions o = AutoCache();
   o.Set("memory.release_weights_after_s", "1");
-  auto model = Model::Load(m.dir(), o);
-  EXPECT_EQ(model->memory_stats().weights.state, "file-backed");
+  auto model = ebb::LoadModel(m.dir(), o);
+  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (model->memory_stats().weights.state != "released" &&
+  while (model->memory_stats().weights.state != WeightsState::kReleased &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_EQ(model->memory_stats().weights.state, "released");
+  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kReleased);
   EXPECT_EQ(Greedy(model), want);
   EXPECT_THROW(o.Set("memory.release_weights_after_s", "-1"), Error);
 }
@@ -659,7 +659,7 @@ class FakeCgroup {
   fs::path dir_;
 };
 
-bool WaitForWeightsState(const std::shared_ptr<Model>& model, const std::string& state,
+bool WaitForWeightsState(const std::shared_ptr<Model>& model, WeightsState state,
                          std::chrono::seconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
   while (model->memory_stats().weights.state != state) {
@@ -678,37 +678,37 @@ TEST(ModelCache, IdleModelReleasesItsWeightsUnderMemoryPressureAndABusyOneKeepsT
   o.Set("memory.release_weights_on_pressure", "true");
   o.Set("memory.pressure_cgroup", cg.dir().string());
   LogCapture log;
-  auto model = Model::Load(m.dir(), o);
-  ASSERT_EQ(model->memory_stats().weights.state, "file-backed");
+  auto model = ebb::LoadModel(m.dir(), o);
+  ASSERT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
   EXPECT_THAT(log.Take(), HasSubstr("under memory pressure of cgroup " + cg.dir().string()));
   // No pressure: nothing happens, however long the model is idle.
-  EXPECT_FALSE(WaitForWeightsState(model, "released", std::chrono::seconds(3)));
+  EXPECT_FALSE(WaitForWeightsState(model, WeightsState::kReleased, std::chrono::seconds(3)));
 
   // The cgroup was throttled at memory.high while a request runs: the running model keeps its
   // weights; once it has been idle for a second, they go.
   {
     Generator g(model, GeneratorParams{});
     cg.Events(1, 0);
-    EXPECT_FALSE(WaitForWeightsState(model, "released", std::chrono::seconds(3)));
+    EXPECT_FALSE(WaitForWeightsState(model, WeightsState::kReleased, std::chrono::seconds(3)));
   }
-  ASSERT_TRUE(WaitForWeightsState(model, "released", std::chrono::seconds(10)));
+  ASSERT_TRUE(WaitForWeightsState(model, WeightsState::kReleased, std::chrono::seconds(10)));
   EXPECT_THAT(log.Take(), HasSubstr("memory.events high rose by 1"));
   EXPECT_EQ(Greedy(model), want) << "tokens after a release";
-  EXPECT_EQ(model->memory_stats().weights.state, "file-backed");
+  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
 
   // PSI: tasks stalled on memory for 25 % of the last 10 s.
   cg.Psi(25.0);
-  ASSERT_TRUE(WaitForWeightsState(model, "released", std::chrono::seconds(10)));
+  ASSERT_TRUE(WaitForWeightsState(model, WeightsState::kReleased, std::chrono::seconds(10)));
   cg.Psi(0.0);  // before the next sample, a poll period after the release
   EXPECT_THAT(log.Take(), HasSubstr("memory PSI some avg10=25.00%"));
   EXPECT_EQ(Greedy(model), want);
   // Quiet again: the model stays file-backed.
-  EXPECT_FALSE(WaitForWeightsState(model, "released", std::chrono::seconds(3)));
+  EXPECT_FALSE(WaitForWeightsState(model, WeightsState::kReleased, std::chrono::seconds(3)));
 
   // Headroom: 98 MiB used of a 100 MiB memory.high.
   cg.Write("memory.current", std::to_string(98ull << 20) + "\n");
   cg.Write("memory.high", std::to_string(100ull << 20) + "\n");
-  ASSERT_TRUE(WaitForWeightsState(model, "released", std::chrono::seconds(10)));
+  ASSERT_TRUE(WaitForWeightsState(model, WeightsState::kReleased, std::chrono::seconds(10)));
   EXPECT_THAT(log.Take(), HasSubstr("headroom < 5%"));
   EXPECT_EQ(Greedy(model), want);
 }
@@ -719,7 +719,7 @@ TEST(ModelCache, PressureCgroupThatIsNotAFolderIsRefusedBeforeTheLoad) {
   o.Set("memory.release_weights_on_pressure", "true");
   o.Set("memory.pressure_cgroup", "/nonexistent/cgroup");
   try {
-    Model::Load(m.dir(), o);
+    ebb::LoadModel(m.dir(), o);
     FAIL() << "loaded";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
@@ -727,7 +727,7 @@ TEST(ModelCache, PressureCgroupThatIsNotAFolderIsRefusedBeforeTheLoad) {
   }
   EXPECT_THROW(o.Set("memory.pressure_cgroup", ""), Error);
   o.Set("memory.release_weights_on_pressure", "false");
-  EXPECT_NO_THROW(Model::Load(m.dir(), o)) << "the folder is read only when the policy is on";
+  EXPECT_NO_THROW(ebb::LoadModel(m.dir(), o)) << "the folder is read only when the policy is on";
 }
 
 TEST(ModelCache, DiskBudgetRemovesTheLeastRecentlyUsedEntry) {
@@ -812,8 +812,8 @@ TEST(ModelCache, EntryTruncatedUnderARunningModelFailsTheRequestNotTheProcess) {
   ModelCopy m("llama-int4-extdata");
   const auto want = Uncached(m.dir());
   LoadAndGreedy(m.dir());  // builds the entry
-  auto model = Model::Load(m.dir(), AutoCache());
-  ASSERT_EQ(model->memory_stats().weights.state, "file-backed");
+  auto model = ebb::LoadModel(m.dir(), AutoCache());
+  ASSERT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
   const fs::path data = Entries(m.cache_root()).at(0) / "model.onnx.data";
   // Drop the pages too, so that every read faults on the truncated file.
   model->runtime().ReleaseWeights();
@@ -826,7 +826,7 @@ TEST(ModelCache, EntryTruncatedUnderARunningModelFailsTheRequestNotTheProcess) {
     EXPECT_THAT(e.what(), HasSubstr("truncated or changed while mapped"));
     EXPECT_THAT(e.what(), HasSubstr("load the model again"));
   }
-  EXPECT_EQ(model->memory_stats().weights.state, "broken");
+  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kBroken);
   EXPECT_THROW(Greedy(model), Error) << "a broken model keeps failing until it is reloaded";
   LogCapture logs;
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
@@ -850,7 +850,7 @@ TEST(ModelCache, TheManagerReleasesIdleWeightsBeforeEvictingAndReloadsABrokenMod
   ModelManager mm(rt, o);
   {
     auto a = mm.Acquire("a");
-    ASSERT_EQ(a->memory_stats().weights.state, "file-backed");
+    ASSERT_EQ(a->memory_stats().weights.state, WeightsState::kFileBacked);
     // Room for one model's weights and a request's KV, not two models.
     rt.SetMemoryLimit(a->weights_bytes() + a->weights_bytes() / 2);
   }
@@ -859,22 +859,22 @@ TEST(ModelCache, TheManagerReleasesIdleWeightsBeforeEvictingAndReloadsABrokenMod
     EXPECT_EQ(Greedy(b.model()), want);
   }
   EXPECT_TRUE(mm.Get("a").loaded) << "a was evicted although releasing its weights made room";
-  EXPECT_EQ(rt.Get("a")->memory_stats().weights.state, "released");
+  EXPECT_EQ(rt.Get("a")->memory_stats().weights.state, WeightsState::kReleased);
   EXPECT_EQ(mm.num_evictions(), 0u);
 
   // a's entry is truncated while a is loaded (released: every read faults).
   ASSERT_EQ(::truncate(data.c_str(), 0), 0);
   {
     auto a = mm.Acquire("a");  // makes room again: b's weights are released
-    EXPECT_EQ(rt.Get("b")->memory_stats().weights.state, "released");
+    EXPECT_EQ(rt.Get("b")->memory_stats().weights.state, WeightsState::kReleased);
     EXPECT_THROW(Greedy(a.model()), Error);
-    EXPECT_EQ(a->memory_stats().weights.state, "broken");
+    EXPECT_EQ(a->memory_stats().weights.state, WeightsState::kBroken);
   }
   rt.SetMemoryLimit(0);
   LogCapture logs;
   auto a = mm.Acquire("a");
   EXPECT_THAT(logs.Take(), HasSubstr("reloading model 'a'"));
-  EXPECT_NE(a->memory_stats().weights.state, "broken");
+  EXPECT_NE(a->memory_stats().weights.state, WeightsState::kBroken);
   EXPECT_EQ(Greedy(a.model()), want);
 }
 

@@ -1,4 +1,4 @@
-// memory.release_file_pages: after Model::Load, the pages of the model's external-data file that
+// memory.release_file_pages: after ebb::LoadModel, the pages of the model's external-data file that
 // ORT mapped while loading are no longer resident, the model still generates the same tokens,
 // and the option turns it off. Residency is read here from /proc/self/smaps by the test itself.
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "ebb/stats.h"
 #include "test_env.h"
 
@@ -57,7 +58,7 @@ TEST(ModelFilePages, ReleasedAfterLoadAndTheModelStillGeneratesTheSameTokens) {
   std::vector<int32_t> kept_tokens;
   uint64_t kept_resident = 0;
   {
-    auto model = Model::Load(ExtData(), keep);
+    auto model = ebb::LoadModel(ExtData(), keep);
     kept_resident = ResidentUnder(ExtData());
     kept_tokens = Greedy(model);
     EXPECT_GT(model->memory_stats().process.file_bytes, 0);
@@ -67,7 +68,7 @@ TEST(ModelFilePages, ReleasedAfterLoadAndTheModelStillGeneratesTheSameTokens) {
 
   ModelOptions release;  // default: released
   release.Set("model_cache.dir", "off");
-  auto model = Model::Load(ExtData(), release);
+  auto model = ebb::LoadModel(ExtData(), release);
   const uint64_t released_resident = ResidentUnder(ExtData());
   EXPECT_LT(released_resident * 4, kept_resident)
       << "released " << released_resident << " B, kept " << kept_resident << " B";

@@ -60,7 +60,7 @@ std::string Example(const OptionSpec& s) {
 
 TEST(OptionTable, EveryKeyIsAcceptedByEachOfItsSurfacesAndRefusedElsewhere) {
   ASSERT_GT(OptionTable().size(), 25u);
-  auto model = Model::Load(Tiny());
+  auto model = ebb::LoadModel(Tiny());
   for (const auto& s : OptionTable()) {
     SCOPED_TRACE(std::string(s.key));
     const std::string key(s.key), v = Example(s);
@@ -147,11 +147,11 @@ TEST(SessionThreads, WithoutIntraOpNumThreadsASessionRunsOnThePhysicalCores) {
   one.Set("session_options.intra_op_num_threads", "1");
   int with_one = 0, with_default = 0;
   {
-    auto m = Model::Load(Tiny(), one);
+    auto m = ebb::LoadModel(Tiny(), one);
     with_one = Tasks();
   }
   {
-    auto m = Model::Load(Tiny(), unset);
+    auto m = ebb::LoadModel(Tiny(), unset);
     with_default = Tasks();
   }
   EXPECT_EQ(with_default - with_one, internal::DefaultIntraOpThreads() - 1)
@@ -307,7 +307,7 @@ TEST(Options, MisspelledSessionKeyLoadsWithAWarningNamingTheKnownKey) {
   o.Set("session_options.enable_cpu_mem_arna", "0");
   o.Set("session_options.max_mem", "1GiB");
   o.Set("session_options.session.disable_prepacking", "0");  // documented by ORT: no warning
-  auto m = Model::Load(Tiny(), o);
+  auto m = ebb::LoadModel(Tiny(), o);
   const std::string text = logs.text();
   EXPECT_THAT(text, HasSubstr("'enable_cpu_mem_arna'"));
   EXPECT_THAT(text, HasSubstr("did you mean 'enable_cpu_mem_arena'"));
@@ -330,7 +330,7 @@ std::filesystem::path WithSearch(const std::string& name, const std::string& sea
 
 TEST(SearchDefaults, TheConfigSearchBlockIsTheDefaultAndTheCallerWins) {
   const auto dir = WithSearch("len20", R"({"max_length": 20, "do_sample": false})");
-  auto m = Model::Load(dir);
+  auto m = ebb::LoadModel(dir);
   {
     Generator g(m, GeneratorParams{});
     g.AppendTokens(std::vector<int32_t>{5, 17, 42});
@@ -356,8 +356,8 @@ TEST(SearchDefaults, SamplingSettingsComeFromTheConfigUnlessGiven) {
   // differ from greedy), and do_sample=false from the caller restores greedy.
   const auto dir =
       WithSearch("sample", R"({"max_length": 24, "do_sample": true, "temperature": 5.0})");
-  auto greedy_model = Model::Load(Tiny());
-  auto m = Model::Load(dir);
+  auto greedy_model = ebb::LoadModel(Tiny());
+  auto m = ebb::LoadModel(dir);
   auto run = [](const std::shared_ptr<Model>& model, GeneratorParams p) {
     Generator g(model, p);
     g.AppendTokens(std::vector<int32_t>{5, 17, 42});
@@ -377,7 +377,7 @@ TEST(RunOptions, OrtShrinkageKeyShrinksAtTheEndOfEveryStepAndEmptyStopsIt) {
   // the wide model extends the arena in every chunk's Run(); with the key set, each of those
   // Runs gives its extension back at its end, so the count moves once per step, not once per
   // request as ebb's ShrinkAfterNextRun does.
-  auto m = Model::Load(testing::TestModelsDir() / "llama-wide");
+  auto m = ebb::LoadModel(testing::TestModelsDir() / "llama-wide");
   std::vector<int32_t> prompt(1024);
   for (int i = 0; i < 1024; ++i) prompt[i] = (i * 37 + 11) % 1024;
   auto request = [&] {
@@ -409,7 +409,7 @@ TEST(RunOptions, OrtShrinkageKeyShrinksAtTheEndOfEveryStepAndEmptyStopsIt) {
 TEST(RunOptions, OrtShrinkageKeyNamingADeviceWithoutAnArenaIsAClearError) {
   ModelOptions off;
   off.Set("session_options.enable_cpu_mem_arena", "0");
-  auto m = Model::Load(Tiny(), off);
+  auto m = ebb::LoadModel(Tiny(), off);
   try {
     m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "cpu:0");
     FAIL();
@@ -417,7 +417,7 @@ TEST(RunOptions, OrtShrinkageKeyNamingADeviceWithoutAnArenaIsAClearError) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
     EXPECT_THAT(e.what(), HasSubstr("enable_cpu_mem_arena=0"));
   }
-  auto on = Model::Load(Tiny());
+  auto on = ebb::LoadModel(Tiny());
   try {
     on->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "gpu:0");
     FAIL();
@@ -428,7 +428,7 @@ TEST(RunOptions, OrtShrinkageKeyNamingADeviceWithoutAnArenaIsAClearError) {
   // As a load option the same check fails the load, not a later Run().
   ModelOptions bad = off;
   bad.Set("run_options.memory.enable_memory_arena_shrinkage", "cpu:0");
-  EXPECT_THROW(Model::Load(Tiny(), bad), Error);
+  EXPECT_THROW(ebb::LoadModel(Tiny(), bad), Error);
 }
 
 // Issue 22 bug 1: the GPU check reads the providers the session really runs on. A config that
@@ -446,7 +446,7 @@ TEST(RunOptions, AGpuShrinkKeyIsRefusedWhenExecutionProviderCpuReplacesTheConfig
   o.Set("execution_provider", "cpu");
   o.Set("run_options.memory.enable_memory_arena_shrinkage", "gpu:0");
   try {
-    Model::Load(dir, o);
+    ebb::LoadModel(dir, o);
     FAIL() << "a gpu:0 shrink key on a CPU session was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
@@ -456,7 +456,7 @@ TEST(RunOptions, AGpuShrinkKeyIsRefusedWhenExecutionProviderCpuReplacesTheConfig
   ModelOptions ok;
   ok.Set("execution_provider", "cpu");
   ok.Set("run_options.memory.enable_memory_arena_shrinkage", "cpu:0");
-  auto m = Model::Load(dir, ok);
+  auto m = ebb::LoadModel(dir, ok);
   Generator g(m, GeneratorParams{});
   g.AppendTokens(std::vector<int32_t>{1, 2, 3});
   g.GenerateNextToken();
@@ -466,7 +466,7 @@ TEST(RunOptions, AGpuShrinkKeyIsRefusedWhenExecutionProviderCpuReplacesTheConfig
 TEST(ShrinkController, ARunOptionOrtRefusesDoesNotBlockIdleShrinksForever) {
   // Regression: BeginRun raised in_flight_ before building the run options; one throw left the
   // controller believing a step was running, so every later idle shrink waited for it forever.
-  auto m = Model::Load(Tiny());
+  auto m = ebb::LoadModel(Tiny());
   Generator(m, GeneratorParams{.max_length = 8}).AppendTokens(std::vector<int32_t>{1, 2});
   // The public route refuses such a key at once (ModelControls::SetRunOption); the
   // controller below it is what this regression is about, so the key goes in under the check.
@@ -544,10 +544,10 @@ TEST(OptionTableIssue22, OrtSpellingsInGenaiConfigLoadAsFromTheCli) {
   auto cfg = nlohmann::json::parse(ReadFile(dir / "genai_config.json"));
   cfg["model"]["decoder"]["session_options"]["execution_mode"] = "ORT_PARALLEL";
   std::ofstream(dir / "genai_config.json") << cfg.dump(2);
-  EXPECT_NO_THROW(Model::Load(dir));
+  EXPECT_NO_THROW(ebb::LoadModel(dir));
   ModelOptions cli;
   cli.Set("session_options.execution_mode", "ORT_PARALLEL");
-  EXPECT_NO_THROW(Model::Load(Tiny(), cli));
+  EXPECT_NO_THROW(ebb::LoadModel(Tiny(), cli));
   std::filesystem::remove_all(dir);
 }
 

@@ -90,7 +90,7 @@ std::shared_ptr<Model> Load(const fs::path& dir, const char* cache_bytes,
   mo.Set("prefix_cache.max_bytes", cache_bytes);
   mo.Set("model_cache.dir", "off");
   for (const auto& [k, v] : more) mo.Set(k, v);
-  return Model::Load(dir, mo);
+  return ebb::LoadModel(dir, mo);
 }
 
 // A copy of a test model with search.past_present_share_buffer off: GQA in the ping-pong layout.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ebb/generator.h"
+#include "ebb/json.h"
 #include "ebb/runtime.h"
 #include "test_env.h"
 

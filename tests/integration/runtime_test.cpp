@@ -14,6 +14,8 @@
 
 #include "ebb/error.h"
 #include "ebb/generator.h"
+#include "ebb/json.h"
+#include "ebb/process_memory.h"
 #include "test_env.h"
 
 namespace ebb {

@@ -17,6 +17,7 @@
 #include "ebb/generation.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "ebb/tokenizer.h"
 #include "test_env.h"
 
@@ -68,7 +69,7 @@ size_t Distinct(const Tokens& t) {
 }
 
 TEST_F(OpenAiSampling, LogitBiasMinus100ChangesTheGreedyFirstTokenAndPlus100ForcesOne) {
-  auto model = Model::Load(kLlama);
+  auto model = ebb::LoadModel(kLlama);
   const Tokens plain = Generated(model, {}, kPrompt, 8);
   ASSERT_FALSE(plain.empty());
   GeneratorParams ban;
@@ -93,7 +94,7 @@ TEST_F(OpenAiSampling, FrequencyAndPresencePenaltiesReduceGreedyRepetition) {
   // This synthesized model repeats in greedy decoding (token 236 nine times in 60 here; the
   // fp32 one hardly repeats): what the penalties fight.
   if (!fs::exists(kBatchable)) GTEST_SKIP() << kBatchable << " is absent";
-  auto model = Model::Load(kBatchable);
+  auto model = ebb::LoadModel(kBatchable);
   const Tokens plain = Generated(model, {}, kPrompt, 60);
   ASSERT_GE(MaxCount(plain), 6) << "the test model no longer repeats; pick a longer run";
   GeneratorParams freq;
@@ -120,7 +121,7 @@ TEST_F(OpenAiSampling, FrequencyAndPresencePenaltiesReduceGreedyRepetition) {
 }
 
 TEST_F(OpenAiSampling, RewindForgetsThePenaltyCountsOfTheDroppedTokens) {
-  auto model = Model::Load(kLlama);
+  auto model = ebb::LoadModel(kLlama);
   GeneratorParams p;
   p.frequency_penalty = 1.5f;
   p.presence_penalty = 0.5f;
@@ -137,7 +138,7 @@ TEST_F(OpenAiSampling, RewindForgetsThePenaltyCountsOfTheDroppedTokens) {
 }
 
 TEST_F(OpenAiSampling, AnOutOfVocabularyBiasIsRefusedNamingTheIdAndTheVocabSize) {
-  auto model = Model::Load(kLlama);
+  auto model = ebb::LoadModel(kLlama);
   const int32_t vocab = model->info().vocab_size;
   GeneratorParams p;
   p.logit_bias[vocab] = -100;
@@ -159,7 +160,7 @@ TEST_F(OpenAiSampling, AnOutOfVocabularyBiasIsRefusedNamingTheIdAndTheVocabSize)
 }
 
 TEST_F(OpenAiSampling, LogprobsAreTheLogSoftmaxOfTheAdjustedLogits) {
-  auto model = Model::Load(kLlama);
+  auto model = ebb::LoadModel(kLlama);
   GeneratorParams p;
   p.max_length = static_cast<int32_t>(kPrompt.size()) + 6;
   p.top_logprobs = 5;  // turns logprobs on
@@ -193,7 +194,7 @@ TEST_F(OpenAiSampling, LogprobsAreTheLogSoftmaxOfTheAdjustedLogits) {
 }
 
 TEST_F(OpenAiSampling, GenerateReturnsOneLogprobEntryPerGeneratedTokenAndCallsOnToken) {
-  auto model = Model::Load(kLlama);
+  auto model = ebb::LoadModel(kLlama);
   GenerateRequest req;
   req.input_ids = {kPrompt};
   req.params.max_length = 20;
@@ -240,7 +241,7 @@ TEST_F(OpenAiSampling, BatchedDecodeGivesTheSoloRunsTokensWithPenaltiesAndBias) 
   std::vector<Tokens> solo;
   std::vector<Tokens> plain;
   {
-    auto m = Model::Load(kBatchable);
+    auto m = ebb::LoadModel(kBatchable);
     for (size_t k = 0; k < prompts.size(); ++k) {
       solo.push_back(Generated(m, params[k], prompts[k], kNew));
       plain.push_back(Generated(m, {}, prompts[k], kNew));
@@ -253,7 +254,7 @@ TEST_F(OpenAiSampling, BatchedDecodeGivesTheSoloRunsTokensWithPenaltiesAndBias) 
   mo.Set("decode_batch.max_rows", "4");
   mo.Set("decode_batch.policy", "gather");
   mo.Set("decode_batch.max_wait_us", "1000000");  // members wait for each other: real batches
-  auto model = Model::Load(kBatchable, mo);
+  auto model = ebb::LoadModel(kBatchable, mo);
   std::vector<Tokens> got(prompts.size());
   std::vector<std::thread> threads;
   for (size_t k = 0; k < prompts.size(); ++k) {
@@ -277,7 +278,7 @@ TEST_F(OpenAiSampling, CliFlagsSetTheSameKeys) {
   EXPECT_NE(r.out.find("\"logprobs\":[[{\"id\":500,"), std::string::npos) << r.out;
   r = testing::RunCli("run " + dir + " hello --local --max-tokens 3 --logit-bias 500=100");
   ASSERT_EQ(r.status, 0) << r.out;
-  auto model = Model::Load(kLlama);
+  auto model = ebb::LoadModel(kLlama);
   const int32_t id = 500;
   const std::string piece = model->tokenizer()->Decode(std::span<const int32_t>(&id, 1));
   EXPECT_NE(r.out.find(piece + piece + piece), std::string::npos) << r.out;
@@ -298,7 +299,7 @@ TEST_F(OpenAiSampling, CliFlagsSetTheSameKeys) {
 TEST(OpenAiSamplingStories260k, BiasAndPenaltyChangeARealModelsGreedyText) {
   const fs::path dir = testing::SharedDir() / "models" / "stories260k";
   EBB_SKIP_UNLESS_EXISTS(dir / "genai_config.json");
-  auto model = Model::Load(dir);
+  auto model = ebb::LoadModel(dir);
   GenerateRequest req;
   req.prompt = "Once upon a time";
   req.params.max_length = 80;
@@ -320,7 +321,7 @@ TEST(OpenAiSamplingStories260k, BiasAndPenaltyChangeARealModelsGreedyText) {
 // "repetition_penalty > 0"), wider than the option table's, so a C++ caller filling the struct got
 // values Set() refuses. Both now take the table's ranges.
 TEST(SamplingRanges, TheStructAndSetRefuseTheSameValues) {
-  auto model = Model::Load(kLlama);
+  auto model = ebb::LoadModel(kLlama);
   struct Case {
     const char* key;
     const char* text;

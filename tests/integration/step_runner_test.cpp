@@ -14,6 +14,7 @@
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "generate/generator_testing.h"
 #include "model/model_impl.h"
 #include "test_env.h"
@@ -53,7 +54,7 @@ Error FailedStep(internal::ModelImpl& m, const internal::StepDesc& desc, int* st
 }
 
 TEST(StepRunner, AnOrtFailureIsMappedOnceByStepKind) {
-  auto model = Model::Load(Gpt2());
+  auto model = ebb::LoadModel(Gpt2());
   internal::ModelImpl& m = internal::ImplOf(*model);
   const uint64_t runs_before = m.runner.num_runs();
   int started = 0;
@@ -89,7 +90,7 @@ TEST(StepRunner, AnOrtFailureIsMappedOnceByStepKind) {
 }
 
 TEST(StepRunner, AnEncoderFailureNamesTheModelFile) {
-  auto model = Model::Load(Bert());
+  auto model = ebb::LoadModel(Bert());
   internal::ModelImpl& m = internal::ImplOf(*model);
   internal::StepDesc encode;
   encode.kind = internal::StepKind::kEncode;
@@ -106,8 +107,8 @@ TEST(StepRunner, AnEncoderFailureNamesTheModelFile) {
 // that step as Internal with that text, and nothing ran or was counted.
 TEST(StepRunner, TheFaultSeamSeesEveryKindAndFailsBeforeTheRun) {
   FaultGuard guard;
-  auto gpt2 = Model::Load(Gpt2());
-  auto bert = Model::Load(Bert());
+  auto gpt2 = ebb::LoadModel(Gpt2());
+  auto bert = ebb::LoadModel(Bert());
   std::mutex mu;
   std::vector<internal::StepKind> seen;
   bool fail = true;
@@ -156,8 +157,8 @@ TEST(StepRunner, TheFaultSeamSeesEveryKindAndFailsBeforeTheRun) {
 // decode steps only.
 TEST(StepRunner, FailNthRunCountsDecodeStepsOnly) {
   FaultGuard guard;
-  auto gpt2 = Model::Load(Gpt2());
-  auto bert = Model::Load(Bert());
+  auto gpt2 = ebb::LoadModel(Gpt2());
+  auto bert = ebb::LoadModel(Bert());
   GeneratorParams p;
   p.max_length = 8;
   Generator g(gpt2, p);

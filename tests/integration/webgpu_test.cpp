@@ -16,6 +16,7 @@
 #include "ebb/embedding.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
+#include "ebb/json.h"
 #include "ebb/log.h"
 #include "ebb/model.h"
 #include "ebb/model_controls.h"
@@ -74,7 +75,7 @@ class WebGpuSuite : public ::testing::Environment {
       GTEST_SKIP() << "no Vulkan driver chosen: run under scripts/vulkan_env (ctest does), or set "
                       "EBB_WEBGPU_REAL_DRIVER=1 to use this machine's";
     }
-    keeper = Model::Load(Int4(), OnWebGpu());
+    keeper = ebb::LoadModel(Int4(), OnWebGpu());
   }
   void TearDown() override { keeper.reset(); }
   static inline std::shared_ptr<Model> keeper;
@@ -92,8 +93,8 @@ class WebGpu : public ::testing::Test {
 TEST_F(WebGpu, GreedyTokensEqualTheCpusOnEveryKvLayout) {
   for (const auto& dir : {Int4(), Gpt2()}) {
     SCOPED_TRACE(dir.string());
-    auto cpu = Model::Load(dir);
-    auto gpu = Model::Load(dir, OnWebGpu());
+    auto cpu = ebb::LoadModel(dir);
+    auto gpu = ebb::LoadModel(dir, OnWebGpu());
     const auto prompt = Prompt(6, cpu->info().vocab_size);
     const auto a = Greedy(cpu, prompt, 20);
     const auto b = Greedy(gpu, prompt, 20);
@@ -104,8 +105,8 @@ TEST_F(WebGpu, GreedyTokensEqualTheCpusOnEveryKvLayout) {
 
 TEST_F(WebGpu, Stories260kPrintsTheCpusText) {
   EBB_SKIP_UNLESS_EXISTS(Stories());
-  auto cpu = Model::Load(Stories());
-  auto gpu = Model::Load(Stories(), OnWebGpu());
+  auto cpu = ebb::LoadModel(Stories());
+  auto gpu = ebb::LoadModel(Stories(), OnWebGpu());
   const auto prompt = cpu->tokenizer()->Encode("Once upon a time, a dog");
   const auto a = Greedy(cpu, prompt, 30);
   const auto b = Greedy(gpu, prompt, 30);
@@ -116,7 +117,7 @@ TEST_F(WebGpu, Stories260kPrintsTheCpusText) {
 // --- The KV lives on the device and goes back with its generator ------------------------------
 
 TEST_F(WebGpu, DeviceKvIsHeldByTheGeneratorAndFreedWhenItDies) {
-  auto m = Model::Load(Int4(), OnWebGpu());
+  auto m = ebb::LoadModel(Int4(), OnWebGpu());
   const uint64_t per_token = m->info().kv_bytes_per_token;
   {
     GeneratorParams p;
@@ -140,7 +141,7 @@ TEST_F(WebGpu, DeviceKvIsHeldByTheGeneratorAndFreedWhenItDies) {
 }
 
 TEST_F(WebGpu, SeedLoopHandsEveryGeneratorsKvBack) {
-  auto m = Model::Load(Int4(), OnWebGpu());
+  auto m = ebb::LoadModel(Int4(), OnWebGpu());
   GeneratorParams p;
   p.max_length = 24;
   for (int i = 0; i < 20; ++i) {
@@ -159,13 +160,13 @@ TEST_F(WebGpu, SeedLoopHandsEveryGeneratorsKvBack) {
 // --- Budget --------------------------------------------------------------------------------
 
 TEST_F(WebGpu, GpuMemLimitRefusesALongRequestAndAShortOneStillRuns) {
-  auto probe = Model::Load(Int4(), OnWebGpu());
+  auto probe = ebb::LoadModel(Int4(), OnWebGpu());
   const uint64_t weights = probe->weights_bytes();
   const uint64_t per_token = probe->info().kv_bytes_per_token;
   probe.reset();
   ModelOptions o = OnWebGpu();
   o.Set("provider_options.webgpu.gpu_mem_limit", std::to_string(weights + 40 * per_token));
-  auto m = Model::Load(Int4(), o);
+  auto m = ebb::LoadModel(Int4(), o);
   EXPECT_EQ(m->memory_stats().device.limit_bytes, weights + 40 * per_token);
   GeneratorParams longer;
   longer.max_length = 200;
@@ -187,7 +188,7 @@ TEST_F(WebGpu, WeightsOverGpuMemLimitRefuseTheLoad) {
   ModelOptions o = OnWebGpu();
   o.Set("provider_options.webgpu.gpu_mem_limit", "4096");
   try {
-    Model::Load(Int4(), o);
+    ebb::LoadModel(Int4(), o);
     FAIL() << "loaded with a 4 KiB device budget";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
@@ -200,7 +201,7 @@ TEST_F(WebGpu, WeightsOverGpuMemLimitRefuseTheLoad) {
 TEST_F(WebGpu, ShrinkHandsTheRetainedDeviceBuffersBack) {
   ModelOptions o = OnWebGpu();
   o.Set("kv_cache.retain_bytes", "64MiB");
-  auto m = Model::Load(Int4(), o);
+  auto m = ebb::LoadModel(Int4(), o);
   Greedy(m, Prompt(4, m->info().vocab_size), 16);
   const MemoryStats before = m->memory_stats();
   EXPECT_GT(before.device.kv.retained_bytes, 0u);
@@ -220,12 +221,12 @@ TEST_F(WebGpu, TheWebGpuShrinkKeyTrimsAfterEveryRunAndGpuIsItsAlias) {
     SCOPED_TRACE(dev);
     ModelOptions o = OnWebGpu();
     o.Set("kv_cache.retain_bytes", "64MiB");
-    auto m = Model::Load(Int4(), o);
+    auto m = ebb::LoadModel(Int4(), o);
     m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", dev);
     Greedy(m, Prompt(4, m->info().vocab_size), 16);  // ORT would refuse "webgpu" in a Run()
     EXPECT_EQ(m->memory_stats().device.kv.retained_bytes, 0u);
   }
-  auto m = Model::Load(Int4(), OnWebGpu());
+  auto m = ebb::LoadModel(Int4(), OnWebGpu());
   try {
     m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "webgpu:1");
     FAIL() << "webgpu:1 accepted for a model on webgpu:0";
@@ -247,7 +248,7 @@ TEST_F(WebGpu, WhatTheDeviceCannotDoIsRefusedAtLoad) {
     ModelOptions o = OnWebGpu();
     o.Set(key, value);
     try {
-      Model::Load(Int4(), o);
+      ebb::LoadModel(Int4(), o);
       FAIL() << key << "=" << value << " loaded on WebGPU";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
@@ -256,7 +257,7 @@ TEST_F(WebGpu, WhatTheDeviceCannotDoIsRefusedAtLoad) {
     }
   }
   // Per request too.
-  auto m = Model::Load(Int4(), OnWebGpu());
+  auto m = ebb::LoadModel(Int4(), OnWebGpu());
   GeneratorParams p;
   p.kv_mode = KvMode::kDynamic;
   EXPECT_THROW(Generator(m, p), Error);
@@ -266,7 +267,7 @@ TEST_F(WebGpu, AModelAskingForOtherDeviceOptionsIsRefusedNamingBoth) {
   ModelOptions o = OnWebGpu();
   o.Set("provider_options.webgpu.storageBufferCacheMode", "simple");
   try {
-    Model::Load(Gpt2(), o);
+    ebb::LoadModel(Gpt2(), o);
     FAIL() << "a second cache mode on one device";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
@@ -285,7 +286,7 @@ TEST_F(WebGpu, RewindAndChunkedPrefillMatchTheCpu) {
     SCOPED_TRACE(dir.string());
     std::vector<std::vector<int32_t>> out;
     for (bool gpu : {false, true}) {
-      auto m = gpu ? Model::Load(dir, OnWebGpu()) : Model::Load(dir);
+      auto m = gpu ? ebb::LoadModel(dir, OnWebGpu()) : ebb::LoadModel(dir);
       GeneratorParams p;
       p.max_length = 40;
       p.prefill_chunk_size = 3;  // several steps after a non-empty past
@@ -375,8 +376,8 @@ TEST_F(WebGpu, ServeReportsTheDeviceInMetricsAndRuntime) {
 
 TEST_F(WebGpu, EmbeddingsEqualTheCpusWithinFloatTolerance) {
   const auto dir = Models() / "bert-tiny-fp32";
-  auto cpu = Model::Load(dir);
-  auto gpu = Model::Load(dir, OnWebGpu());
+  auto cpu = ebb::LoadModel(dir);
+  auto gpu = ebb::LoadModel(dir, OnWebGpu());
   EmbedRequest req;
   req.input_ids = {{2, 50, 60, 70, 3}, {2, 100, 3}};
   const auto a = Embed(cpu, req);

@@ -10,6 +10,7 @@
 
 #include "ebb/error.h"
 #include "ebb/model.h"
+#include "ebb/runtime.h"
 #include "model/genai_config.h"
 
 namespace ebb::internal {
@@ -68,7 +69,7 @@ TEST_F(GgufCheck, AGgufFileGivenDirectlyIsRefusedEvenWithoutTheExtension) {
 TEST_F(GgufCheck, ThePublicLoadRefusesItToo) {
   Write("m.gguf", kGgufHeader);
   try {
-    Model::Load(dir_);
+    ebb::LoadModel(dir_);
     FAIL() << "loaded a GGUF folder";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);

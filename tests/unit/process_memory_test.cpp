@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ebb/json.h"
+
 namespace ebb {
 namespace {
 

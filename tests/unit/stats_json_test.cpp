@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "ebb/error.h"
 #include "memory/memory_governor.h"
@@ -156,7 +159,7 @@ TEST(StatsJson, MemoryStatsAndModelSummariesCarryTheDeviceBesideTheHostKv) {
 
 TEST(StatsJson, ThePublicTextFormsAreTheValuesDumped) {
   MemoryStats s;
-  s.weights.state = "file-backed";
+  s.weights.state = WeightsState::kFileBacked;
   s.weights.file_backed_bytes = 7;
   EXPECT_EQ(ToJson(s), DumpStatsJson(MemoryStatsJson(s)));
   WeightsRelease r;
@@ -168,6 +171,22 @@ TEST(StatsJson, ThePublicTextFormsAreTheValuesDumped) {
   m.kv.num_refusals = 2;
   EXPECT_EQ(ToJson(std::vector<ModelSummary>{m}), DumpStatsJson(ModelSummariesJson({m})));
   EXPECT_EQ(ModelSummariesJson({m})[0]["kv"]["num_refusals"], 2);
+}
+
+TEST(StatsJson, WeightsStateIsAnEnumNamedInTheJson) {
+  // Issue 38: the state was a string compared against literals in three files.
+  const std::vector<std::pair<WeightsState, std::string>> names = {
+      {WeightsState::kAnonymous, "anonymous"},
+      {WeightsState::kFileBacked, "file-backed"},
+      {WeightsState::kReleased, "released"},
+      {WeightsState::kBroken, "broken"},
+      {WeightsState::kMixed, "mixed"}};
+  for (const auto& [state, name] : names) {
+    EXPECT_EQ(WeightsStateName(state), name);
+    MemoryStats s;
+    s.weights.state = state;
+    EXPECT_EQ(nlohmann::json::parse(ToJson(s))["weights"]["state"], name);
+  }
 }
 
 TEST(StatsJson, GeneratorStatsAreNamedAsInTheStruct) {

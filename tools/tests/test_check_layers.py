@@ -102,3 +102,72 @@ def test_the_genai_surface_uses_only_the_public_api(tmp_path):
     assert r.returncode == 1
     assert 'genai/src/oga_model.cpp includes "model/model_impl.h"' in r.stdout
     assert "ebb/model.h" not in r.stdout and "oga_internal.h" not in r.stdout
+
+
+def test_the_python_module_uses_only_the_public_api(tmp_path):
+    # Issue 38: python/src/module.cpp included runtime/stats_json.h while saying it used only the
+    # public API; python/src was not checked.
+    root = copy_of_the_tree(tmp_path)
+    module = root / "python" / "src" / "module.cpp"
+    module.parent.mkdir(parents=True)
+    module.write_text((REPO / "python" / "src" / "module.cpp").read_text())
+    assert run(root).returncode == 0
+    module.write_text('#include "runtime/stats_json.h"\n' + module.read_text())
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert ('python/src/module.cpp includes "runtime/stats_json.h": python/src/ uses only the '
+            'public API') in r.stdout
+    assert "check_layers: 1 violation(s)" in r.stdout
+
+
+def test_a_definition_in_a_higher_band_than_its_declaration_fails(tmp_path):
+    # Issue 38: Model::Load was declared in ebb/model.h (band 2) and defined in src/runtime/
+    # (band 4); the include check could not see it.
+    root = copy_of_the_tree(tmp_path)
+    runtime_cpp = root / "src" / "runtime" / "runtime.cpp"
+    runtime_cpp.write_text(runtime_cpp.read_text() + "\nnamespace ebb {\n"
+                           "const ModelInfo& Model::info() const { return info_; }\n"
+                           "}  // namespace ebb\n")
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert ("src/runtime/runtime.cpp defines Model::info, declared in include/ebb/model.h "
+            "(band 2) below src/runtime/ (band 4)") in r.stdout
+    assert "check_layers: 1 violation(s)" in r.stdout
+
+
+def test_an_exported_function_defined_in_a_higher_band_fails_but_a_local_namesake_does_not(
+        tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    server = root / "src" / "server" / "routes.cpp"
+    server.write_text(server.read_text() + "\nnamespace ebb {\nnamespace {\n"
+                      "int ReadProcessMemory(int x) { return x; }  // a file's own helper\n"
+                      "}  // namespace\n}  // namespace ebb\n")
+    assert run(root).returncode == 0, run(root).stdout
+    server.write_text(server.read_text() + "\nnamespace ebb {\n"
+                      "ProcessMemory ReadProcessMemory() { return {}; }\n}  // namespace ebb\n")
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert ("src/server/routes.cpp defines ReadProcessMemory(), declared in "
+            "include/ebb/process_memory.h (band 1) below src/server/ (band 5)") in r.stdout
+
+
+def test_a_friend_across_bands_fails(tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    runtime_h = root / "include" / "ebb" / "runtime.h"
+    text = runtime_h.read_text()
+    runtime_h.write_text(text.replace(" private:\n", " private:\n  friend class Model;\n", 1))
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert ("include/ebb/runtime.h makes Model (include/ebb/model.h, band 2) a friend: a friend "
+            "may not cross a band") in r.stdout
+
+
+def test_the_root_bench_may_measure_any_part_but_its_llamacpp_probe_only_the_public_api(tmp_path):
+    root = tree(tmp_path, {"bench/pool_bench.cpp": '#include "kv/kv_pool.h"\n',
+                           "bench/llamacpp/ebb_probe.cpp": '#include "ebb/model.h"\n'
+                                                           '#include "kv/kv_pool.h"\n',
+                           "src/kv/kv_pool.h": "\n"})
+    r = run(root)
+    assert r.returncode == 1
+    assert 'bench/llamacpp/ebb_probe.cpp includes "kv/kv_pool.h"' in r.stdout
+    assert "pool_bench" not in r.stdout

@@ -3,6 +3,7 @@
 #include <ebb/generation.h>
 #include <ebb/model.h>
 #include <ebb/model_controls.h>
+#include <ebb/runtime.h>
 #include <ebb/stats.h>
 
 #include <cstdio>
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    auto model = ebb::Model::Load(argv[1]);
+    auto model = ebb::LoadModel(argv[1]);
     ebb::GenerateRequest req;
     req.prompt = "Hello";
     req.max_new_tokens = 8;
