@@ -72,8 +72,8 @@ double RunOnce(const std::shared_ptr<ebb::Model>& model, const Args& a, int stre
       g.AppendTokens(Prompt(a.prompt, s + 1, model->info().vocab_size));
       g.GenerateNextToken();
       sync.arrive_and_wait();
-      for (int i = 1; i < a.gen && !g.IsDone(); ++i) g.GenerateNextToken();
-      auto seq = g.GetSequence(0);
+      for (int i = 1; i < a.gen && !g.done(); ++i) g.GenerateNextToken();
+      auto seq = g.sequence(0);
       seqs[s].assign(seq.begin(), seq.end());
     });
   }
@@ -177,9 +177,9 @@ int main(int argc, char** argv) {
         for (int k = 0; k < a.streams; ++k)
           rows.push_back(Prompt(a.prompt, k + 1, off->info().vocab_size));
         g.AppendTokens(rows);
-        for (int i = 0; i < a.gen && !g.IsDone(); ++i) g.GenerateNextToken();
+        for (int i = 0; i < a.gen && !g.done(); ++i) g.GenerateNextToken();
         for (int k = 0; k < a.streams; ++k) {
-          auto sq = g.GetSequence(k);
+          auto sq = g.sequence(k);
           Tokens t(sq.begin(), sq.end());
           size_t i = 0;
           while (i < t.size() && i < ref[k].size() && t[i] == ref[k][i]) ++i;

@@ -63,7 +63,7 @@ void BM_EbbDecode(benchmark::State& state) {
   p.max_length = MaxLength();
   std::unique_ptr<ebb::Generator> g;
   for (auto _ : state) {
-    if (!g || g->IsDone()) {
+    if (!g || g->done()) {
       state.PauseTiming();
       g.reset();
       g = std::make_unique<ebb::Generator>(model, p);

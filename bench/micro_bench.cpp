@@ -2,7 +2,7 @@
 //   sampling (greedy, top-k, top-p; penalties, logit_bias, logprobs) over vocabularies of 32k,
 //   128k and 200k;
 //   KV growth and copy (a dynamic-mode KvCache growing through max_length);
-//   statistics collection (Model::memory_stats, /proc reads).
+//   statistics collection (ModelControls::Stats, /proc reads).
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -121,7 +121,7 @@ void BM_ReadProcessMemory(benchmark::State& state) {
 void BM_ModelMemoryStats(benchmark::State& state) {
   const char* dir = std::getenv("EBB_BENCH_MODEL");
   auto model = ebb::LoadModel(dir != nullptr ? dir : EBB_BINARY_DIR "/test-models/llama-tiny-fp32");
-  for (auto _ : state) benchmark::DoNotOptimize(model->memory_stats());
+  for (auto _ : state) benchmark::DoNotOptimize(model->runtime().Stats());
 }
 
 }  // namespace

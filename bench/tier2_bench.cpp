@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
       p.max_length = len + 8;
       ebb::Generator g(model, p);
       g.AppendTokens(prompt);
-      while (!g.IsDone()) g.GenerateNextToken();
+      while (!g.done()) g.GenerateNextToken();
     }
     latency_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -88,6 +88,6 @@ int main(int argc, char** argv) {
       "%7.1f ms  shrinks %llu\n",
       setting.c_str(), requests, pm.peak_rss_bytes / 1048576.0, pm.rss_bytes / 1048576.0,
       Percentile(latency_ms, 0.5), Percentile(latency_ms, 0.99),
-      static_cast<unsigned long long>(model->memory_stats().num_shrinks));
+      static_cast<unsigned long long>(model->runtime().Stats().num_shrinks));
   return 0;
 }

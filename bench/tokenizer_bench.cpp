@@ -75,7 +75,7 @@ void Run(benchmark::State& state, const ebb::Tokenizer* t, const std::vector<std
   state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
   state.counters["tokens"] = static_cast<double>(tokens);
   state.counters["docs"] = static_cast<double>(in.size());
-  state.SetLabel(t->SourceName());
+  state.SetLabel(t->source_name());
 }
 
 void BM_EncodeByteLevelDocs(benchmark::State& s) { Run(s, ByteLevel(), Docs()); }

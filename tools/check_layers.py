@@ -44,9 +44,9 @@ PUBLIC_HEADERS = {
     "stats.h": "core",
     "process_memory.h": "memory", "version.h": "ort", "tokenizer.h": "tokenizer", "chat_template.h": "template",
     "model.h": "model",
-    # Model::controls(); implemented in src/model/model_controls.cpp. runtime_handle.h is its
+    # Model::runtime(); implemented in src/model/model_controls.cpp.
     # former name, a header that includes it.
-    "model_controls.h": "model", "runtime_handle.h": "model",
+    "model_controls.h": "model",
     "generator.h": "generate", "generation.h": "generate", "embedding.h": "embed",
     "runtime.h": "runtime", "model_manager.h": "runtime", "json.h": "runtime",
     "ebb.h": "c_api",

@@ -40,7 +40,7 @@ void Warmup(const std::shared_ptr<ebb::Model>& model, const probe::Args& a) {
   gp.do_sample = false;
   ebb::Generator g(model, gp);
   g.AppendTokens(probe::Prompt(n_prompt, model->info().vocab_size, /*salt=*/1));
-  for (int i = 0; i < n_gen && !g.IsDone(); ++i) g.GenerateNextToken();
+  for (int i = 0; i < n_gen && !g.done(); ++i) g.GenerateNextToken();
 }
 
 }  // namespace
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     probe::AnnounceFirstToken(first);
     r.first_token_s = probe::Seconds(t_main, t4);
 
-    while (static_cast<int>(r.tokens.size()) < r.args.gen_tokens && !g.IsDone()) {
+    while (static_cast<int>(r.tokens.size()) < r.args.gen_tokens && !g.done()) {
       g.GenerateNextToken();  // one forward pass over the last token, then sampling
       const int32_t id = g.GetNextTokens()[0];
       r.AddToken(id, t4, probe::Clock::now());

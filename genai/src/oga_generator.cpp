@@ -309,7 +309,7 @@ void OGA_API_CALL OgaDestroyGenerator(OgaGenerator* generator) {
   delete generator;  // the KV goes back here
   if (LogStatsOnDestroy()) {
     try {
-      const std::string line = "ebb genai stats: " + ebb::ToJson(model->controls().Stats()) + "\n";
+      const std::string line = "ebb genai stats: " + ebb::ToJson(model->runtime().Stats()) + "\n";
       std::fwrite(line.data(), 1, line.size(), stderr);
     } catch (...) {
       // stats are best effort; destroying never fails
@@ -318,7 +318,7 @@ void OGA_API_CALL OgaDestroyGenerator(OgaGenerator* generator) {
 }
 
 bool OGA_API_CALL OgaGenerator_IsDone(OgaGenerator* generator) {
-  return generator != nullptr && generator->gen->IsDone();
+  return generator != nullptr && generator->gen->done();
 }
 
 bool OGA_API_CALL OgaGenerator_IsSessionTerminated(const OgaGenerator* generator) {
@@ -464,7 +464,7 @@ OgaResult* OGA_API_CALL OgaGenerator_AppendTokens(OgaGenerator* generator, const
 size_t OGA_API_CALL OgaGenerator_TokenCount(const OgaGenerator* generator) {
   if (generator == nullptr || !generator->gen) return 0;
   try {
-    return generator->gen->GetSequence(0).size();
+    return generator->gen->sequence(0).size();
   } catch (...) {
     return 0;
   }
@@ -475,12 +475,12 @@ OgaResult* OGA_API_CALL OgaGenerator_GenerateNextToken(OgaGenerator* generator) 
     NotNull(generator, "generator");
     CheckTerminated(*generator);
     OgaGenerator& g = *generator;
-    if (g.min_length > 0 && !g.gen->IsDone()) {
+    if (g.min_length > 0 && !g.gen->done()) {
       // genai's min_length: no EOS before a row holds min_length tokens (prompt included).
       bool any_short = false;
       const int32_t rows = g.batch * g.num_return;
       for (int32_t r = 0; r < rows && !any_short; ++r) {
-        any_short = static_cast<int32_t>(g.gen->GetSequence(r).size()) < g.min_length;
+        any_short = static_cast<int32_t>(g.gen->sequence(r).size()) < g.min_length;
       }
       if (any_short) {
         g.gen->ComputeLogits();
@@ -488,7 +488,7 @@ OgaResult* OGA_API_CALL OgaGenerator_GenerateNextToken(OgaGenerator* generator) 
         std::vector<float> logits(cur.begin(), cur.end());
         const size_t vocab = static_cast<size_t>(g.model->info().vocab_size);
         for (int32_t r = 0; r < rows; ++r) {
-          if (static_cast<int32_t>(g.gen->GetSequence(r).size()) >= g.min_length) continue;
+          if (static_cast<int32_t>(g.gen->sequence(r).size()) >= g.min_length) continue;
           for (int32_t eos : g.model->info().eos_token_ids) {
             if (eos >= 0 && static_cast<size_t>(eos) < vocab) {
               logits[r * vocab + eos] = -std::numeric_limits<float>::infinity();
@@ -532,7 +532,7 @@ OgaResult* OGA_API_CALL OgaGenerator_SetRuntimeOption(OgaGenerator* generator, c
       generator->terminated = v == "1";
       return;
     }
-    generator->model->controls().SetRunOption(key, value);
+    generator->model->runtime().SetRunOption(key, value);
   });
 }
 
@@ -598,7 +598,7 @@ OgaResult* OGA_API_CALL OgaGenerator_SetLogits(OgaGenerator* generator, OgaTenso
 size_t OGA_API_CALL OgaGenerator_GetSequenceCount(const OgaGenerator* generator, size_t index) {
   if (generator == nullptr) return 0;
   try {
-    return generator->gen->GetSequence(index).size();
+    return generator->gen->sequence(index).size();
   } catch (...) {
     return 0;
   }
@@ -608,7 +608,7 @@ const int32_t* OGA_API_CALL OgaGenerator_GetSequenceData(const OgaGenerator* gen
                                                          size_t index) {
   if (generator == nullptr) return nullptr;
   try {
-    return generator->gen->GetSequence(index).data();
+    return generator->gen->sequence(index).data();
   } catch (...) {
     return nullptr;
   }
@@ -620,13 +620,13 @@ OgaResult* OGA_API_CALL EbbOgaModelStatsJson(const OgaModel* model, const char**
   return Guard("EbbOgaModelStatsJson", [&] {
     NotNull(model, "model");
     NotNull(out, "out");
-    *out = oga::CopyString(ebb::ToJson(model->model->controls().Stats()));
+    *out = oga::CopyString(ebb::ToJson(model->model->runtime().Stats()));
   });
 }
 
 OgaResult* OGA_API_CALL EbbOgaModelShrink(const OgaModel* model) {
   return Guard("EbbOgaModelShrink", [&] {
     NotNull(model, "model");
-    model->model->controls().ShrinkArena();
+    model->model->runtime().ShrinkArena();
   });
 }

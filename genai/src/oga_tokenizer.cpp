@@ -199,7 +199,7 @@ OgaResult* OGA_API_CALL OgaTokenizerGetBosTokenId(const OgaTokenizer* tokenizer,
     const ebb::Tokenizer& tok = Tok(tokenizer);
     NotNull(token_id, "token_id");
     int32_t id = tokenizer->model->info().bos_token_id;
-    if (id < 0) id = tok.BosId().value_or(-1);
+    if (id < 0) id = tok.bos_id().value_or(-1);
     *token_id = id;
   });
 }
@@ -350,7 +350,7 @@ OgaResult* OGA_API_CALL OgaTokenizerToTokenId(const OgaTokenizer* tokenizer, con
     const int32_t id = tok.TokenToId(str);
     if (id < 0) {
       throw std::invalid_argument(Quote(str) + " is not a token of the vocabulary (" +
-                                  tok.SourceName() + ")");
+                                  tok.source_name() + ")");
     }
     *token_id = id;
   });

@@ -133,9 +133,9 @@ class EBB_API Generator {
   // Samples the next token of every unfinished row and appends it.
   void GenerateNextToken();
   // True when every row has produced an EOS token or reached max_length.
-  bool IsDone() const;
+  bool done() const;
 
-  std::span<const int32_t> GetSequence(size_t row) const;
+  std::span<const int32_t> sequence(size_t row) const;
   // The tokens sampled by the last GenerateNextToken, one per row.
   std::vector<int32_t> GetNextTokens() const;
   // Their log-probabilities, one per row (a row that was already done: {pad id, 0, {}}). Empty

@@ -70,20 +70,18 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   const ModelOptions& options() const;
   // The model's KV pool (ebb/stats.h KvStats; every field filled).
   KvStats kv_stats() const;
-  // Process, KV and ORT arena figures for this model (docs/memory.md).
-  MemoryStats memory_stats() const;
   // Generators alive on this model now (each holds a reference and may hold KV).
   int num_live_generators() const;
   // Bytes of the model's weight files (the .onnx file and its external data).
   uint64_t weights_bytes() const;
-  // MemoryStats::weights.state ("anonymous", "file-backed", "released", "broken") without the
-  // /proc reads memory_stats() does: cheap enough for every request.
+  // MemoryStats::weights.state (anonymous, file-backed, released, broken) without the /proc
+  // reads of runtime().Stats(): cheap enough for every request.
   WeightsState weights_state() const;
-  // Tier 2 controls: shrink now / after the next request / every N, run options, stats.
-  ModelControls& controls() { return controls_; }
-  // The same object as controls(), under the name Python users asked for (model.runtime) and
-  // that code written before issue 22 calls.
+  // The model's runtime handle (Tier 2 controls, ebb/model_controls.h): shrink now / after the
+  // next request / every N, run options, and the model's memory figures (Stats()). The name is
+  // the Python SDK's (model.runtime), so code reads the same on both.
   ModelControls& runtime() { return controls_; }
+  const ModelControls& runtime() const { return controls_; }
 
   // The folder's tokenizer.json, loaded with the model (a tokenizer.json that does not load
   // fails Load). nullptr when the folder has none. Owned by the model; immutable.

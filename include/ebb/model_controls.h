@@ -1,14 +1,14 @@
 // ebb/model_controls.h — Tier 2 controls of a loaded model, with no reload: shrink now, shrink
 // once after the next request, shrink every N requests, run options, statistics.
 //
-// A "request" is one generation (a generator reaching IsDone(), or destroyed before that), not
+// A "request" is one generation (a generator reaching done(), or destroyed before that), not
 // one token, or one ebb::Embed call on an encoder. A shrink gives back what ORT's CPU arena holds
 // but does not use (ORT shrinks only at the end of a Run() carrying
 // memory.enable_memory_arena_shrinkage, so an idle model runs one minimal step to trigger it),
 // unmaps the KV pool's retained blocks, and trims the heap (malloc_trim). A model without a CPU
 // arena (enable_cpu_mem_arena=0) skips the arena part: ORT refuses to shrink a device that has no
 // arena.
-// Ownership: owned by its Model (Model::controls(), also Model::runtime()); valid while the
+// Ownership: owned by its Model (Model::runtime()); valid while the
 // model lives. Implemented in src/model/ (model_controls.cpp), beside the model it controls.
 // Thread-safety: every method may be called from any thread while generations run.
 #pragma once
@@ -83,6 +83,8 @@ class EBB_API ModelControls {
   // memory.shrink_above and (a decoder's) prefix_cache.max_bytes, in bytes and requests.
   std::map<std::string, OptionInForce> OptionsInForce() const;
 
+  // The model's process, KV, device, ORT arena, weights, prefix-cache and constraint-cache
+  // figures (docs/memory.md). Reads /proc: not for every token.
   MemoryStats Stats() const;
 
  private:
@@ -90,9 +92,5 @@ class EBB_API ModelControls {
   explicit ModelControls(Model* model) : model_(model) {}
   Model* model_;  // non-owning: the model owns this handle
 };
-
-// The name before issue 22 (the handle is not the Runtime, ebb/runtime.h); kept so that code
-// written against it still compiles.
-using RuntimeHandle = ModelControls;
 
 }  // namespace ebb

@@ -1,7 +1,7 @@
 // ebb/observer.h — request observers: how metrics, logs and services watch every request of a
 // runtime without touching the generator.
 //
-// A request is one generation (a generator from its first AppendTokens until IsDone(), or until
+// A request is one generation (a generator from its first AppendTokens until done(), or until
 // it is destroyed) or one embedding call. The runtime calls every observer on the thread that
 // runs the request, so an observer must be quick and thread-safe; an exception it throws is
 // logged and swallowed (a request never fails because of an observer).

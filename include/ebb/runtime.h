@@ -3,7 +3,7 @@
 //
 // A Runtime is what a service or an SDK holds: it loads models under ids, lists them with their
 // memory figures, and unloads them without ever freeing memory under a running request. Not to
-// be confused with a model's Tier 2 controls, Model::controls() (ModelControls): those act on
+// be confused with a model's Tier 2 controls, Model::runtime() (ModelControls): those act on
 // one model; this acts on the set.
 //
 // Process-wide by ORT's design: ONNX Runtime allows one Env per process, and the CPU arena

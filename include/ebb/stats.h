@@ -55,9 +55,6 @@ struct KvStats {
   uint64_t num_refusals = 0;        // allocations refused by the budget (a prefix cache block
                                     // that does not fit is not stored, and not counted)
 };
-// The former name of KvStats (ModelSummary::kv and MemoryStats::kv were KvMemory).
-using KvMemory = KvStats;
-
 // Where a model's weights live (docs/memory.md "Compiled-model cache"); WeightsStateName gives
 // the name the JSON forms and every surface use:
 //   "anonymous":   ORT's own copies (parsed, prepacked) in this process's anonymous memory; the

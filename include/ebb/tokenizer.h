@@ -74,20 +74,20 @@ class EBB_API Tokenizer {
   int32_t TokenToId(std::string_view token) const;  // -1 when absent
   std::string IdToToken(int32_t id) const;          // "" when the id has no token
   // One more than the largest id that has a token (model vocabulary and added tokens).
-  size_t VocabSize() const;
+  size_t vocab_size() const;
   // True for added tokens marked "special" (those Decode(…, true) skips).
   bool IsSpecial(int32_t id) const;
   // Ids of all special added tokens, ascending.
   std::vector<int32_t> SpecialIds() const;
 
   // From tokenizer_config.json when present (bos_token / eos_token / pad_token), else empty.
-  std::optional<int32_t> BosId() const;
-  std::optional<int32_t> EosId() const;
-  std::optional<int32_t> PadId() const;
+  std::optional<int32_t> bos_id() const;
+  std::optional<int32_t> eos_id() const;
+  std::optional<int32_t> pad_id() const;
   // tokenizer_config.json "chat_template" (a string), "" when absent.
-  const std::string& ChatTemplate() const;
+  const std::string& chat_template() const;
   // Where the tokenizer came from (file path or source_name).
-  const std::string& SourceName() const;
+  const std::string& source_name() const;
 
   struct Impl;  // defined in src/tokenizer/tokenizer_impl.h
 

@@ -42,13 +42,11 @@ from ._ebb import (  # noqa: F401  (re-exported)
     parse_byte_size,
 )
 
-# The Tier 2 controls' name before issue 22; the same class.
-RuntimeHandle = ModelControls
 
 __version__ = _ebb.version()
 __all__ = [
     "Runtime", "Model", "GenerateResult", "EmbedResult", "connect", "RemoteRuntime", "RemoteModel",
-    "RemoteModelControls", "RemoteRuntimeHandle", "Generator", "ModelControls", "RuntimeHandle",
+    "RemoteModelControls", "Generator", "ModelControls",
     "Tokenizer",
     "Error", "InvalidArgument", "NotFound", "ResourceExhausted", "FailedPrecondition",
     "Cancelled", "DeadlineExceeded", "Unavailable", "Internal",
@@ -165,13 +163,8 @@ class Model:
         return self._impl.loaded
 
     @property
-    def controls(self) -> ModelControls:
-        """Tier 2 controls: shrink_arena(), shrink_every(n), set_option(k, v), stats(), ..."""
-        return self._impl.runtime
-
-    @property
     def runtime(self) -> ModelControls:
-        """The same controls as ``controls`` (the name users asked for: ``model.runtime``)."""
+        """Tier 2 controls: shrink_arena(), shrink_every(n), set_option(k, v), stats(), ..."""
         return self._impl.runtime
 
     @property
@@ -349,4 +342,4 @@ class Runtime:
 # ebb.connect(): the same calls against a running `ebb serve` (imported last: it uses the
 # classes above).
 from .remote import (  # noqa: E402
-    RemoteModel, RemoteModelControls, RemoteRuntime, RemoteRuntimeHandle, connect)
+    RemoteModel, RemoteModelControls, RemoteRuntime, connect)

@@ -3,8 +3,8 @@
     rt = ebb.Runtime()          # in process
     rt = ebb.connect()          # the same calls, against the service (docs/python.md)
 
-A RemoteRuntime, its RemoteModels and their RemoteRuntimeHandles have the methods of
-ebb.Runtime, ebb.Model and ebb.RuntimeHandle, with the same arguments, results and exception
+A RemoteRuntime, its RemoteModels and their RemoteModelControls have the methods of
+ebb.Runtime, ebb.Model and ebb.ModelControls, with the same arguments, results and exception
 classes; each call is one or more requests to the service's OpenAI and memory endpoints
 (docs/http_api.md). Only Python's standard library is used (http.client, json).
 
@@ -44,8 +44,7 @@ from ._ebb import (
 if TYPE_CHECKING:  # the package's result classes (ebb/__init__.py imports this module last)
     from . import EmbedResult, GenerateResult
 
-__all__ = ["connect", "service_url", "RemoteRuntime", "RemoteModel", "RemoteModelControls",
-           "RemoteRuntimeHandle"]
+__all__ = ["connect", "service_url", "RemoteRuntime", "RemoteModel", "RemoteModelControls"]
 
 _Value = Union[str, int, float, bool]
 
@@ -376,8 +375,8 @@ class _RemotePieceIterator:
 
 # ---- The runtime handle of a model --------------------------------------------------------------
 
-class RemoteRuntimeHandle:
-    """Tier 2 controls of one model on the service (ebb.RuntimeHandle's methods), over
+class RemoteModelControls:
+    """Tier 2 controls of one model on the service (ebb.ModelControls's methods), over
     /v1/models/{id}/runtime. NotFound when the model is not loaded."""
 
     def __init__(self, client: _Client, model_id: str):
@@ -467,7 +466,7 @@ class RemoteRuntimeHandle:
         return self._c.call("GET", self._path)["stats"]
 
     def __repr__(self) -> str:
-        return f"<ebb.RemoteRuntimeHandle model={self._id!r} service={self._c.url}>"
+        return f"<ebb.RemoteModelControls model={self._id!r} service={self._c.url}>"
 
 
 # ---- A model on the service ---------------------------------------------------------------------
@@ -501,14 +500,9 @@ class RemoteModel:
             return False
 
     @property
-    def controls(self) -> "RemoteRuntimeHandle":
+    def runtime(self) -> "RemoteModelControls":
         """Tier 2 controls: shrink_arena(), shrink_every(n), set_option(k, v), stats(), ..."""
-        return RemoteRuntimeHandle(self._c, self._id)
-
-    @property
-    def runtime(self) -> "RemoteRuntimeHandle":
-        """The same controls as ``controls`` (ebb.Model's two names)."""
-        return RemoteRuntimeHandle(self._c, self._id)
+        return RemoteModelControls(self._c, self._id)
 
     @property
     def tokenizer(self):
@@ -801,4 +795,3 @@ assert _ebb.Error is Error
 
 
 # ebb.ModelControls' remote twin, under the name ebb.Model's controls have since issue 22.
-RemoteModelControls = RemoteRuntimeHandle

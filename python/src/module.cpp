@@ -483,7 +483,7 @@ struct PyModel {
 
 struct PyHandle {
   std::shared_ptr<ebb::Model> model;
-  ebb::ModelControls& h() { return model->controls(); }
+  ebb::ModelControls& h() { return model->runtime(); }
 };
 
 struct PyTokenizer {
@@ -815,9 +815,9 @@ PYBIND11_MODULE(_ebb, m) {
             return t.tok->Decode(ids, skip_special_tokens);
           },
           py::arg("ids"), py::arg("skip_special_tokens") = false)
-      .def_property_readonly("vocab_size", [](PyTokenizer& t) { return t.tok->VocabSize(); })
-      .def_property_readonly("eos_id", [](PyTokenizer& t) { return t.tok->EosId(); })
-      .def_property_readonly("bos_id", [](PyTokenizer& t) { return t.tok->BosId(); });
+      .def_property_readonly("vocab_size", [](PyTokenizer& t) { return t.tok->vocab_size(); })
+      .def_property_readonly("eos_id", [](PyTokenizer& t) { return t.tok->eos_id(); })
+      .def_property_readonly("bos_id", [](PyTokenizer& t) { return t.tok->bos_id(); });
 
   // Every method runs the C++ generator through PyGenerator::Call: serialised per generator.
   py::class_<PyGenerator>(m, "Generator",
@@ -832,18 +832,18 @@ PYBIND11_MODULE(_ebb, m) {
       .def("generate_next_token",
            [](PyGenerator& g) { g.Call([](ebb::Generator& gen) { gen.GenerateNextToken(); }); })
       .def("is_done",
-           [](PyGenerator& g) { return g.Call([](ebb::Generator& gen) { return gen.IsDone(); }); })
+           [](PyGenerator& g) { return g.Call([](ebb::Generator& gen) { return gen.done(); }); })
       .def_property_readonly("sequence",
                              [](PyGenerator& g) {
                                return g.Call([](ebb::Generator& gen) {
-                                 std::span<const int32_t> s = gen.GetSequence(0);
+                                 std::span<const int32_t> s = gen.sequence(0);
                                  return std::vector<int32_t>(s.begin(), s.end());
                                });
                              })
       .def("get_sequence",
            [](PyGenerator& g) {
              return g.Call([](ebb::Generator& gen) {
-               std::span<const int32_t> s = gen.GetSequence(0);
+               std::span<const int32_t> s = gen.sequence(0);
                return std::vector<int32_t>(s.begin(), s.end());
              });
            })

@@ -403,14 +403,17 @@ def test_closing_a_stream_early_cancels(model):
     assert kv_in_use(model) == 0
 
 
-def test_controls_is_the_runtime_handle_under_its_new_name(model):
-    """Issue 22 item 7: model.controls and model.runtime are the same Tier 2 controls."""
-    assert ebb.RuntimeHandle is ebb.ModelControls
-    assert isinstance(model.controls, ebb.ModelControls)
-    model.controls.shrink_every(4)
+def test_runtime_is_the_one_name_of_the_tier2_controls(model):
+    """Issue 38: the 0.1 aliases (model.controls, ebb.RuntimeHandle, ebb.RemoteRuntimeHandle) are
+    gone; model.runtime is the one handle, an ebb.ModelControls, locally and remotely."""
+    assert isinstance(model.runtime, ebb.ModelControls)
+    model.runtime.shrink_every(4)
     assert model.runtime.stats()["policies"]["shrink_every"] == 4
     model.runtime.shrink_every(0)
-    assert ebb.RemoteModelControls is ebb.RemoteRuntimeHandle
+    for gone in ("RuntimeHandle", "RemoteRuntimeHandle"):
+        assert not hasattr(ebb, gone), gone
+    assert not hasattr(model, "controls")
+    assert "runtime" in dir(ebb.RemoteModel) and "controls" not in dir(ebb.RemoteModel)
 
 
 def _native_threads():

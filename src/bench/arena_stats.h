@@ -1,5 +1,5 @@
 // ORT arena figures for `ebb bench`, as an optional source each workload plugs in
-// (Workload::Arena()). ebb runs read them through the public API (Model::memory_stats()); the
+// (Workload::Arena()). ebb runs read them through the public API (ModelControls::Stats()); the
 // naive ORT baseline owns its session and reads them with libebb's internal reader. Absent
 // figures (no arena, enable_cpu_mem_arena=0, or no allocation yet) are std::nullopt and become
 // null in the reports.

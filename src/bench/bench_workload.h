@@ -121,7 +121,7 @@ class Workload {
   virtual KvSample Kv() const = 0;
   virtual ArenaSample Arena() const { return {}; }  // absent unless the workload can read it
   // Both at once, for the runner's samples: a workload that reads them from one source
-  // (Model::memory_stats(), which reads /proc) reads it once per sample.
+  // (ModelControls::Stats(), which reads /proc) reads it once per sample.
   struct Pools {
     KvSample kv;
     ArenaSample arena;

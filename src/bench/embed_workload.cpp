@@ -51,7 +51,7 @@ KvSample EmbedWorkload::Kv() const {
 
 ArenaSample EmbedWorkload::Arena() const {
   if (!model_) return {};
-  return ToArenaSample(model_->memory_stats().cpu_arena);
+  return ToArenaSample(model_->runtime().Stats().cpu_arena);
 }
 
 void EmbedWorkload::Shrink() {

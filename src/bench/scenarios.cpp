@@ -132,7 +132,7 @@ class EbbWorkload final : public Workload {
   // figures (its KV pool is then the device's: MemoryStats::kv is 0).
   Pools SamplePools() const override {
     if (!model_) return {{0, 0, 0}, {}, {}};  // unloaded: its pool, cache and arena are gone
-    const MemoryStats s = model_->memory_stats();
+    const MemoryStats s = model_->runtime().Stats();
     Pools p{{s.kv.in_use_bytes, s.kv.reserved_bytes, s.prefix_cache.bytes},
             ToArenaSample(s.cpu_arena),
             {}};
@@ -153,7 +153,7 @@ class EbbWorkload final : public Workload {
   // The prefix cache of the model alive now, with the counters of the models this run unloaded
   // (load-unload, recycle:K) added; after the run's last iteration, the run's totals.
   std::optional<PrefixCacheStats> PrefixCacheSample() const override {
-    PrefixCacheStats s = model_ ? model_->memory_stats().prefix_cache : PrefixCacheStats{};
+    PrefixCacheStats s = model_ ? model_->runtime().Stats().prefix_cache : PrefixCacheStats{};
     if (!model_) s.block_tokens = retired_.block_tokens;
     AddPrefixCacheCounters(s, retired_);
     if (!model_) s.max_bytes = retired_.max_bytes;
@@ -179,14 +179,14 @@ class EbbWorkload final : public Workload {
   // of a run has the same options).
   void RememberDevice() {
     device_checked_ = true;
-    const DeviceMemory d = model_->memory_stats().device;
+    const DeviceMemory d = model_->runtime().Stats().device;
     if (!d.available) return;
     device_ = DeviceInfo{d.device, d.adapter, d.cache_mode, d.weights_bytes, d.limit_bytes};
   }
 
   // Unloads the model, keeping its prefix cache's counters for PrefixCacheSample().
   void Retire() {
-    const PrefixCacheStats s = model_->memory_stats().prefix_cache;
+    const PrefixCacheStats s = model_->runtime().Stats().prefix_cache;
     retired_.max_bytes = s.max_bytes;
     retired_.block_tokens = s.block_tokens;
     AddPrefixCacheCounters(retired_, s);
@@ -199,7 +199,7 @@ class EbbWorkload final : public Workload {
     } else {
       gen.AppendTokens(rows);
     }
-    while (clock.tokens() < options_.gen_tokens && !gen.IsDone()) {
+    while (clock.tokens() < options_.gen_tokens && !gen.done()) {
       gen.GenerateNextToken();
       clock.Token();
       AtToken(clock.tokens());

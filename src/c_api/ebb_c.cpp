@@ -405,7 +405,7 @@ EBB_API ebb_error* ebb_generator_generate_next_token(ebb_generator* generator) {
   return Guard([&] { generator->generator->GenerateNextToken(); });
 }
 EBB_API int ebb_generator_is_done(const ebb_generator* generator) {
-  return generator == nullptr || generator->generator->IsDone() ? 1 : 0;
+  return generator == nullptr || generator->generator->done() ? 1 : 0;
 }
 EBB_API ebb_error* ebb_generator_get_sequence(const ebb_generator* generator,
                                               const int32_t** out_ids, size_t* out_count) {
@@ -413,7 +413,7 @@ EBB_API ebb_error* ebb_generator_get_sequence(const ebb_generator* generator,
   EBB_CHECK_ARG(out_ids);
   EBB_CHECK_ARG(out_count);
   return Guard([&] {
-    std::span<const int32_t> s = generator->generator->GetSequence(0);
+    std::span<const int32_t> s = generator->generator->sequence(0);
     *out_ids = s.data();
     *out_count = s.size();
   });

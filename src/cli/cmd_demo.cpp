@@ -220,7 +220,7 @@ void RunDemo(const DemoArgs& a) {
     const std::vector<int32_t> ids =
         bench::PromptSet::Synthesize(long_prompt, config.vocab_size, specials);
     gen.AppendTokens(std::span<const int32_t>(ids));
-    while (!gen.IsDone()) gen.GenerateNextToken();
+    while (!gen.done()) gen.GenerateNextToken();
   }
   const MemoryStats before = model->runtime().Stats();
   model->runtime().ShrinkArena();

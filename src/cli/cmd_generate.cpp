@@ -256,7 +256,7 @@ void RunGenerate(const GenerateArgs& a) {
       for (const auto& vr : v["rows"]) j["logprobs"].push_back(nlohmann::json(vr["logprobs"]));
     }
     j["usage"] = v["usage"];
-    j["memory"] = internal::MemoryStatsJson(model->memory_stats());
+    j["memory"] = internal::MemoryStatsJson(model->runtime().Stats());
     // The generation's GeneratorStats (named as in the struct), plus the load time, the
     // length the KV was sized for and the pool's KV now.
     nlohmann::ordered_json stats = {{"load_ms", load_ms}};
@@ -281,7 +281,7 @@ void RunGenerate(const GenerateArgs& a) {
     std::fprintf(stderr,
                  "warning: %d token(s) are not in the tokenizer's vocabulary (%s); shown as "
                  "U+FFFD\n",
-                 undecodable, tok->SourceName().c_str());
+                 undecodable, tok->source_name().c_str());
   }
   if (!a.json) {
     std::fprintf(stderr,

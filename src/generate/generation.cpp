@@ -241,7 +241,7 @@ struct Generation::Impl {
 
   // One decode step for every unfinished row (or the end of them all), its pieces queued.
   void Step() {
-    if (gen->IsDone()) return EndAll(FinishReason::kLength);
+    if (gen->done()) return EndAll(FinishReason::kLength);
     if (req.cancel.cancelled()) return EndAll(FinishReason::kCancelled);
     try {
       gen->GenerateNextToken();

@@ -170,9 +170,9 @@ struct Generator::Impl {
     RequestEnd e;
     e.model_id = m.id;
     e.request_id = request_id;
-    e.outcome = failed     ? RequestOutcome::kError
-                : IsDone() ? RequestOutcome::kCompleted
-                           : RequestOutcome::kCancelled;
+    e.outcome = failed      ? RequestOutcome::kError
+                : AllDone() ? RequestOutcome::kCompleted
+                            : RequestOutcome::kCancelled;
     e.prompt_tokens = stats.prompt_tokens;
     e.generated_tokens = stats.generated_tokens;
     e.ttft_ms = have_first_token ? stats.ttft_ms : -1;
@@ -404,7 +404,7 @@ struct Generator::Impl {
 
   // Right-padded (GQA) graphs: each row runs to max_length real tokens on its own. Left-padded
   // graphs share one padded width, so max_length bounds that width (as in onnxruntime-genai).
-  bool IsDone() const {
+  bool AllDone() const {
     if (!right_padded && LogicalWidth() >= max_length) return true;
     return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
   }
@@ -437,7 +437,7 @@ struct Generator::Impl {
                                                   " rows but the generator's batch_size is " +
                                                   std::to_string(batch));
     }
-    if (IsDone() && started) {
+    if (AllDone() && started) {
       throw Error(ErrorCode::FailedPrecondition,
                   "the generator is done (EOS or max_length reached); call RewindTo(n) to "
                   "continue from an earlier point, or create a new generator");
@@ -700,7 +700,7 @@ struct Generator::Impl {
       throw Error(ErrorCode::FailedPrecondition,
                   "the logits are computed from a prompt: append one first (AppendTokens)");
     }
-    if (logits_valid || IsDone()) return;
+    if (logits_valid || AllDone()) return;
     if (brow.batcher && pending[0].size() == 1 && lens[0] > 0 && !done[0]) {
       StepBatched();
     } else {
@@ -774,9 +774,9 @@ struct Generator::Impl {
       throw Error(ErrorCode::FailedPrecondition,
                   "GenerateNextToken before AppendTokens: append a prompt first");
     }
-    if (IsDone()) {
+    if (AllDone()) {
       throw Error(ErrorCode::FailedPrecondition,
-                  "the generator is done (EOS or max_length reached); check IsDone() before "
+                  "the generator is done (EOS or max_length reached); check done() before "
                   "GenerateNextToken");
     }
     if (TakeForced()) {
@@ -838,7 +838,7 @@ struct Generator::Impl {
 
   // The end of a decode step: a finished generation ends its request; the first token's time.
   void FinishStep() {
-    if (IsDone()) {
+    if (AllDone()) {
       if (brow.batcher) brow.batcher->Pause(brow.row);
       EndRequest();
     }
@@ -907,7 +907,7 @@ Generator::Generator(std::shared_ptr<Model> model, const GeneratorParams& params
 
 Generator::~Generator() {
   try {
-    impl_->EndRequest();  // a generation abandoned before IsDone() still ends its request
+    impl_->EndRequest();  // a generation abandoned before done() still ends its request
   } catch (...) {
     // A destructor never throws; a failed shrink has already been logged.
   }
@@ -968,12 +968,12 @@ void Generator::Impl::Call(F&& fn) {
     fn();
   } catch (...) {
     failed = true;
-    m.EndCall(slot.id, started && !IsDone());
+    m.EndCall(slot.id, started && !AllDone());
     throw;
   }
   // Open from the first appended token (Append only queues; the Run comes with the next call)
   // until the generation is done.
-  m.EndCall(slot.id, started && !IsDone());
+  m.EndCall(slot.id, started && !AllDone());
 }
 
 void Generator::AppendTokens(std::span<const int32_t> tokens) {
@@ -988,11 +988,11 @@ void Generator::GenerateNextToken() {
   impl_->Call([&] { impl_->Next(); });
 }
 
-bool Generator::IsDone() const { return impl_->started && impl_->IsDone(); }
+bool Generator::done() const { return impl_->started && impl_->AllDone(); }
 
-std::span<const int32_t> Generator::GetSequence(size_t row) const {
+std::span<const int32_t> Generator::sequence(size_t row) const {
   if (row >= impl_->sequences.size()) {
-    throw Error(ErrorCode::InvalidArgument, "GetSequence(" + std::to_string(row) +
+    throw Error(ErrorCode::InvalidArgument, "sequence(" + std::to_string(row) +
                                                 "): batch_size is " + std::to_string(impl_->batch));
   }
   return impl_->sequences[row];
@@ -1020,7 +1020,7 @@ Generator::Output Generator::GetOutput(std::string_view name) {
 void Generator::SetLogits(std::span<const float> logits) {
   impl_->Call([&] {
     impl_->Compute();
-    if (impl_->IsDone()) {
+    if (impl_->AllDone()) {
       throw Error(ErrorCode::FailedPrecondition,
                   "SetLogits: the generator is done (EOS or max_length reached)");
     }

@@ -828,7 +828,7 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
     // (clearly, per request). Said once here, naming both sizes. Not refused: real test models
     // pair a full tokenizer with a cut vocabulary (hf-internal-testing's tiny-random-gpt2: 50,295
     // tokens, 1,000 logits) and run every prompt whose ids stay below it.
-    const size_t tokens = impl->tokenizer_owned->VocabSize();
+    const size_t tokens = impl->tokenizer_owned->vocab_size();
     if (!cfg.is_encoder && cfg.vocab_size > 0 && tokens > static_cast<size_t>(cfg.vocab_size)) {
       EBB_LOG_WARN(
           "tokenizer.json of '{}' has ids up to {} ({} tokens), but the model's vocabulary "
@@ -1106,33 +1106,5 @@ const ChatTemplate& Model::chat_template() const {
 }
 
 KvStats Model::kv_stats() const { return internal::ImplOf(*this).kv_pool->Stats(); }
-
-MemoryStats Model::memory_stats() const {
-  const internal::ModelImpl& m = internal::ImplOf(*this);
-  MemoryStats s;
-  s.process = ReadProcessMemory();
-  const KvStats pool = kv_stats();
-  if (m.kv_pool->device() != nullptr || m.device) {
-    s.device = internal::ReadDeviceMemory(m, pool);
-  }
-  if (m.kv_pool->device() == nullptr) s.kv = pool;
-  // After an unload the session is gone; its arena figures are not available.
-  if (m.has_cpu_arena && !m.released()) {
-    s.cpu_arena = internal::ReadCpuArenaStats(*m.session, m.cpu_memory);
-  }
-  s.num_shrinks = m.shrink->num_shrinks();
-  s.num_requests = m.shrink->num_requests();
-  s.shrink_every = m.shrink->shrink_every();
-  s.shrink_above_bytes = m.shrink->shrink_above();
-  s.ort_shrink_every_run = m.shrink->RunOptions().count("memory.enable_memory_arena_shrinkage") > 0;
-  s.weights_bytes = m.weights_bytes;
-  s.weights = m.WeightsStats();
-  if (m.prefix_cache) s.prefix_cache = m.prefix_cache->Stats();
-  if (m.constraints) s.constraints = m.constraints->Stats();
-  s.limit_bytes = m.host->governor().limit();
-  // This model's share of the charge (its weights are charged from load to unload).
-  s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, pool.in_use_bytes);
-  return s;
-}
 
 }  // namespace ebb

@@ -5,10 +5,15 @@
 #include "ebb/error.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
+#include "ebb/process_memory.h"
 #include "ebb/version.h"
 #include "kv/prefix_cache.h"
+#include "memory/memory_governor.h"
 #include "memory/shrink_controller.h"
+#include "model/constraint_cache.h"
+#include "model/model_device.h"
 #include "model/model_impl.h"
+#include "ort/arena_stats.h"
 #include "ort/session_options.h"
 
 namespace ebb {
@@ -110,6 +115,33 @@ std::map<std::string, std::string> ModelControls::Options() const { return C(mod
 std::map<std::string, ModelControls::OptionInForce> ModelControls::OptionsInForce() const {
   return internal::ImplOf(*model_).run_options->InForce();
 }
-MemoryStats ModelControls::Stats() const { return model_->memory_stats(); }
+// Process, KV, device and ORT arena figures (docs/memory.md); reads /proc.
+MemoryStats ModelControls::Stats() const {
+  const internal::ModelImpl& m = internal::ImplOf(*model_);
+  MemoryStats s;
+  s.process = ReadProcessMemory();
+  const KvStats pool = model_->kv_stats();
+  if (m.kv_pool->device() != nullptr || m.device) {
+    s.device = internal::ReadDeviceMemory(m, pool);
+  }
+  if (m.kv_pool->device() == nullptr) s.kv = pool;
+  // After an unload the session is gone; its arena figures are not available.
+  if (m.has_cpu_arena && !m.released()) {
+    s.cpu_arena = internal::ReadCpuArenaStats(*m.session, m.cpu_memory);
+  }
+  s.num_shrinks = m.shrink->num_shrinks();
+  s.num_requests = m.shrink->num_requests();
+  s.shrink_every = m.shrink->shrink_every();
+  s.shrink_above_bytes = m.shrink->shrink_above();
+  s.ort_shrink_every_run = m.shrink->RunOptions().count("memory.enable_memory_arena_shrinkage") > 0;
+  s.weights_bytes = m.weights_bytes;
+  s.weights = m.WeightsStats();
+  if (m.prefix_cache) s.prefix_cache = m.prefix_cache->Stats();
+  if (m.constraints) s.constraints = m.constraints->Stats();
+  s.limit_bytes = m.host->governor().limit();
+  // This model's share of the charge (its weights are charged from load to unload).
+  s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, pool.in_use_bytes);
+  return s;
+}
 
 }  // namespace ebb

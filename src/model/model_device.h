@@ -1,5 +1,5 @@
 // The model's accelerator: where its KV lives, what its device budget is, and its device
-// figures (docs/memory.md "On a GPU"). BuildModel calls these in order; Model::memory_stats reads
+// figures (docs/memory.md "On a GPU"). BuildModel calls these in order; ModelControls::Stats reads
 // the figures. One code path for every device ORT allocates on (WebGPU, CUDA, ROCm, DirectML):
 // the KV is allocated through the session's allocator for the device (kv/kv_device_memory.h).
 // Thread-safety: ReadDeviceMemory may be called from any thread (it reads what load set).

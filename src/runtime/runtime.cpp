@@ -254,7 +254,7 @@ std::vector<ModelSummary> Runtime::List() const {
     s.is_encoder = m->info.is_encoder;
     s.kernels = m->info.kernels;
     s.weights_bytes = m->weights_bytes;
-    const MemoryStats ms = m->memory_stats();
+    const MemoryStats ms = m->runtime().Stats();
     s.kv = ms.kv;
     s.device = ms.device;
     s.cpu_arena = ms.cpu_arena;

@@ -393,7 +393,7 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
     if (!m.loaded) continue;
     try {
       w.Sample("ebb_model_shrinks_total", L(m.id),
-               static_cast<double>(runtime.Get(m.id)->memory_stats().num_shrinks));
+               static_cast<double>(runtime.Get(m.id)->runtime().Stats().num_shrinks));
     } catch (const Error&) {
       // Unloaded between the list and now.
     }

@@ -398,7 +398,7 @@ void Server::RegisterAdminRoutes() {
         j["usage"] = UsageJson(u);
         if (m.loaded) {
           try {
-            j["num_shrinks"] = runtime_->Get(m.id)->memory_stats().num_shrinks;
+            j["num_shrinks"] = runtime_->Get(m.id)->runtime().Stats().num_shrinks;
           } catch (const Error&) {
             // Unloaded between the list and now.
           }

@@ -14,7 +14,7 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
 TokenBytes ComputeTokenBytes(const Tokenizer& tokenizer) {
   TokenBytes out;
-  const size_t n = tokenizer.VocabSize();
+  const size_t n = tokenizer.vocab_size();
   out.bytes.resize(n);
   out.special.assign(n, false);
   // The context: a token that decodes to plain text, so the next token decodes mid-text.

@@ -25,7 +25,7 @@
 namespace ebb::internal {
 
 struct TokenBytes {
-  std::vector<std::string> bytes;  // by id, VocabSize() entries ("" for ids with no token)
+  std::vector<std::string> bytes;  // by id, vocab_size() entries ("" for ids with no token)
   std::vector<bool> special;       // by id: special added tokens
 };
 

@@ -291,7 +291,7 @@ std::string Tokenizer::IdToToken(int32_t id) const {
   return std::string(impl_->model->vocab().Token(id));
 }
 
-size_t Tokenizer::VocabSize() const {
+size_t Tokenizer::vocab_size() const {
   return std::max(impl_->model->vocab().IdLimit(), static_cast<size_t>(impl_->added.MaxId() + 1));
 }
 
@@ -308,10 +308,10 @@ std::vector<int32_t> Tokenizer::SpecialIds() const {
   return ids;
 }
 
-std::optional<int32_t> Tokenizer::BosId() const { return impl_->bos; }
-std::optional<int32_t> Tokenizer::EosId() const { return impl_->eos; }
-std::optional<int32_t> Tokenizer::PadId() const { return impl_->pad_token; }
-const std::string& Tokenizer::ChatTemplate() const { return impl_->chat_template; }
-const std::string& Tokenizer::SourceName() const { return impl_->source; }
+std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos; }
+std::optional<int32_t> Tokenizer::eos_id() const { return impl_->eos; }
+std::optional<int32_t> Tokenizer::pad_id() const { return impl_->pad_token; }
+const std::string& Tokenizer::chat_template() const { return impl_->chat_template; }
+const std::string& Tokenizer::source_name() const { return impl_->source; }
 
 }  // namespace ebb

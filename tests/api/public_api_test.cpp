@@ -33,7 +33,7 @@ TEST(PublicApi, LoadGenerateStatsAndUnloadThroughTheSharedLibrary) {
   EXPECT_EQ(r.rows[0].prompt_ids.size() + r.rows[0].generated_ids.size(), 12u);
   EXPECT_EQ(r.usage.prompt_tokens, 3u);
   model->runtime().ShrinkArena();
-  EXPECT_EQ(model->memory_stats().num_shrinks, 1u);
+  EXPECT_EQ(model->runtime().Stats().num_shrinks, 1u);
   EXPECT_EQ(rt.List().size(), 1u);
   try {
     rt.Get("nope");

@@ -72,7 +72,7 @@ TEST_F(BenchRun, JsonValidatesAgainstTheDocumentedSchema) {
   EXPECT_GT(doc["runs"][1]["iterations"][1]["memory_last_token"]["kv_in_use_bytes"], 0);
   EXPECT_EQ(doc["runs"][1]["iterations"][1]["memory_after"]["kv_in_use_bytes"], 0);
   EXPECT_TRUE(doc["runs"][1]["iterations"][1]["memory_after"]["kv_reserved_bytes"].is_null());
-  // ORT's arena figures, for ebb (Model::memory_stats()) and the naive loop alike.
+  // ORT's arena figures, for ebb (ModelControls::Stats()) and the naive loop alike.
   for (int run : {0, 1}) {
     const auto& after = doc["runs"][run]["iterations"][1]["memory_after"];
     EXPECT_GT(after["arena_total_allocated_bytes"].get<int64_t>(), 0) << run;

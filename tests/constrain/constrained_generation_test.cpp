@@ -216,7 +216,7 @@ TEST(StructuredGeneration, ForcedTokensSkipModelSteps) {
   const std::vector<int32_t> prompt = model->tokenizer()->Encode("Hi", true);
   g.AppendTokens(prompt);
   std::vector<int32_t> out;
-  while (!g.IsDone()) {
+  while (!g.done()) {
     g.GenerateNextToken();
     out.push_back(g.GetNextTokens()[0]);
   }
@@ -241,9 +241,9 @@ TEST(StructuredGeneration, EachRowAndEachConcurrentRequestHasItsOwnConstraint) {
   Generator g(model, p);
   const std::vector<int32_t> prompt = model->tokenizer()->Encode("Hi", true);
   g.AppendTokens(std::vector<std::vector<int32_t>>{prompt, prompt, prompt});
-  while (!g.IsDone()) g.GenerateNextToken();
+  while (!g.done()) g.GenerateNextToken();
   for (size_t b = 0; b < 3; ++b) {
-    auto seq = g.GetSequence(b);
+    auto seq = g.sequence(b);
     std::vector<int32_t> gen(seq.begin() + static_cast<long>(prompt.size()), seq.end());
     const std::string text = model->tokenizer()->Decode(gen, true);
     EXPECT_EQ(text.size(), 4u) << "row " << b << ": " << text;
@@ -281,7 +281,7 @@ TEST(StructuredGeneration, EachRowAndEachConcurrentRequestHasItsOwnConstraint) {
   // One cache lookup per generator (the batch's rows share theirs): 5 in all. Two concurrent
   // requests with the same text may both miss and compile (one entry is kept), so only the sum
   // and the entries are exact.
-  const MemoryStats s = model->controls().Stats();
+  const MemoryStats s = model->runtime().Stats();
   EXPECT_EQ(s.constraints.entries, 3u);
   EXPECT_EQ(s.constraints.hits + s.constraints.misses, 5u);
   EXPECT_GE(s.constraints.misses, 3u);
@@ -292,7 +292,7 @@ TEST(StructuredGeneration, EachRowAndEachConcurrentRequestHasItsOwnConstraint) {
 TEST(StructuredGeneration, BadConstraintsAreRefusedBeforeAnyKvIsReserved) {
   const auto model = LoadTiny();
   auto refused = [&](const GeneratorParams& p, const std::string& want) {
-    const uint64_t kv_before = model->controls().Stats().kv.in_use_bytes;
+    const uint64_t kv_before = model->runtime().Stats().kv.in_use_bytes;
     try {
       Generator g(model, p);
       ADD_FAILURE() << "accepted; want an error containing " << want;
@@ -300,7 +300,7 @@ TEST(StructuredGeneration, BadConstraintsAreRefusedBeforeAnyKvIsReserved) {
       EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
       EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
     }
-    EXPECT_EQ(model->controls().Stats().kv.in_use_bytes, kv_before);
+    EXPECT_EQ(model->runtime().Stats().kv.in_use_bytes, kv_before);
   };
   GeneratorParams p;
   p.json_schema = R"({"type":"object","properties":{"a":{"not":{"type":"string"}}}})";

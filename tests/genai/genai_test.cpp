@@ -385,8 +385,8 @@ TEST(Genai, MlperfClientsCallsGiveTheNativeApisTokens) {
     gp.max_length = max_length;
     ebb::Generator g(m, gp);
     g.AppendTokens(prompt);
-    while (!g.IsDone()) g.GenerateNextToken();
-    const auto s = g.GetSequence(0);
+    while (!g.done()) g.GenerateNextToken();
+    const auto s = g.sequence(0);
     native.assign(s.begin(), s.end());
   }
   std::vector<int32_t> out(1024);

@@ -69,8 +69,8 @@ std::vector<int32_t> Greedy(const std::shared_ptr<Model>& model) {
   p.max_length = 16;
   Generator g(model, p);
   g.AppendTokens(std::vector<int32_t>{5, 17, 42});
-  while (!g.IsDone()) g.GenerateNextToken();
-  const auto s = g.GetSequence(0);
+  while (!g.done()) g.GenerateNextToken();
+  const auto s = g.sequence(0);
   return {s.begin(), s.end()};
 }
 
@@ -257,7 +257,7 @@ TEST(CustomOpsLibrary, TheModelCacheBuildsAndLoadsAnEntryForAModelWithCustomOps)
   }
   EXPECT_EQ(entries, 1u) << "one entry for the custom-op model";
   auto model = ebb::LoadModel(m, o);
-  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
+  EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kFileBacked);
   EXPECT_EQ(Greedy(model), want);
 }
 

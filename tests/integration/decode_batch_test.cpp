@@ -54,8 +54,8 @@ Tokens Prompt(int len, int seed) {
 
 Tokens Generate(Generator& g, const Tokens& prompt) {
   g.AppendTokens(prompt);
-  while (!g.IsDone()) g.GenerateNextToken();
-  auto s = g.GetSequence(0);
+  while (!g.done()) g.GenerateNextToken();
+  auto s = g.sequence(0);
   return Tokens(s.begin(), s.end());
 }
 
@@ -109,7 +109,7 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
         joined[k] = true;
       }
       cv.notify_all();
-      while (!g.IsDone()) {
+      while (!g.done()) {
         g.GenerateNextToken();
         {
           std::unique_lock<std::mutex> lock(mu);
@@ -124,7 +124,7 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
       int seen = max_stride_seen.load();
       while (st > seen && !max_stride_seen.compare_exchange_weak(seen, st)) {
       }
-      auto s = g.GetSequence(0);
+      auto s = g.sequence(0);
       got[k].assign(s.begin(), s.end());
     });
   }
@@ -171,8 +171,8 @@ TEST_F(DecodeBatch, MembersLeavingMidBatchDoNotDisturbTheOthers) {
       g->AppendTokens(prompts[k]);
       // Requests 1 and 3 are abandoned (destroyed before done) after a few tokens.
       const int stop_after = k == 1 ? 3 : k == 3 ? 9 : 1 << 20;
-      for (int n = 0; !g->IsDone() && n < stop_after; ++n) g->GenerateNextToken();
-      auto s = g->GetSequence(0);
+      for (int n = 0; !g->done() && n < stop_after; ++n) g->GenerateNextToken();
+      auto s = g->sequence(0);
       got[k].assign(s.begin(), s.end());
       g.reset();
     });
@@ -204,12 +204,12 @@ void PausedMemberDoesNotStall(const char* policy) {
       Generator g(model, p);
       g.AppendTokens(Prompt(4 + k, 20 + k));
       int n = 0;
-      while (!g.IsDone()) {
+      while (!g.done()) {
         if (k == 0 && n == 3) others_done.wait();  // paused mid-generation
         g.GenerateNextToken();
         ++n;
       }
-      auto s = g.GetSequence(0);
+      auto s = g.sequence(0);
       got[k].assign(s.begin(), s.end());
       if (k != 0) others_done.count_down();
     });
@@ -285,12 +285,12 @@ TEST_F(DecodeBatch, KvBudgetRefusesAJoiningRequestCleanly) {
   EXPECT_EQ(model->kv_stats().in_use_bytes, 2 * one);
   // The refusal left the batch as it was: both members still decode, batched.
   std::thread ta([&] {
-    while (!a.IsDone()) a.GenerateNextToken();
+    while (!a.done()) a.GenerateNextToken();
   });
-  while (!b.IsDone()) b.GenerateNextToken();
+  while (!b.done()) b.GenerateNextToken();
   ta.join();
   auto plain = ebb::LoadModel(ModelDir());
-  auto sa = a.GetSequence(0);
+  auto sa = a.sequence(0);
   EXPECT_EQ(Tokens(sa.begin(), sa.end()), Solo(plain, Prompt(6, 1), 64));
 }
 
@@ -326,10 +326,10 @@ TEST_F(DecodeBatch, AFailedStepReachesEveryMemberAndChangesNothing) {
   EXPECT_EQ(failed.load(), 2);
   // Each generator is as before the failed call: finishing gives the solo tokens.
   both([](Generator& g) {
-    while (!g.IsDone()) g.GenerateNextToken();
+    while (!g.done()) g.GenerateNextToken();
   });
   auto plain = ebb::LoadModel(ModelDir());
-  auto sa = a.GetSequence(0), sb = b.GetSequence(0);
+  auto sa = a.sequence(0), sb = b.sequence(0);
   EXPECT_EQ(Tokens(sa.begin(), sa.end()), Solo(plain, Prompt(5, 1), kMax));
   EXPECT_EQ(Tokens(sb.begin(), sb.end()), Solo(plain, Prompt(9, 2), kMax));
 }
@@ -345,12 +345,12 @@ TEST_F(DecodeBatch, RewindThenDecodeMatchesSolo) {
     std::thread t;
     if (other != nullptr) {
       t = std::thread([other] {
-        while (!other->IsDone()) other->GenerateNextToken();
+        while (!other->done()) other->GenerateNextToken();
       });
     }
-    while (!g.IsDone()) g.GenerateNextToken();
+    while (!g.done()) g.GenerateNextToken();
     if (t.joinable()) t.join();
-    auto s = g.GetSequence(0);
+    auto s = g.sequence(0);
     return Tokens(s.begin(), s.end());
   };
   auto plain = ebb::LoadModel(ModelDir());
@@ -383,9 +383,9 @@ TEST_F(DecodeBatch, MemoryLimitRefusesAJoiningRequestCleanly) {
     }
     EXPECT_EQ(model->kv_stats().in_use_bytes, 2 * one);
     std::thread t([&] {
-      while (!a.IsDone()) a.GenerateNextToken();
+      while (!a.done()) a.GenerateNextToken();
     });
-    while (!b.IsDone()) b.GenerateNextToken();
+    while (!b.done()) b.GenerateNextToken();
     t.join();
     EXPECT_GT(BatcherOf(model)->steps(), 0u);
   }
@@ -441,7 +441,7 @@ TEST_F(DecodeBatch, BatchGeneratorsKeepTheirOwnPath) {
   p.batch_size = 2;
   Generator g(model, p);
   g.AppendTokens(std::vector<Tokens>{Prompt(4, 1), Prompt(7, 2)});
-  while (!g.IsDone()) g.GenerateNextToken();
+  while (!g.done()) g.GenerateNextToken();
   auto* b = BatcherOf(model);
   EXPECT_TRUE(b == nullptr || b->steps() == 0);
 }

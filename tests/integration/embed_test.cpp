@@ -413,7 +413,7 @@ TEST(EmbedRuntime, EncoderAndDecoderAreBothListedAndEachRefusesTheOthersPath) {
   EXPECT_EQ(obs->ends, 1);
   EXPECT_EQ(obs->generated, 0u);
   EXPECT_EQ(obs->prompt, r.usage.prompt_tokens);
-  EXPECT_EQ(enc->memory_stats().num_requests, 1u);
+  EXPECT_EQ(enc->runtime().Stats().num_requests, 1u);
   EXPECT_EQ(rt.List()[1].requests_served, 1u);
   EXPECT_EQ(enc->kv_stats().reserved_bytes, 0u);
   EXPECT_EQ(enc->kv_stats().num_allocations, 0u);
@@ -439,17 +439,17 @@ TEST(EmbedRuntime, EncoderAndDecoderAreBothListedAndEachRefusesTheOthersPath) {
 TEST(EmbedRuntime, ShrinkNowAfterNextRequestAndEveryNWorkOnAnEncoder) {
   auto m = ebb::LoadModel(Bert());
   EmbedTexts(m, {Text(300)});
-  const uint64_t before = m->memory_stats().num_shrinks;
+  const uint64_t before = m->runtime().Stats().num_shrinks;
   m->runtime().ShrinkArena();  // idle: a minimal encoder Run carries it
-  EXPECT_EQ(m->memory_stats().num_shrinks, before + 1);
-  EXPECT_EQ(m->memory_stats().num_requests, 1u) << "the minimal step is not a request";
+  EXPECT_EQ(m->runtime().Stats().num_shrinks, before + 1);
+  EXPECT_EQ(m->runtime().Stats().num_requests, 1u) << "the minimal step is not a request";
   m->runtime().ShrinkAfterNextRun();
   EmbedTexts(m, {Text(5)});
-  EXPECT_EQ(m->memory_stats().num_shrinks, before + 2);
+  EXPECT_EQ(m->runtime().Stats().num_shrinks, before + 2);
   m->runtime().ShrinkEvery(3);
   for (int i = 0; i < 6; ++i) EmbedTexts(m, {Text(5 + i)});
-  EXPECT_EQ(m->memory_stats().num_shrinks, before + 4);
-  const ArenaStats a = m->memory_stats().cpu_arena;
+  EXPECT_EQ(m->runtime().Stats().num_shrinks, before + 4);
+  const ArenaStats a = m->runtime().Stats().cpu_arena;
   EXPECT_TRUE(a.available);
   EXPECT_GE(a.num_shrinkages, 1);
 }
@@ -473,7 +473,7 @@ TEST(EmbedSoak, MixedLengthCallsWithShrinkEveryTwentyStayFlat) {
     EmbedTexts(m, texts);
     if ((i + 1) % 20 == 0) after_shrink.push_back(ReadProcessMemory().rss_bytes);
   }
-  const MemoryStats s = m->memory_stats();
+  const MemoryStats s = m->runtime().Stats();
   EXPECT_EQ(s.num_requests, static_cast<uint64_t>(calls));
   EXPECT_EQ(s.num_shrinks, static_cast<uint64_t>(calls / 20));
   EXPECT_EQ(s.kv.reserved_bytes, 0u);

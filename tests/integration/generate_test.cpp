@@ -24,10 +24,10 @@ Rows GenerateAll(const std::shared_ptr<Model>& model, const Rows& prompts, Gener
   p.batch_size = static_cast<int32_t>(prompts.size());
   Generator g(model, p);
   g.AppendTokens(prompts);
-  while (!g.IsDone()) g.GenerateNextToken();
+  while (!g.done()) g.GenerateNextToken();
   Rows out;
   for (size_t r = 0; r < prompts.size(); ++r) {
-    auto s = g.GetSequence(r);
+    auto s = g.sequence(r);
     out.emplace_back(s.begin(), s.end());
   }
   return out;
@@ -225,8 +225,8 @@ TEST(KvOwnership, BudgetRefusesClearlyAndOthersAreUnaffected) {
     EXPECT_THAT(e.what(), HasSubstr("bytes in use"));
   }
   EXPECT_EQ(model->kv_stats().num_refusals, 1u);
-  while (!ok.IsDone()) ok.GenerateNextToken();  // the running generator is unaffected
-  EXPECT_EQ(ok.GetSequence(0).size(), 64u);
+  while (!ok.done()) ok.GenerateNextToken();  // the running generator is unaffected
+  EXPECT_EQ(ok.sequence(0).size(), 64u);
 }
 
 // --- Sampling ---------------------------------------------------------------------------------
@@ -259,18 +259,18 @@ TEST(Rewind, KeepsBuffersAndRegeneratesTheSameTokens) {
     p.max_length = 24;
     Generator g(model, p);
     g.AppendTokens(std::vector<int32_t>{5, 17, 42, 99});
-    while (!g.IsDone()) g.GenerateNextToken();
-    const std::vector<int32_t> first(g.GetSequence(0).begin(), g.GetSequence(0).end());
+    while (!g.done()) g.GenerateNextToken();
+    const std::vector<int32_t> first(g.sequence(0).begin(), g.sequence(0).end());
     const uint64_t kv = g.Stats().kv_bytes;
     g.RewindTo(10);
     EXPECT_EQ(g.Stats().kv_bytes, kv) << "RewindTo keeps the buffers";
-    while (!g.IsDone()) g.GenerateNextToken();
-    EXPECT_EQ(std::vector<int32_t>(g.GetSequence(0).begin(), g.GetSequence(0).end()), first)
+    while (!g.done()) g.GenerateNextToken();
+    EXPECT_EQ(std::vector<int32_t>(g.sequence(0).begin(), g.sequence(0).end()), first)
         << KvModeName(mode);
     g.RewindTo(0);
     g.AppendTokens(std::vector<int32_t>{5, 17, 42, 99});
-    while (!g.IsDone()) g.GenerateNextToken();
-    EXPECT_EQ(std::vector<int32_t>(g.GetSequence(0).begin(), g.GetSequence(0).end()), first);
+    while (!g.done()) g.GenerateNextToken();
+    EXPECT_EQ(std::vector<int32_t>(g.sequence(0).begin(), g.sequence(0).end()), first);
   }
 }
 
@@ -310,8 +310,8 @@ TEST(BadInput, ClearErrorsAndTheModelStaysUsable) {
     ExpectError([&] { g.GenerateNextToken(); }, ErrorCode::FailedPrecondition, "AppendTokens");
     // After the failures, the same generator still works.
     g.AppendTokens(good[0]);
-    while (!g.IsDone()) g.GenerateNextToken();
-    EXPECT_EQ(std::vector<int32_t>(g.GetSequence(0).begin(), g.GetSequence(0).end()), expected[0]);
+    while (!g.done()) g.GenerateNextToken();
+    EXPECT_EQ(std::vector<int32_t>(g.sequence(0).begin(), g.sequence(0).end()), expected[0]);
     ExpectError([&] { g.AppendTokens(std::vector<int32_t>{1}); }, ErrorCode::FailedPrecondition,
                 "done");
     ExpectError([&] { g.GenerateNextToken(); }, ErrorCode::FailedPrecondition, "done");

@@ -78,8 +78,8 @@ TEST(Generation, MatchesTheGeneratorAndStreamedPiecesConcatenateToTheText) {
     p.max_length = 40;
     Generator g(model, p);
     g.AppendTokens(kPrompt);
-    while (!g.IsDone()) g.GenerateNextToken();
-    seq.assign(g.GetSequence(0).begin(), g.GetSequence(0).end());
+    while (!g.done()) g.GenerateNextToken();
+    seq.assign(g.sequence(0).begin(), g.sequence(0).end());
   }
   EXPECT_EQ(row.prompt_ids, kPrompt);
   EXPECT_EQ(row.generated_ids, std::vector<int32_t>(seq.begin() + kPrompt.size(), seq.end()));

@@ -196,8 +196,8 @@ TEST(Issue16Sampling, NonFiniteSettingsAreRefused) {
 std::vector<int32_t> Generate(const std::shared_ptr<Model>& model, const GeneratorParams& p) {
   Generator g(model, p);
   g.AppendTokens(std::vector<int32_t>{5, 17, 42});
-  while (!g.IsDone()) g.GenerateNextToken();
-  const auto s = g.GetSequence(0);
+  while (!g.done()) g.GenerateNextToken();
+  const auto s = g.sequence(0);
   return {s.begin(), s.end()};
 }
 

@@ -30,10 +30,10 @@ Rows Greedy(const std::shared_ptr<Model>& model, const Rows& prompts, int32_t ma
   p.prefill_chunk_size = prefill_chunk;
   Generator g(model, p);
   g.AppendTokens(prompts);
-  while (!g.IsDone()) g.GenerateNextToken();
+  while (!g.done()) g.GenerateNextToken();
   Rows out;
   for (size_t r = 0; r < prompts.size(); ++r) {
-    auto s = g.GetSequence(r);
+    auto s = g.sequence(r);
     out.emplace_back(s.begin(), s.end());
   }
   return out;
@@ -127,8 +127,8 @@ TEST(PrefillRollbackIssue10, FailedChunkedAppendOnPingPongLeavesTheGeneratorUnch
       internal::FailNthRunForTesting(fail_at);
       EXPECT_THROW(a.AppendTokens(second), Error) << what;
       internal::FailNthRunForTesting(0);
-      EXPECT_EQ(std::vector<int32_t>(a.GetSequence(0).begin(), a.GetSequence(0).end()),
-                std::vector<int32_t>(b.GetSequence(0).begin(), b.GetSequence(0).end()))
+      EXPECT_EQ(std::vector<int32_t>(a.sequence(0).begin(), a.sequence(0).end()),
+                std::vector<int32_t>(b.sequence(0).begin(), b.sequence(0).end()))
           << what;
       // `a` continues exactly as `b`, which never saw the failed call.
       for (Generator* g : {&a, &b}) g->AppendTokens(third);

@@ -54,8 +54,8 @@ TEST(KvLoop, CreateRunDestroyLoopKeepsMemoryFlat) {
       {
         Generator g(model, params);
         g.AppendTokens(prompt);
-        while (!g.IsDone()) g.GenerateNextToken();
-        ASSERT_EQ(g.GetSequence(0).size(), 512u);
+        while (!g.done()) g.GenerateNextToken();
+        ASSERT_EQ(g.sequence(0).size(), 512u);
         ASSERT_GE(g.Stats().kv_bytes, 512 * model->info().kv_bytes_per_token);
       }
       const int64_t after = RssBytes();

@@ -55,7 +55,7 @@ Run Generate(const std::shared_ptr<Model>& m, const std::vector<std::vector<int3
   }
   Run out;
   out.tokens.resize(rows.size());
-  for (int i = 0; i < new_tokens && !g.IsDone(); ++i) {
+  for (int i = 0; i < new_tokens && !g.done(); ++i) {
     g.GenerateNextToken();
     if (i == 0) {
       const auto l = g.GetLogits();

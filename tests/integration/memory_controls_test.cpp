@@ -41,8 +41,8 @@ std::vector<int32_t> Generate(const std::shared_ptr<Model>& model,
   p.max_length = max_length;
   Generator g(model, p);
   g.AppendTokens(prompt);
-  while (!g.IsDone()) g.GenerateNextToken();
-  return {g.GetSequence(0).begin(), g.GetSequence(0).end()};
+  while (!g.done()) g.GenerateNextToken();
+  return {g.sequence(0).begin(), g.sequence(0).end()};
 }
 
 int ThreadCount() {
@@ -63,9 +63,9 @@ TEST(Tier1, ArenaOffLeavesNoArenaStats) {
   auto b = ebb::LoadModel(Tiny(), off);
   Generate(a, {1, 2, 3}, 8);
   Generate(b, {1, 2, 3}, 8);
-  EXPECT_TRUE(a->memory_stats().cpu_arena.available);
-  EXPECT_GT(a->memory_stats().cpu_arena.total_allocated_bytes, 0);
-  EXPECT_FALSE(b->memory_stats().cpu_arena.available);
+  EXPECT_TRUE(a->runtime().Stats().cpu_arena.available);
+  EXPECT_GT(a->runtime().Stats().cpu_arena.total_allocated_bytes, 0);
+  EXPECT_FALSE(b->runtime().Stats().cpu_arena.available);
 }
 
 // Issue 24 item 16a: the exact call of the request that started ebb loads, with a warning that
@@ -92,7 +92,7 @@ TEST(Tier1, ArenaOffWithAnExtendStrategyLoadsAndWarnsThatTheStrategyIsMoot) {
   }
   EXPECT_TRUE(warned);
   ASSERT_TRUE(m);
-  EXPECT_FALSE(m->memory_stats().cpu_arena.available);
+  EXPECT_FALSE(m->runtime().Stats().cpu_arena.available);
   EXPECT_EQ(Generate(m, {5, 17, 42}, 10).size(), 10u);
 
   ModelOptions capped;
@@ -190,7 +190,7 @@ TEST(Tier2, ShrinkArenaGivesBackWhatALongPromptAdded) {
   auto m = ebb::LoadModel(Wide());
   Generate(m, {1, 2, 3}, 8);  // warm up ORT
   const int64_t before = ReadProcessMemory().rss_bytes;
-  const int64_t shrinks_before = m->memory_stats().cpu_arena.num_shrinkages;
+  const int64_t shrinks_before = m->runtime().Stats().cpu_arena.num_shrinkages;
   {
     GeneratorParams p;
     p.max_length = 2048;
@@ -202,7 +202,7 @@ TEST(Tier2, ShrinkArenaGivesBackWhatALongPromptAdded) {
   ASSERT_GT(peak - before, 16 * kMiB) << "the prompt should have grown the arena";
   m->runtime().ShrinkArena();
   const int64_t after = ReadProcessMemory().rss_bytes;
-  const MemoryStats s = m->memory_stats();
+  const MemoryStats s = m->runtime().Stats();
   EXPECT_GE(static_cast<double>(peak - after), 0.8 * static_cast<double>(peak - before))
       << "before " << before << " peak " << peak << " after " << after;
   EXPECT_GT(s.cpu_arena.num_shrinkages, shrinks_before);
@@ -219,9 +219,9 @@ struct ShrinkTrace {
 ShrinkTrace RunRequests(const std::shared_ptr<Model>& m, int n) {
   ShrinkTrace t;
   for (int i = 0; i < n; ++i) {
-    const MemoryStats before = m->memory_stats();
+    const MemoryStats before = m->runtime().Stats();
     Generate(m, Prompt(300 + 16 * i, 1024), 364 + 16 * i);  // a 64-token request
-    const MemoryStats after = m->memory_stats();
+    const MemoryStats after = m->runtime().Stats();
     t.ebb.push_back(after.num_shrinks > before.num_shrinks);
     t.ort.push_back(after.cpu_arena.num_shrinkages > before.cpu_arena.num_shrinkages);
   }
@@ -235,25 +235,25 @@ TEST(Tier2, ShrinkAfterNextRunFiresOnceAtTheEndOfTheRequest) {
   const ShrinkTrace t = RunRequests(m, 2);  // one shrink for the whole request, none after
   EXPECT_EQ(t.ebb, (std::vector<bool>{true, false}));
   EXPECT_EQ(t.ort, t.ebb);
-  EXPECT_EQ(m->memory_stats().num_shrinks, 1u);
+  EXPECT_EQ(m->runtime().Stats().num_shrinks, 1u);
 }
 
 TEST(Tier2, ShrinkEveryFiveOverFifteenRequestsShrinksThreeTimes) {
   auto m = ebb::LoadModel(Wide());
   Generate(m, {1, 2, 3}, 8);
-  const MemoryStats s0 = m->memory_stats();
+  const MemoryStats s0 = m->runtime().Stats();
   m->runtime().ShrinkEvery(5);
   const ShrinkTrace t = RunRequests(m, 15);
   std::vector<bool> want(15, false);
   want[4] = want[9] = want[14] = true;
   EXPECT_EQ(t.ebb, want);
   EXPECT_EQ(t.ort, want);
-  const MemoryStats s = m->memory_stats();
+  const MemoryStats s = m->runtime().Stats();
   EXPECT_EQ(s.num_shrinks - s0.num_shrinks, 3u);
   EXPECT_EQ(s.num_requests - s0.num_requests, 15u);
   m->runtime().ShrinkEvery(0);
   for (int i = 0; i < 5; ++i) Generate(m, Prompt(8, 1024), 16);
-  EXPECT_EQ(m->memory_stats().num_shrinks, s.num_shrinks);
+  EXPECT_EQ(m->runtime().Stats().num_shrinks, s.num_shrinks);
 }
 
 TEST(Tier2, ShrinkEveryAsALoadOption) {
@@ -261,7 +261,7 @@ TEST(Tier2, ShrinkEveryAsALoadOption) {
   o.Set("memory.shrink_every", "2");
   auto m = ebb::LoadModel(Tiny(), o);
   for (int i = 0; i < 4; ++i) Generate(m, {1, 2, 3}, 8);
-  EXPECT_EQ(m->memory_stats().num_shrinks, 2u);
+  EXPECT_EQ(m->runtime().Stats().num_shrinks, 2u);
 }
 
 TEST(Tier2, ArenaOffShrinkSucceedsAndTrimsWhatEbbOwns) {
@@ -276,8 +276,8 @@ TEST(Tier2, ArenaOffShrinkSucceedsAndTrimsWhatEbbOwns) {
   m->runtime().ShrinkEvery(1);
   m->runtime().ShrinkAfterNextRun();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(Generate(m, {5, 17, 42}, 16), expected);
-  EXPECT_EQ(m->memory_stats().num_shrinks, 4u);
-  EXPECT_FALSE(m->memory_stats().cpu_arena.available);
+  EXPECT_EQ(m->runtime().Stats().num_shrinks, 4u);
+  EXPECT_FALSE(m->runtime().Stats().cpu_arena.available);
 }
 
 TEST(Tier2, RunOptionsAreForwardedAndCleared) {
@@ -289,15 +289,15 @@ TEST(Tier2, RunOptionsAreForwardedAndCleared) {
   EXPECT_EQ(m->runtime().Options().count("disable_synchronize_execution_providers"), 0u);
 }
 
-// Issue 22 item 7: the controls are Model::controls(); runtime() is the same object and
-// RuntimeHandle the same type, so code written against the old names keeps working.
-TEST(Tier2, ControlsAndRuntimeAreTheSameObjectAndRuntimeHandleIsAnAlias) {
+// Issue 38: one name for a model's controls, Model::runtime() (the Python SDK's model.runtime),
+// and one for its figures, runtime().Stats(); a const Model reads them through the same object.
+TEST(Tier2, RuntimeIsTheOneHandleAndConstModelsReadItsStats) {
   auto m = ebb::LoadModel(Tiny());
-  EXPECT_EQ(&m->controls(), &m->runtime());
-  static_assert(std::is_same_v<RuntimeHandle, ModelControls>);
-  RuntimeHandle& old_name = m->runtime();
-  old_name.ShrinkEvery(3);
-  EXPECT_EQ(m->controls().Stats().shrink_every, 3u);
+  const Model& cm = *m;
+  EXPECT_EQ(&cm.runtime(), &m->runtime());
+  m->runtime().ShrinkEvery(3);
+  EXPECT_EQ(cm.runtime().Stats().shrink_every, 3u);
+  EXPECT_EQ(cm.runtime().Stats().weights_bytes, cm.weights_bytes());
 }
 
 // Issue 24 items 11-14: one route for every Tier 2 key on every surface (they all call
@@ -397,7 +397,7 @@ TEST(Concurrency, GeneratorsOnFourThreadsWhileAnotherShrinksAndReadsStats) {
   stop = true;
   meddler.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
-  EXPECT_GT(m->memory_stats().num_shrinks, 0u);
+  EXPECT_GT(m->runtime().Stats().num_shrinks, 0u);
   EXPECT_EQ(m->kv_stats().in_use_bytes, 0u);
 }
 
@@ -414,7 +414,7 @@ int64_t ArenaAfterLongPrompt(ModelOptions opts) {
   p.max_length = 1100;
   Generator g(m, p);
   g.AppendTokens(Prompt(1000, m->info().vocab_size));
-  return m->memory_stats().cpu_arena.total_allocated_bytes;
+  return m->runtime().Stats().cpu_arena.total_allocated_bytes;
 }
 
 TEST(Tier1Arena, SameAsRequestedAllocatesLessThanNextPowerOfTwo) {
@@ -432,7 +432,7 @@ TEST(Tier1Arena, MaxMemIsAHardCapWithAClearErrorAndSmallPromptsStillWork) {
   ModelOptions o;
   o.Set("session_options.arena.max_mem", "24MiB");
   auto m = ebb::LoadModel(Wide(), o);
-  EXPECT_EQ(m->memory_stats().cpu_arena.limit_bytes, 24 << 20);
+  EXPECT_EQ(m->runtime().Stats().cpu_arena.limit_bytes, 24 << 20);
   const auto small = Generate(m, {5, 17, 42}, 16);
   EXPECT_EQ(small.size(), 16u);
   {
@@ -516,8 +516,8 @@ TEST(Budgets, RuntimeWideMemoryLimitCoversAllModels) {
       EXPECT_THAT(e.what(), HasSubstr("memory.limit"));
       EXPECT_THAT(e.what(), HasSubstr("bytes in use by all models"));
     }
-    while (!running.IsDone()) running.GenerateNextToken();  // unaffected
-    EXPECT_EQ(running.GetSequence(0).size(), 256u);
+    while (!running.done()) running.GenerateNextToken();  // unaffected
+    EXPECT_EQ(running.sequence(0).size(), 256u);
   }
   EXPECT_EQ(Runtime::Default().Stats().kv.in_use_bytes, 0u);
   EXPECT_NO_THROW(Generator(b, GeneratorParams{.max_length = 256}))

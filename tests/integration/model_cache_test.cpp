@@ -132,8 +132,8 @@ std::vector<int32_t> Greedy(const std::shared_ptr<Model>& model) {
   p.max_length = 20;
   Generator g(model, p);
   g.AppendTokens(std::vector<int32_t>{5, 17, 42, 99, 7, 300});
-  while (!g.IsDone()) g.GenerateNextToken();
-  return {g.GetSequence(0).begin(), g.GetSequence(0).end()};
+  while (!g.done()) g.GenerateNextToken();
+  return {g.sequence(0).begin(), g.sequence(0).end()};
 }
 
 // The suite runs with EBB_MODEL_CACHE_DIR=off (tests/CMakeLists.txt): these tests ask for the
@@ -568,8 +568,8 @@ TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical
   {
     Runtime rt;
     auto model = rt.Load("a", m.dir(), o);
-    EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kAnonymous);
-    EXPECT_EQ(model->memory_stats().weights.anon_bytes, model->weights_bytes());
+    EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kAnonymous);
+    EXPECT_EQ(model->runtime().Stats().weights.anon_bytes, model->weights_bytes());
     const WeightsRelease r = model->runtime().ReleaseWeights();
     EXPECT_FALSE(r.released);
     EXPECT_THAT(r.reason, HasSubstr("anonymous copies"));
@@ -580,7 +580,7 @@ TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical
 
   Runtime rt;
   auto model = rt.Load("a", m.dir(), o);
-  const WeightsMemory w = model->memory_stats().weights;
+  const WeightsMemory w = model->runtime().Stats().weights;
   EXPECT_EQ(w.state, WeightsState::kFileBacked);
   EXPECT_EQ(w.anon_bytes, 0u);
   EXPECT_GT(w.file_backed_bytes, model->weights_bytes()) << "the entry holds the prepacked blobs";
@@ -596,11 +596,11 @@ TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical
   const WeightsRelease r = model->runtime().ReleaseWeights();
   EXPECT_TRUE(r.released) << r.reason;
   EXPECT_LE(r.resident_after_bytes, r.resident_before_bytes);
-  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kReleased);
-  EXPECT_EQ(model->memory_stats().weights.num_releases, 1u);
+  EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kReleased);
+  EXPECT_EQ(model->runtime().Stats().weights.num_releases, 1u);
   EXPECT_EQ(rt.Stats().weights_bytes, 0u) << "released file-backed weights are not charged";
   EXPECT_EQ(Greedy(model), want);
-  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
+  EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kFileBacked);
   EXPECT_EQ(rt.Stats().weights_bytes, charged) << "the request charged them again";
 }
 
@@ -611,13 +611,13 @@ TEST(ModelCache, IdleModelReleasesItsWeightsAfterReleaseWeightsAfterS) {
   ModelOptions o = AutoCache();
   o.Set("memory.release_weights_after_s", "1");
   auto model = ebb::LoadModel(m.dir(), o);
-  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
+  EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kFileBacked);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (model->memory_stats().weights.state != WeightsState::kReleased &&
+  while (model->runtime().Stats().weights.state != WeightsState::kReleased &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kReleased);
+  EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kReleased);
   EXPECT_EQ(Greedy(model), want);
   EXPECT_THROW(o.Set("memory.release_weights_after_s", "-1"), Error);
 }
@@ -662,7 +662,7 @@ class FakeCgroup {
 bool WaitForWeightsState(const std::shared_ptr<Model>& model, WeightsState state,
                          std::chrono::seconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
-  while (model->memory_stats().weights.state != state) {
+  while (model->runtime().Stats().weights.state != state) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -679,7 +679,7 @@ TEST(ModelCache, IdleModelReleasesItsWeightsUnderMemoryPressureAndABusyOneKeepsT
   o.Set("memory.pressure_cgroup", cg.dir().string());
   LogCapture log;
   auto model = ebb::LoadModel(m.dir(), o);
-  ASSERT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
+  ASSERT_EQ(model->runtime().Stats().weights.state, WeightsState::kFileBacked);
   EXPECT_THAT(log.Take(), HasSubstr("under memory pressure of cgroup " + cg.dir().string()));
   // No pressure: nothing happens, however long the model is idle.
   EXPECT_FALSE(WaitForWeightsState(model, WeightsState::kReleased, std::chrono::seconds(3)));
@@ -694,7 +694,7 @@ TEST(ModelCache, IdleModelReleasesItsWeightsUnderMemoryPressureAndABusyOneKeepsT
   ASSERT_TRUE(WaitForWeightsState(model, WeightsState::kReleased, std::chrono::seconds(10)));
   EXPECT_THAT(log.Take(), HasSubstr("memory.events high rose by 1"));
   EXPECT_EQ(Greedy(model), want) << "tokens after a release";
-  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
+  EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kFileBacked);
 
   // PSI: tasks stalled on memory for 25 % of the last 10 s.
   cg.Psi(25.0);
@@ -813,7 +813,7 @@ TEST(ModelCache, EntryTruncatedUnderARunningModelFailsTheRequestNotTheProcess) {
   const auto want = Uncached(m.dir());
   LoadAndGreedy(m.dir());  // builds the entry
   auto model = ebb::LoadModel(m.dir(), AutoCache());
-  ASSERT_EQ(model->memory_stats().weights.state, WeightsState::kFileBacked);
+  ASSERT_EQ(model->runtime().Stats().weights.state, WeightsState::kFileBacked);
   const fs::path data = Entries(m.cache_root()).at(0) / "model.onnx.data";
   // Drop the pages too, so that every read faults on the truncated file.
   model->runtime().ReleaseWeights();
@@ -826,7 +826,7 @@ TEST(ModelCache, EntryTruncatedUnderARunningModelFailsTheRequestNotTheProcess) {
     EXPECT_THAT(e.what(), HasSubstr("truncated or changed while mapped"));
     EXPECT_THAT(e.what(), HasSubstr("load the model again"));
   }
-  EXPECT_EQ(model->memory_stats().weights.state, WeightsState::kBroken);
+  EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kBroken);
   EXPECT_THROW(Greedy(model), Error) << "a broken model keeps failing until it is reloaded";
   LogCapture logs;
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
@@ -850,7 +850,7 @@ TEST(ModelCache, TheManagerReleasesIdleWeightsBeforeEvictingAndReloadsABrokenMod
   ModelManager mm(rt, o);
   {
     auto a = mm.Acquire("a");
-    ASSERT_EQ(a->memory_stats().weights.state, WeightsState::kFileBacked);
+    ASSERT_EQ(a->runtime().Stats().weights.state, WeightsState::kFileBacked);
     // Room for one model's weights and a request's KV, not two models.
     rt.SetMemoryLimit(a->weights_bytes() + a->weights_bytes() / 2);
   }
@@ -859,22 +859,22 @@ TEST(ModelCache, TheManagerReleasesIdleWeightsBeforeEvictingAndReloadsABrokenMod
     EXPECT_EQ(Greedy(b.model()), want);
   }
   EXPECT_TRUE(mm.Get("a").loaded) << "a was evicted although releasing its weights made room";
-  EXPECT_EQ(rt.Get("a")->memory_stats().weights.state, WeightsState::kReleased);
+  EXPECT_EQ(rt.Get("a")->runtime().Stats().weights.state, WeightsState::kReleased);
   EXPECT_EQ(mm.num_evictions(), 0u);
 
   // a's entry is truncated while a is loaded (released: every read faults).
   ASSERT_EQ(::truncate(data.c_str(), 0), 0);
   {
     auto a = mm.Acquire("a");  // makes room again: b's weights are released
-    EXPECT_EQ(rt.Get("b")->memory_stats().weights.state, WeightsState::kReleased);
+    EXPECT_EQ(rt.Get("b")->runtime().Stats().weights.state, WeightsState::kReleased);
     EXPECT_THROW(Greedy(a.model()), Error);
-    EXPECT_EQ(a->memory_stats().weights.state, WeightsState::kBroken);
+    EXPECT_EQ(a->runtime().Stats().weights.state, WeightsState::kBroken);
   }
   rt.SetMemoryLimit(0);
   LogCapture logs;
   auto a = mm.Acquire("a");
   EXPECT_THAT(logs.Take(), HasSubstr("reloading model 'a'"));
-  EXPECT_NE(a->memory_stats().weights.state, WeightsState::kBroken);
+  EXPECT_NE(a->runtime().Stats().weights.state, WeightsState::kBroken);
   EXPECT_EQ(Greedy(a.model()), want);
 }
 

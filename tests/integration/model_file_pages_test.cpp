@@ -44,8 +44,8 @@ std::vector<int32_t> Greedy(const std::shared_ptr<Model>& model) {
   p.max_length = 24;
   Generator g(model, p);
   g.AppendTokens(std::vector<int32_t>{5, 17, 42, 99, 7, 300, 8, 9});
-  while (!g.IsDone()) g.GenerateNextToken();
-  return {g.GetSequence(0).begin(), g.GetSequence(0).end()};
+  while (!g.done()) g.GenerateNextToken();
+  return {g.sequence(0).begin(), g.sequence(0).end()};
 }
 
 TEST(ModelFilePages, ReleasedAfterLoadAndTheModelStillGeneratesTheSameTokens) {
@@ -61,7 +61,7 @@ TEST(ModelFilePages, ReleasedAfterLoadAndTheModelStillGeneratesTheSameTokens) {
     auto model = ebb::LoadModel(ExtData(), keep);
     kept_resident = ResidentUnder(ExtData());
     kept_tokens = Greedy(model);
-    EXPECT_GT(model->memory_stats().process.file_bytes, 0);
+    EXPECT_GT(model->runtime().Stats().process.file_bytes, 0);
   }
   // ORT maps the file and leaves what it touched resident (the MatMulNBits scales).
   ASSERT_GE(kept_resident, 256u * 1024) << "the fixture no longer exercises the release";

@@ -334,14 +334,14 @@ TEST(SearchDefaults, TheConfigSearchBlockIsTheDefaultAndTheCallerWins) {
   {
     Generator g(m, GeneratorParams{});
     g.AppendTokens(std::vector<int32_t>{5, 17, 42});
-    while (!g.IsDone()) g.GenerateNextToken();
-    EXPECT_EQ(g.GetSequence(0).size(), 20u) << "search.max_length with no parameter given";
+    while (!g.done()) g.GenerateNextToken();
+    EXPECT_EQ(g.sequence(0).size(), 20u) << "search.max_length with no parameter given";
   }
   {
     Generator g(m, GeneratorParams{.max_length = 9});
     g.AppendTokens(std::vector<int32_t>{5, 17, 42});
-    while (!g.IsDone()) g.GenerateNextToken();
-    EXPECT_EQ(g.GetSequence(0).size(), 9u) << "the caller's value wins";
+    while (!g.done()) g.GenerateNextToken();
+    EXPECT_EQ(g.sequence(0).size(), 9u) << "the caller's value wins";
   }
   // CLI: no flags -> the config's 20 tokens.
   const auto r = testing::RunCli("generate " + dir.string() + " --input-ids 5,17,42 --json");
@@ -361,8 +361,8 @@ TEST(SearchDefaults, SamplingSettingsComeFromTheConfigUnlessGiven) {
   auto run = [](const std::shared_ptr<Model>& model, GeneratorParams p) {
     Generator g(model, p);
     g.AppendTokens(std::vector<int32_t>{5, 17, 42});
-    while (!g.IsDone()) g.GenerateNextToken();
-    return std::vector<int32_t>(g.GetSequence(0).begin(), g.GetSequence(0).end());
+    while (!g.done()) g.GenerateNextToken();
+    return std::vector<int32_t>(g.sequence(0).begin(), g.sequence(0).end());
   };
   const auto greedy = run(greedy_model, {.max_length = 24});
   EXPECT_NE(run(m, {.seed = 7}), greedy) << "the config's do_sample/temperature apply";
@@ -385,21 +385,21 @@ TEST(RunOptions, OrtShrinkageKeyShrinksAtTheEndOfEveryStepAndEmptyStopsIt) {
     p.Set("prefill_chunk_size", "128");
     Generator g(m, p);
     g.AppendTokens(prompt);
-    while (!g.IsDone()) g.GenerateNextToken();
+    while (!g.done()) g.GenerateNextToken();
   };
   request();  // warm-up: the arena exists
-  auto shrinkages = [&] { return m->memory_stats().cpu_arena.num_shrinkages; };
+  auto shrinkages = [&] { return m->runtime().Stats().cpu_arena.num_shrinkages; };
   const int64_t s0 = shrinkages();
   request();
   const int64_t s1 = shrinkages();
   EXPECT_EQ(s1, s0) << "without the key nothing shrinks";
-  const uint64_t ebb_shrinks = m->memory_stats().num_shrinks;
+  const uint64_t ebb_shrinks = m->runtime().Stats().num_shrinks;
   m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "cpu:0");
   EXPECT_EQ(m->runtime().Options().at("memory.enable_memory_arena_shrinkage"), "cpu:0");
   request();
   const int64_t s2 = shrinkages();
   EXPECT_GE(s2 - s1, 8) << "one per prefill chunk (8 Runs), each of which extended the arena";
-  EXPECT_EQ(m->memory_stats().num_shrinks, ebb_shrinks) << "ORT's shrink, not ebb's policy";
+  EXPECT_EQ(m->runtime().Stats().num_shrinks, ebb_shrinks) << "ORT's shrink, not ebb's policy";
   m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", "");
   EXPECT_EQ(m->runtime().Options().count("memory.enable_memory_arena_shrinkage"), 0u);
   request();
@@ -477,9 +477,9 @@ TEST(ShrinkController, ARunOptionOrtRefusesDoesNotBlockIdleShrinksForever) {
     EXPECT_THROW(g.AppendTokens(std::vector<int32_t>{1, 2}), Error);
   }
   m->runtime().ClearRunOption(std::string(5000, 'k'));
-  const auto before = m->memory_stats();
+  const auto before = m->runtime().Stats();
   m->runtime().ShrinkArena();
-  const auto after = m->memory_stats();
+  const auto after = m->runtime().Stats();
   EXPECT_EQ(after.num_shrinks, before.num_shrinks + 1)
       << "the idle shrink ran now instead of waiting for a step that never comes";
 }

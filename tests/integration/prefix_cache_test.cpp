@@ -73,12 +73,12 @@ Outcome Greedy(const std::shared_ptr<Model>& model, const Tokens& prompt, int ne
   Outcome out;
   g.GenerateNextToken();
   out.first_logits.assign(g.GetLogits().begin(), g.GetLogits().end());
-  while (!g.IsDone()) {
+  while (!g.done()) {
     g.GenerateNextToken();
     out.last_logits.assign(g.GetLogits().begin(), g.GetLogits().end());
   }
   if (out.last_logits.empty()) out.last_logits = out.first_logits;
-  auto s = g.GetSequence(0);
+  auto s = g.sequence(0);
   out.sequence.assign(s.begin(), s.end());
   out.cached = g.Stats().cached_tokens;
   return out;
@@ -163,14 +163,15 @@ TEST_P(PrefixLayouts, SameGreedyTokensAsWithoutTheCache) {
     reused += with.cached;
     history = with.sequence;
   }
-  const PrefixCacheStats st = cached->memory_stats().prefix_cache;
+  const PrefixCacheStats st = cached->runtime().Stats().prefix_cache;
   EXPECT_EQ(st.tokens_reused, reused);
   EXPECT_EQ(st.hits, 6u);    // questions 1-3, turns 1-3
   EXPECT_EQ(st.misses, 2u);  // question 0, turn 0
   EXPECT_GT(st.bytes, 0u);
   EXPECT_LE(st.bytes, st.max_bytes);
-  EXPECT_EQ(plain->memory_stats().prefix_cache.hits + plain->memory_stats().prefix_cache.misses,
-            0u);
+  EXPECT_EQ(
+      plain->runtime().Stats().prefix_cache.hits + plain->runtime().Stats().prefix_cache.misses,
+      0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -230,12 +231,12 @@ TEST(PrefixCache, BatchOfTwoRowsGivesTheSameTokensAndStoresItsRows) {
     p.max_length = 70;
     Generator g(m, p);
     g.AppendTokens(rows);
-    while (!g.IsDone()) g.GenerateNextToken();
-    return std::vector<Tokens>{Tokens(g.GetSequence(0).begin(), g.GetSequence(0).end()),
-                               Tokens(g.GetSequence(1).begin(), g.GetSequence(1).end())};
+    while (!g.done()) g.GenerateNextToken();
+    return std::vector<Tokens>{Tokens(g.sequence(0).begin(), g.sequence(0).end()),
+                               Tokens(g.sequence(1).begin(), g.sequence(1).end())};
   };
   EXPECT_EQ(run(cached), run(plain));
-  EXPECT_EQ(cached->memory_stats().prefix_cache.tokens_stored, 32u + 48u);
+  EXPECT_EQ(cached->runtime().Stats().prefix_cache.tokens_stored, 32u + 48u);
   const Outcome again = Greedy(cached, Cat(rows[1], Range(4, 9)), 6);
   EXPECT_EQ(again.cached, 48u);
   ExpectSame(again, Greedy(plain, Cat(rows[1], Range(4, 9)), 6), "after the batch");
@@ -284,13 +285,13 @@ TEST(PrefixCache, ConcurrentRequestsWithEvictionsKeepTheirTokensAndTheBudget) {
             MaxDiff(with.last_logits, without.last_logits) >= kLogitTolerance) {
           ++mismatches;
         }
-        EXPECT_LE(cached->memory_stats().prefix_cache.bytes, budget);
+        EXPECT_LE(cached->runtime().Stats().prefix_cache.bytes, budget);
       }
     });
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
-  const PrefixCacheStats st = cached->memory_stats().prefix_cache;
+  const PrefixCacheStats st = cached->runtime().Stats().prefix_cache;
   EXPECT_GT(st.hits, 0u);
   EXPECT_GT(st.evicted_blocks, 0u) << "the budget was never reached: the test proves nothing";
   EXPECT_LE(st.bytes, budget);
@@ -308,11 +309,11 @@ TEST(PrefixCache, ThousandRandomRequestsNeverExceedTheBudget) {
     Tokens prompt = Range(16 * (1 + static_cast<int>(rng() % 3)), static_cast<int>(rng() % 4));
     prompt = Cat(prompt, Range(1 + static_cast<int>(rng() % 40), static_cast<int>(rng() % 100000)));
     Greedy(model, prompt, 1);
-    const PrefixCacheStats st = model->memory_stats().prefix_cache;
+    const PrefixCacheStats st = model->runtime().Stats().prefix_cache;
     ASSERT_LE(st.bytes, st.max_bytes) << "request " << i;
     peak = std::max(peak, st.bytes);
   }
-  const MemoryStats ms = model->memory_stats();
+  const MemoryStats ms = model->runtime().Stats();
   EXPECT_GT(ms.prefix_cache.hits, 100u);
   EXPECT_GT(ms.prefix_cache.evicted_blocks, 0u);
   EXPECT_GT(peak, ms.prefix_cache.max_bytes / 2);
@@ -324,10 +325,10 @@ TEST(PrefixCache, CachePromptFalseNeitherReusesNorStores) {
   auto model = Load(testing::TestModelsDir() / "llama-tiny-fp32", "64MiB");
   const Tokens prompt = Range(50, 1);
   Greedy(model, prompt, 4);
-  const uint64_t stored = model->memory_stats().prefix_cache.tokens_stored;
+  const uint64_t stored = model->runtime().Stats().prefix_cache.tokens_stored;
   const Outcome off = Greedy(model, Cat(prompt, Range(40, 2)), 4, nullptr, /*cache_prompt=*/false);
   EXPECT_EQ(off.cached, 0u);
-  const PrefixCacheStats st = model->memory_stats().prefix_cache;
+  const PrefixCacheStats st = model->runtime().Stats().prefix_cache;
   EXPECT_EQ(st.tokens_stored, stored);
   EXPECT_EQ(st.hits, 0u);
 
@@ -357,7 +358,7 @@ TEST(PrefixCache, AFailedRequestLeavesTheCacheConsistent) {
     EXPECT_THROW(
         {
           g.AppendTokens(prompt);
-          while (!g.IsDone()) g.GenerateNextToken();
+          while (!g.done()) g.GenerateNextToken();
         },
         Error)
         << "failure at run " << nth;
@@ -378,7 +379,7 @@ TEST(PrefixCache, ARequestThatFitsOnlyWithoutTheCacheTakesItsMemory) {
   auto model = Load(dir, std::to_string(kv_budget).c_str(),
                     {{"kv_cache.max_bytes", std::to_string(kv_budget)}});
   for (int i = 0; i < 8; ++i) Greedy(model, Range(100, 50 + i), 2, "dynamic");
-  const PrefixCacheStats before = model->memory_stats().prefix_cache;
+  const PrefixCacheStats before = model->runtime().Stats().prefix_cache;
   ASSERT_GT(before.bytes, kv_budget / 2) << "the cache must hold enough to be in the way";
   GeneratorParams p;
   p.max_length = 256;
@@ -386,7 +387,7 @@ TEST(PrefixCache, ARequestThatFitsOnlyWithoutTheCacheTakesItsMemory) {
   Generator g(model, p);
   g.AppendTokens(Range(20, 99));
   g.GenerateNextToken();
-  const PrefixCacheStats after = model->memory_stats().prefix_cache;
+  const PrefixCacheStats after = model->runtime().Stats().prefix_cache;
   EXPECT_LT(after.bytes, before.bytes);
   EXPECT_GT(after.reclaimed_blocks, before.reclaimed_blocks);
   EXPECT_EQ(model->kv_stats().num_refusals, 0u);
@@ -405,7 +406,7 @@ TEST(PrefixCache, MemoryLimitTakesBackAnotherModelsCacheBeforeRefusing) {
   b.Set("model_cache.dir", "off");
   auto mb = rt.Load("b", dir, b);
   for (int i = 0; i < 8; ++i) Greedy(ma, Range(200, 60 + i), 2, "dynamic");
-  const uint64_t cache = ma->memory_stats().prefix_cache.bytes;
+  const uint64_t cache = ma->runtime().Stats().prefix_cache.bytes;
   ASSERT_GT(cache, 0u);
   const uint64_t per_token = mb->info().kv_bytes_per_token;
   const MemoryStats now = rt.Stats();
@@ -415,7 +416,7 @@ TEST(PrefixCache, MemoryLimitTakesBackAnotherModelsCacheBeforeRefusing) {
   p.max_length = 512;
   Generator g(mb, p);  // static: 512 tokens now
   g.AppendTokens(Range(10, 1));
-  EXPECT_LT(ma->memory_stats().prefix_cache.bytes, cache);
+  EXPECT_LT(ma->runtime().Stats().prefix_cache.bytes, cache);
   EXPECT_LE(rt.Stats().used_bytes, rt.memory_limit());
 }
 
@@ -425,31 +426,31 @@ TEST(PrefixCache, ShrinksDropTheCacheButNotWhatIsPinned) {
   const fs::path dir = testing::TestModelsDir() / "llama-tiny-fp32";
   auto model = Load(dir, "64MiB");
   auto plain = Load(dir, "0");
-  ModelControls& c = model->controls();
+  ModelControls& c = model->runtime();
   const Tokens system = Range(40, 8);
   const PrefixPin pin = c.PinPrefix(system);
   EXPECT_TRUE(pin.pinned);
   EXPECT_EQ(pin.pinned_tokens, 32u);
   EXPECT_GT(pin.pinned_bytes, 0u);
   Greedy(model, Range(60, 3), 2);  // unpinned blocks
-  const uint64_t pinned = model->memory_stats().prefix_cache.pinned_bytes;
-  ASSERT_GT(model->memory_stats().prefix_cache.bytes, pinned);
+  const uint64_t pinned = model->runtime().Stats().prefix_cache.pinned_bytes;
+  ASSERT_GT(model->runtime().Stats().prefix_cache.bytes, pinned);
 
   c.ShrinkEvery(1);
   Greedy(model, Range(60, 4), 2);
-  EXPECT_GT(model->memory_stats().prefix_cache.bytes, pinned) << "shrink_every keeps the cache";
+  EXPECT_GT(model->runtime().Stats().prefix_cache.bytes, pinned) << "shrink_every keeps the cache";
   c.ShrinkEvery(0);
 
   c.ShrinkArena();
-  EXPECT_EQ(model->memory_stats().prefix_cache.bytes, pinned);
+  EXPECT_EQ(model->runtime().Stats().prefix_cache.bytes, pinned);
   Greedy(model, Range(60, 5), 2);
   c.ShrinkAfterNextRun();
   Greedy(model, Range(60, 6), 2);
-  EXPECT_EQ(model->memory_stats().prefix_cache.bytes, pinned);
+  EXPECT_EQ(model->runtime().Stats().prefix_cache.bytes, pinned);
   Greedy(model, Range(60, 7), 2);
   const WeightsRelease r = c.ReleaseWeights();
   EXPECT_GT(r.prefix_cache_freed_bytes, 0u);
-  EXPECT_EQ(model->memory_stats().prefix_cache.bytes, pinned);
+  EXPECT_EQ(model->runtime().Stats().prefix_cache.bytes, pinned);
   EXPECT_EQ(c.DropPrefixCache(), 0u);
 
   const Tokens prompt = Cat(system, Range(9, 77));
@@ -459,9 +460,9 @@ TEST(PrefixCache, ShrinksDropTheCacheButNotWhatIsPinned) {
 
   EXPECT_TRUE(c.UnpinPrefix(system).pinned);
   EXPECT_FALSE(c.UnpinPrefix(system).pinned) << "unpinned twice";
-  EXPECT_EQ(model->memory_stats().prefix_cache.pinned_bytes, 0u);
+  EXPECT_EQ(model->runtime().Stats().prefix_cache.pinned_bytes, 0u);
   c.ShrinkArena();
-  EXPECT_EQ(model->memory_stats().prefix_cache.bytes, 0u);
+  EXPECT_EQ(model->runtime().Stats().prefix_cache.bytes, 0u);
   EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
 }
 
@@ -469,7 +470,7 @@ TEST(PrefixCache, PinningRefusesWhatItCannotKeepWithAClearError) {
   const fs::path dir = testing::TestModelsDir() / "llama-tiny-fp32";
   auto off = Load(dir, "0");
   try {
-    off->controls().PinPrefix(Range(32, 1));
+    off->runtime().PinPrefix(Range(32, 1));
     FAIL() << "pinned with the cache off";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::FailedPrecondition);
@@ -477,7 +478,7 @@ TEST(PrefixCache, PinningRefusesWhatItCannotKeepWithAClearError) {
   }
   auto on = Load(dir, "64MiB");
   try {
-    on->controls().PinPrefix(Range(15, 1));
+    on->runtime().PinPrefix(Range(15, 1));
     FAIL() << "pinned less than a block";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
@@ -486,31 +487,31 @@ TEST(PrefixCache, PinningRefusesWhatItCannotKeepWithAClearError) {
   Tokens bad = Range(32, 1);
   bad[20] = on->info().vocab_size;  // outside the vocabulary
   try {
-    on->controls().PinPrefix(bad);
+    on->runtime().PinPrefix(bad);
     FAIL() << "pinned a token outside the vocabulary";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
     EXPECT_THAT(e.what(), HasSubstr("outside the vocabulary"));
   }
-  EXPECT_EQ(on->memory_stats().prefix_cache.pinned_bytes, 0u) << "nothing pinned";
+  EXPECT_EQ(on->runtime().Stats().prefix_cache.pinned_bytes, 0u) << "nothing pinned";
   const uint64_t per_token = on->info().kv_bytes_per_token;
   auto small = Load(dir, std::to_string(2 * 16 * per_token + 8192).c_str());
   try {
-    small->controls().PinPrefix(Range(200, 1));
+    small->runtime().PinPrefix(Range(200, 1));
     FAIL() << "pinned past prefix_cache.max_bytes";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
     EXPECT_THAT(e.what(), HasSubstr("raise prefix_cache.max_bytes"));
   }
-  EXPECT_EQ(small->memory_stats().prefix_cache.pinned_bytes, 0u) << "nothing pinned";
+  EXPECT_EQ(small->runtime().Stats().prefix_cache.pinned_bytes, 0u) << "nothing pinned";
   // Tier 2: the run option turns it on and off without a reload.
-  off->controls().SetRunOption("prefix_cache.max_bytes", "1MiB");
-  EXPECT_EQ(off->memory_stats().prefix_cache.max_bytes, 1u << 20);
-  EXPECT_TRUE(off->controls().PinPrefix(Range(32, 1)).pinned);
-  off->controls().SetRunOption("prefix_cache.max_bytes", "0");
-  EXPECT_GT(off->memory_stats().prefix_cache.bytes, 0u) << "pinned blocks stay";
-  off->controls().UnpinPrefix(Range(32, 1));
-  EXPECT_EQ(off->memory_stats().prefix_cache.bytes, 0u);
+  off->runtime().SetRunOption("prefix_cache.max_bytes", "1MiB");
+  EXPECT_EQ(off->runtime().Stats().prefix_cache.max_bytes, 1u << 20);
+  EXPECT_TRUE(off->runtime().PinPrefix(Range(32, 1)).pinned);
+  off->runtime().SetRunOption("prefix_cache.max_bytes", "0");
+  EXPECT_GT(off->runtime().Stats().prefix_cache.bytes, 0u) << "pinned blocks stay";
+  off->runtime().UnpinPrefix(Range(32, 1));
+  EXPECT_EQ(off->runtime().Stats().prefix_cache.bytes, 0u);
 }
 
 // Regression (issue 25, surfaces): a pin of a longer prefix that does not fit, whose stored part
@@ -520,15 +521,15 @@ TEST(PrefixCache, AFailedPinOfALongerPrefixKeepsTheEarlierPin) {
   const fs::path dir = testing::TestModelsDir() / "llama-tiny-fp32";
   const uint64_t per_token = Load(dir, "0")->info().kv_bytes_per_token;
   auto model = Load(dir, std::to_string(2 * 16 * per_token).c_str());  // room for 2 blocks
-  ModelControls& c = model->controls();
+  ModelControls& c = model->runtime();
   const Tokens a = Range(32, 11);
   ASSERT_TRUE(c.PinPrefix(a).pinned);
-  const uint64_t pinned = model->memory_stats().prefix_cache.pinned_bytes;
+  const uint64_t pinned = model->runtime().Stats().prefix_cache.pinned_bytes;
   ASSERT_GT(pinned, 0u);
   EXPECT_THROW(c.PinPrefix(Cat(a, Range(48, 12))), Error);
-  EXPECT_EQ(model->memory_stats().prefix_cache.pinned_bytes, pinned) << "the earlier pin stays";
+  EXPECT_EQ(model->runtime().Stats().prefix_cache.pinned_bytes, pinned) << "the earlier pin stays";
   EXPECT_TRUE(c.UnpinPrefix(a).pinned);
-  EXPECT_EQ(model->memory_stats().prefix_cache.pinned_bytes, 0u);
+  EXPECT_EQ(model->runtime().Stats().prefix_cache.pinned_bytes, 0u);
 }
 
 // After a shrink, the process holds what a run without the cache holds: the cache's memory
@@ -539,13 +540,13 @@ TEST(PrefixCache, RssAfterShrinkIsWithin16MiBOfTheNoCacheRun) {
   auto model = Load(dir, "0");
   auto requests = [&] {
     for (int i = 0; i < 8; ++i) Greedy(model, Range(250, 300 + i, model->info().vocab_size), 2);
-    model->controls().ShrinkArena();
-    return model->memory_stats();
+    model->runtime().ShrinkArena();
+    return model->runtime().Stats();
   };
   const MemoryStats without = requests();
-  model->controls().SetRunOption("prefix_cache.max_bytes", "256MiB");
+  model->runtime().SetRunOption("prefix_cache.max_bytes", "256MiB");
   for (int i = 0; i < 8; ++i) Greedy(model, Range(250, 400 + i, model->info().vocab_size), 2);
-  ASSERT_GT(model->memory_stats().prefix_cache.bytes, 48u << 20)
+  ASSERT_GT(model->runtime().Stats().prefix_cache.bytes, 48u << 20)
       << "the cache must hold more than the tolerance for the check to mean anything";
   const MemoryStats with = requests();
   EXPECT_EQ(with.prefix_cache.bytes, 0u);

@@ -31,10 +31,10 @@ TEST(RuntimeStats, CarryTheLimitAndWhatItCountsInOnePlace) {
   EXPECT_GT(s.kv.in_use_bytes, 0u);
   EXPECT_EQ(s.used_bytes, s.weights_bytes + s.kv.in_use_bytes);
 
-  const MemoryStats mb = b->memory_stats();
+  const MemoryStats mb = b->runtime().Stats();
   EXPECT_EQ(mb.limit_bytes, 512 * kMiB) << "a model reports its runtime's limit";
   EXPECT_EQ(mb.used_bytes, b->weights_bytes() + mb.kv.in_use_bytes) << "its own share";
-  const MemoryStats ma = a->memory_stats();
+  const MemoryStats ma = a->runtime().Stats();
   EXPECT_EQ(ma.used_bytes, a->weights_bytes()) << "no KV in use";
   EXPECT_EQ(ma.used_bytes + mb.used_bytes, s.used_bytes) << "the shares sum to the runtime's";
 

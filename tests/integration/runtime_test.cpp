@@ -31,7 +31,7 @@ std::filesystem::path Small() { return testing::TestModelsDir() / "llama-small-i
 void RunToEnd(const std::shared_ptr<Model>& m, int max_length) {
   Generator g(m, GeneratorParams{.max_length = max_length});
   g.AppendTokens(std::vector<int32_t>{5, 17, 42});
-  while (!g.IsDone()) g.GenerateNextToken();
+  while (!g.done()) g.GenerateNextToken();
 }
 
 TEST(Runtime, TwoModelsUnderDifferentIdsAreListedWithTheirFigures) {
@@ -151,8 +151,8 @@ TEST(Runtime, ForcedUnloadWaitsForTheRunningGeneratorThenFrees) {
       started.set_value();
       while (!finish) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       // The open generation goes on while the unload waits for it (not detached, not freed).
-      while (!g.IsDone()) g.GenerateNextToken();
-      user_length = g.GetSequence(0).size();
+      while (!g.done()) g.GenerateNextToken();
+      user_length = g.sequence(0).size();
     } catch (const std::exception& e) {
       user_error = e.what();
     }
@@ -214,11 +214,11 @@ TEST(Runtime, DestroyingTheRuntimeWithIdleGeneratorsDetachesThemInsteadOfWaiting
   auto mid = std::make_unique<Generator>(m, GeneratorParams{.max_length = 16});
   mid->AppendTokens(std::vector<int32_t>{5, 17, 42});
   mid->GenerateNextToken();
-  const size_t len = mid->GetSequence(0).size();
+  const size_t len = mid->sequence(0).size();
   // Both generators belong to this thread; the old destructor waited for them forever.
   ASSERT_TRUE(ReturnsWithin(std::chrono::seconds(30), [&] { rt.reset(); }));
   ExpectDetached(*mid);
-  EXPECT_EQ(mid->GetSequence(0).size(), len) << "its state stays readable";
+  EXPECT_EQ(mid->sequence(0).size(), len) << "its state stays readable";
   try {
     fresh->AppendTokens(std::vector<int32_t>{1});
     FAIL() << "a detached generator ran";
@@ -302,7 +302,7 @@ TEST(Runtime, ObserversSeeEveryRequestWithTokensTimesAndOutcome) {
     g.AppendTokens(std::vector<int32_t>{5, 17, 42});
     EXPECT_THROW(
         {
-          while (!g.IsDone()) g.GenerateNextToken();
+          while (!g.done()) g.GenerateNextToken();
         },
         Error);
   }
@@ -361,7 +361,7 @@ TEST(Runtime, ArenaOptionsOnTheRuntimeAreSharedByUseEnvAllocators) {
   mo.Set("session_options.use_env_allocators", "1");
   auto m = rt.Load("m", Tiny(), mo);
   RunToEnd(m, 16);
-  const auto a = m->memory_stats().cpu_arena;
+  const auto a = m->runtime().Stats().cpu_arena;
   ASSERT_TRUE(a.available);
   EXPECT_EQ(a.limit_bytes, 256 * kMiB) << "the model allocates from the runtime's arena";
   // A model asking for a different arena while this one is registered is refused.
@@ -376,8 +376,8 @@ TEST(Runtime, UseEnvAllocatorsAloneSetsUpAnEnvArenaWithOrtDefaults) {
   mo.Set("session_options.use_env_allocators", "1");
   auto m = rt.Load("m", Tiny(), mo);
   RunToEnd(m, 16);
-  EXPECT_TRUE(m->memory_stats().cpu_arena.available);
-  EXPECT_GT(m->memory_stats().cpu_arena.total_allocated_bytes, 0);
+  EXPECT_TRUE(m->runtime().Stats().cpu_arena.available);
+  EXPECT_GT(m->runtime().Stats().cpu_arena.total_allocated_bytes, 0);
 }
 
 }  // namespace

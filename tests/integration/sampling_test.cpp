@@ -48,7 +48,7 @@ Tokens Generated(const std::shared_ptr<Model>& model, const GeneratorParams& bas
   Generator g(model, p);
   g.AppendTokens(prompt);
   Tokens out;
-  while (!g.IsDone()) {
+  while (!g.done()) {
     g.GenerateNextToken();
     out.push_back(g.GetNextTokens()[0]);
   }
@@ -128,12 +128,12 @@ TEST_F(OpenAiSampling, RewindForgetsThePenaltyCountsOfTheDroppedTokens) {
   p.max_length = static_cast<int32_t>(kPrompt.size()) + 30;
   Generator g(model, p);
   g.AppendTokens(kPrompt);
-  while (!g.IsDone()) g.GenerateNextToken();
-  const auto s = g.GetSequence(0);
+  while (!g.done()) g.GenerateNextToken();
+  const auto s = g.sequence(0);
   const Tokens first(s.begin(), s.end());
   g.RewindTo(kPrompt.size());
-  while (!g.IsDone()) g.GenerateNextToken();
-  const auto s2 = g.GetSequence(0);
+  while (!g.done()) g.GenerateNextToken();
+  const auto s2 = g.sequence(0);
   EXPECT_EQ(Tokens(s2.begin(), s2.end()), first);
 }
 

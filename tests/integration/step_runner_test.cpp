@@ -176,7 +176,7 @@ TEST(StepRunner, FailNthRunCountsDecodeStepsOnly) {
     EXPECT_THAT(e.what(), HasSubstr("injected Run() failure (FailNthRunForTesting)"));
   }
   g.GenerateNextToken();  // fired once: the retry runs
-  EXPECT_EQ(g.GetSequence(0).size(), 5u);
+  EXPECT_EQ(g.sequence(0).size(), 5u);
 }
 
 }  // namespace

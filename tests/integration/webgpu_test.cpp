@@ -53,8 +53,8 @@ std::vector<int32_t> Greedy(const std::shared_ptr<Model>& m, const std::vector<i
   p.max_length = max_length;
   Generator g(m, p);
   g.AppendTokens(prompt);
-  while (!g.IsDone()) g.GenerateNextToken();
-  return {g.GetSequence(0).begin(), g.GetSequence(0).end()};
+  while (!g.done()) g.GenerateNextToken();
+  return {g.sequence(0).begin(), g.sequence(0).end()};
 }
 
 // The first position where two token lists differ, for the failure message.
@@ -99,7 +99,7 @@ TEST_F(WebGpu, GreedyTokensEqualTheCpusOnEveryKvLayout) {
     const auto a = Greedy(cpu, prompt, 20);
     const auto b = Greedy(gpu, prompt, 20);
     EXPECT_EQ(a, b) << FirstDifference(a, b);
-    EXPECT_EQ(gpu->memory_stats().device.device, "webgpu:0");
+    EXPECT_EQ(gpu->runtime().Stats().device.device, "webgpu:0");
   }
 }
 
@@ -125,7 +125,7 @@ TEST_F(WebGpu, DeviceKvIsHeldByTheGeneratorAndFreedWhenItDies) {
     Generator g(m, p);
     g.AppendTokens(Prompt(5, m->info().vocab_size));
     g.GenerateNextToken();
-    const MemoryStats s = m->memory_stats();
+    const MemoryStats s = m->runtime().Stats();
     EXPECT_TRUE(s.device.available);
     EXPECT_EQ(s.kv.in_use_bytes, 0u) << "no KV in host memory";
     EXPECT_GE(s.device.kv.in_use_bytes, 64 * per_token);  // static: max_length up front
@@ -134,7 +134,7 @@ TEST_F(WebGpu, DeviceKvIsHeldByTheGeneratorAndFreedWhenItDies) {
     EXPECT_EQ(s.device.cache_mode, "lazyRelease");
     EXPECT_EQ(s.device.ort_cache_bytes, 0);
   }
-  const MemoryStats after = m->memory_stats();
+  const MemoryStats after = m->runtime().Stats();
   EXPECT_EQ(after.device.kv.in_use_bytes, 0u);
   EXPECT_EQ(after.device.kv.retained_bytes, 0u);  // kv_cache.retain_bytes=0: all handed back
   EXPECT_GE(after.device.kv.peak_in_use_bytes, 64 * per_token);
@@ -148,12 +148,12 @@ TEST_F(WebGpu, SeedLoopHandsEveryGeneratorsKvBack) {
     {
       Generator g(m, p);
       g.AppendTokens(Prompt(4, m->info().vocab_size));
-      while (!g.IsDone()) g.GenerateNextToken();
-      EXPECT_GT(m->memory_stats().device.kv.in_use_bytes, 0u);
+      while (!g.done()) g.GenerateNextToken();
+      EXPECT_GT(m->runtime().Stats().device.kv.in_use_bytes, 0u);
     }
-    ASSERT_EQ(m->memory_stats().device.kv.in_use_bytes, 0u) << "iteration " << i;
+    ASSERT_EQ(m->runtime().Stats().device.kv.in_use_bytes, 0u) << "iteration " << i;
   }
-  EXPECT_EQ(m->memory_stats().device.kv.num_allocations,
+  EXPECT_EQ(m->runtime().Stats().device.kv.num_allocations,
             20u * 2 * static_cast<uint64_t>(m->info().num_layers));
 }
 
@@ -167,7 +167,7 @@ TEST_F(WebGpu, GpuMemLimitRefusesALongRequestAndAShortOneStillRuns) {
   ModelOptions o = OnWebGpu();
   o.Set("provider_options.webgpu.gpu_mem_limit", std::to_string(weights + 40 * per_token));
   auto m = ebb::LoadModel(Int4(), o);
-  EXPECT_EQ(m->memory_stats().device.limit_bytes, weights + 40 * per_token);
+  EXPECT_EQ(m->runtime().Stats().device.limit_bytes, weights + 40 * per_token);
   GeneratorParams longer;
   longer.max_length = 200;
   try {
@@ -178,8 +178,8 @@ TEST_F(WebGpu, GpuMemLimitRefusesALongRequestAndAShortOneStillRuns) {
     EXPECT_THAT(e.what(), HasSubstr("provider_options.webgpu.gpu_mem_limit"));
     EXPECT_THAT(e.what(), HasSubstr("webgpu:0"));
   }
-  EXPECT_EQ(m->memory_stats().device.kv.in_use_bytes, 0u) << "the refusal holds nothing";
-  EXPECT_EQ(m->memory_stats().device.kv.num_refusals, 1u);
+  EXPECT_EQ(m->runtime().Stats().device.kv.in_use_bytes, 0u) << "the refusal holds nothing";
+  EXPECT_EQ(m->runtime().Stats().device.kv.num_refusals, 1u);
   const auto tokens = Greedy(m, Prompt(4, m->info().vocab_size), 16);
   EXPECT_EQ(tokens.size(), 16u);
 }
@@ -203,14 +203,14 @@ TEST_F(WebGpu, ShrinkHandsTheRetainedDeviceBuffersBack) {
   o.Set("kv_cache.retain_bytes", "64MiB");
   auto m = ebb::LoadModel(Int4(), o);
   Greedy(m, Prompt(4, m->info().vocab_size), 16);
-  const MemoryStats before = m->memory_stats();
+  const MemoryStats before = m->runtime().Stats();
   EXPECT_GT(before.device.kv.retained_bytes, 0u);
   // Reused, not allocated again: the same sizes come back from ebb's own cache.
   const uint64_t allocs = before.device.kv.num_os_maps;
   Greedy(m, Prompt(4, m->info().vocab_size), 16);
-  EXPECT_EQ(m->memory_stats().device.kv.num_os_maps, allocs);
+  EXPECT_EQ(m->runtime().Stats().device.kv.num_os_maps, allocs);
   m->runtime().ShrinkArena();
-  const MemoryStats after = m->memory_stats();
+  const MemoryStats after = m->runtime().Stats();
   EXPECT_EQ(after.device.kv.retained_bytes, 0u);
   EXPECT_LT(after.device.used_bytes, before.device.used_bytes);
   EXPECT_GT(after.num_shrinks, before.num_shrinks);
@@ -224,7 +224,7 @@ TEST_F(WebGpu, TheWebGpuShrinkKeyTrimsAfterEveryRunAndGpuIsItsAlias) {
     auto m = ebb::LoadModel(Int4(), o);
     m->runtime().SetRunOption("memory.enable_memory_arena_shrinkage", dev);
     Greedy(m, Prompt(4, m->info().vocab_size), 16);  // ORT would refuse "webgpu" in a Run()
-    EXPECT_EQ(m->memory_stats().device.kv.retained_bytes, 0u);
+    EXPECT_EQ(m->runtime().Stats().device.kv.retained_bytes, 0u);
   }
   auto m = ebb::LoadModel(Int4(), OnWebGpu());
   try {
@@ -296,7 +296,7 @@ TEST_F(WebGpu, RewindAndChunkedPrefillMatchTheCpu) {
       g.RewindTo(6);
       g.AppendTokens(Prompt(7, m->info().vocab_size));
       for (int i = 0; i < 4; ++i) g.GenerateNextToken();
-      out.emplace_back(g.GetSequence(0).begin(), g.GetSequence(0).end());
+      out.emplace_back(g.sequence(0).begin(), g.sequence(0).end());
     }
     EXPECT_EQ(out[0], out[1]) << FirstDifference(out[0], out[1]);
   }
@@ -310,7 +310,7 @@ TEST_F(WebGpu, DeviceFiguresAndTheKernelLineOnEverySurface) {
   // The kernel line: the device's ops, and the nodes ORT left on the CPU.
   EXPECT_THAT(m->info().kernels, HasSubstr("webgpu: "));
   EXPECT_THAT(m->info().kernels, HasSubstr("CPU fallback: "));
-  const auto stats = nlohmann::json::parse(ToJson(m->memory_stats()));
+  const auto stats = nlohmann::json::parse(ToJson(m->runtime().Stats()));
   EXPECT_EQ(stats["device"]["device"], "webgpu:0");
   EXPECT_GT(stats["device"]["kv"]["peak_in_use_bytes"].get<uint64_t>(), 0u);
   EXPECT_EQ(stats["kv"]["peak_in_use_bytes"].get<uint64_t>(), 0u);
@@ -326,7 +326,7 @@ TEST_F(WebGpu, DeviceFiguresAndTheKernelLineOnEverySurface) {
   EXPECT_TRUE(found);
   const MemoryStats total = Runtime::Default().Stats();
   EXPECT_TRUE(total.device.available);
-  EXPECT_GE(total.device.kv.peak_in_use_bytes, m->memory_stats().device.kv.peak_in_use_bytes);
+  EXPECT_GE(total.device.kv.peak_in_use_bytes, m->runtime().Stats().device.kv.peak_in_use_bytes);
   Runtime::Default().Unload("webgpu-surfaces");
   // The CLI (a child process, in this environment).
   const auto r = testing::RunCli("generate " + Int4().string() +
@@ -389,7 +389,7 @@ TEST_F(WebGpu, EmbeddingsEqualTheCpusWithinFloatTolerance) {
       EXPECT_NEAR(a.embeddings[i][k], b.embeddings[i][k], 1e-3) << "row " << i << " dim " << k;
     }
   }
-  EXPECT_TRUE(gpu->memory_stats().device.available);
+  EXPECT_TRUE(gpu->runtime().Stats().device.available);
 }
 
 // --- An unusable device: a clear error that says how to get a Vulkan driver ---------------------

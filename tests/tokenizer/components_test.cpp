@@ -170,7 +170,7 @@ TEST(Tokenizer, AddedTokenOptions) {
   EXPECT_EQ(t->Encode("xw y"), (Ids{0, 2}));  // not a single word: "xw" is unknown
   EXPECT_EQ(t->Decode(Ids{1, 3, 2}, true), "x y");
   EXPECT_EQ(t->SpecialIds(), (Ids{3, 4}));
-  EXPECT_EQ(t->VocabSize(), 6u);
+  EXPECT_EQ(t->vocab_size(), 6u);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ TEST(TokenizerKnownAnswers, Gpt2) {
   EXPECT_EQ(t.Decode(Ids{15496, 50286, 6894}), "Hello  world");
   EXPECT_EQ(t.Encode("<|endoftext|>"), (Ids{50256}));
   EXPECT_EQ(t.Decode(Ids{15496, 50256}, /*skip_special_tokens=*/true), "Hello");
-  EXPECT_EQ(t.VocabSize(), 50295u);
+  EXPECT_EQ(t.vocab_size(), 50295u);
   EXPECT_EQ(t.TokenToId("Hello"), 15496);
   EXPECT_EQ(t.TokenToId("no-such-token"), -1);
   EXPECT_EQ(t.IdToToken(995), "\xC4\xA0world");  // "Ġworld"
@@ -30,8 +30,8 @@ TEST(TokenizerKnownAnswers, Gpt2) {
 TEST(TokenizerKnownAnswers, Gpt2FolderLoadsConfig) {
   EBB_SKIP_UNLESS_EXISTS(Gpt2Path());
   auto t = Tokenizer::FromFile(Gpt2Path().parent_path());
-  EXPECT_EQ(t->BosId(), 50256);
-  EXPECT_EQ(t->EosId(), 50256);
+  EXPECT_EQ(t->bos_id(), 50256);
+  EXPECT_EQ(t->eos_id(), 50256);
   EXPECT_EQ(t->Encode("Hello world"), (Ids{15496, 995}));
 }
 
@@ -44,9 +44,9 @@ TEST(TokenizerKnownAnswers, Phi3) {
   EXPECT_EQ(t.Decode(Ids{1, 15043, 2}), "<s> Hello</s>");
   EXPECT_EQ(t.Decode(Ids{1, 15043, 2}, true), "Hello</s>");  // </s> is not special in phi3
   EXPECT_EQ(t.Encode("Hello world"), (Ids{1, 15043, 3186}));
-  EXPECT_EQ(t.BosId(), 1);
-  EXPECT_EQ(t.EosId(), 32000);
-  EXPECT_FALSE(t.ChatTemplate().empty());
+  EXPECT_EQ(t.bos_id(), 1);
+  EXPECT_EQ(t.eos_id(), 32000);
+  EXPECT_FALSE(t.chat_template().empty());
   // Byte fallback: a character outside the vocabulary becomes its UTF-8 bytes.
   const Ids emoji = t.Encode("\xF0\x9F\xA6\x99", false);  // U+1F999
   EXPECT_EQ(t.Decode(emoji), "\xF0\x9F\xA6\x99");
