@@ -124,17 +124,14 @@ def _error_from(status: int, payload: Any) -> Error:
 
 def _option_text(key: str, v: Any) -> str:
     """A Python option value as the in-process runtime writes it (True -> "true", 40 -> "40";
-    logit_bias {50256: -100} -> "50256=-100")."""
+    logit_bias {50256: -100} -> '{"50256": -100}', the JSON object the option takes: the
+    service checks ids and biases with the one check every surface uses)."""
     if key == "logit_bias" and isinstance(v, dict):
-        items = []
-        for tid, bias in v.items():
-            if isinstance(tid, bool) or not isinstance(tid, (int, str)):
-                raise InvalidArgument(f"logit_bias: key {tid!r} is not a token id (an int)")
-            if isinstance(bias, bool) or not isinstance(bias, (int, float)):
-                raise InvalidArgument(f"logit_bias: the bias of token {tid} is {bias!r}; it "
-                                      "must be a number from -100 to 100")
-            items.append(f"{tid}={bias}")
-        return ",".join(items)
+        try:
+            return json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"logit_bias: {v!r} is not a dict of token id (int) -> bias "
+                                  "(a number from -100 to 100)") from None
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):

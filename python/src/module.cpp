@@ -163,31 +163,22 @@ void ForEachOption(const py::handle& d, const std::string& what, F&& f) {
   }
 }
 
-// A request option's value: OptionValue, plus logit_bias as a dict {token id: bias}.
-// `what` names the argument in a TypeError.
+// A request option's value: OptionValue, plus logit_bias as a dict {token id: bias}, passed on
+// as the JSON object the option takes, so that GeneratorParams::Set checks ids and biases (one
+// check for every surface). `what` names the argument in an error.
 std::string RequestOptionValue(const std::string& key, const py::handle& v,
                                const std::string& what) {
   if (key != "logit_bias" || !py::isinstance<py::dict>(v)) return OptionValue(v, what);
-  std::string out;
-  for (const auto& [id, bias] : v.cast<py::dict>()) {
-    const bool int_id = py::isinstance<py::int_>(id) && !py::isinstance<py::bool_>(id);
-    if (!int_id && !py::isinstance<py::str>(id)) {
-      throw ebb::Error(
-          ebb::ErrorCode::InvalidArgument,
-          "logit_bias: key " + py::repr(id).cast<std::string>() + " is not a token id (an int)");
-    }
-    const bool number = (py::isinstance<py::int_>(bias) || py::isinstance<py::float_>(bias)) &&
-                        !py::isinstance<py::bool_>(bias);
-    if (!number) {
-      throw ebb::Error(ebb::ErrorCode::InvalidArgument,
-                       "logit_bias: the bias of token " + py::str(id).cast<std::string>() + " is " +
-                           py::repr(bias).cast<std::string>() +
-                           "; it must be a number from -100 to 100");
-    }
-    if (!out.empty()) out += ',';
-    out += py::str(id).cast<std::string>() + "=" + py::str(bias).cast<std::string>();
+  try {
+    return py::module_::import("json")
+        .attr("dumps")(v, py::arg("allow_nan") = false)
+        .cast<std::string>();
+  } catch (const py::error_already_set& e) {
+    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError)) throw;
+    throw ebb::Error(ebb::ErrorCode::InvalidArgument,
+                     what + ": " + py::repr(v).cast<std::string>() +
+                         " is not a dict of token id (int) -> bias (a number from -100 to 100)");
   }
-  return out;
 }
 
 // One of the library's JSON values (the text of ebb/json.h, parsed here: this surface uses only

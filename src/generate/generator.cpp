@@ -16,6 +16,7 @@
 #include "ebb/error.h"
 #include "ebb/model.h"
 #include "generate/decode_batcher.h"
+#include "generate/generator_params.h"
 #include "generate/generator_testing.h"
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
@@ -196,26 +197,13 @@ struct Generator::Impl {
                       ") is an encoder (embedding) model: it has no logits and cannot generate; "
                       "use ebb::Embed (ebb/embedding.h) or `ebb embed`");
     }
-    // Precedence: ebb's defaults, then the config's search block, then the caller.
-    const internal::SearchDefaults& sd = m.config.search;
-    const bool do_sample = p.do_sample.value_or(sd.do_sample.value_or(false));
-    const int32_t top_k = p.top_k.value_or(sd.top_k.value_or(0));
-    const float top_p = p.top_p.value_or(sd.top_p.value_or(1.0f));
-    const float temperature = p.temperature.value_or(sd.temperature.value_or(1.0f));
-    const float repetition_penalty =
-        p.repetition_penalty.value_or(sd.repetition_penalty.value_or(1.0f));
-    // The option table's ranges (core/option_table.cpp), the ones GeneratorParams::Set applies:
-    // a C++ caller filling the struct meets the same limits. Checked whether or not do_sample
-    // is set: a bad value is a bad value.
-    internal::CheckOptionRange("batch_size", p.batch_size);
-    internal::CheckOptionRange("max_length", p.max_length, "0 = the default");
-    internal::CheckOptionRange("temperature", temperature, "0 = greedy");
-    internal::CheckOptionRange("top_p", top_p, "1 = off, 0 = greedy");
-    internal::CheckOptionRange("top_k", top_k, "0 = off");
-    internal::CheckOptionRange("repetition_penalty", repetition_penalty, "1 = off");
-    internal::CheckOptionRange("presence_penalty", p.presence_penalty, "0 = off");
-    internal::CheckOptionRange("frequency_penalty", p.frequency_penalty, "0 = off");
-    internal::CheckOptionRange("top_logprobs", p.top_logprobs);
+    // Precedence and ranges: generate/generator_params.h (the checks Set() makes).
+    const internal::ResolvedSampling rs = internal::ResolveSampling(p, m.config.search);
+    const bool do_sample = rs.do_sample;
+    const int32_t top_k = rs.top_k;
+    const float top_p = rs.top_p;
+    const float temperature = rs.temperature;
+    const float repetition_penalty = rs.repetition_penalty;
     for (const auto& [id, bias] : p.logit_bias) {
       if (id < 0 || id >= info.vocab_size) {
         throw Error(ErrorCode::InvalidArgument,
@@ -223,11 +211,6 @@ struct Generator::Impl {
                         " is outside the vocabulary of model '" + m.id + "' (vocab_size " +
                         std::to_string(info.vocab_size) + ": ids 0 to " +
                         std::to_string(info.vocab_size - 1) + ")");
-      }
-      if (!(bias >= -100 && bias <= 100)) {
-        throw Error(ErrorCode::InvalidArgument,
-                    "logit_bias: the bias of token " + std::to_string(id) + " is " +
-                        internal::FormatNumber(bias) + ", out of range: need -100 to 100");
       }
     }
     MakeConstraints(p);

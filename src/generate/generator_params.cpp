@@ -1,6 +1,9 @@
 // GeneratorParams::Set: the request keys of the option table (ebb/options.h).
+#include "generate/generator_params.h"
+
 #include <charconv>
 #include <climits>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,15 +17,9 @@
 namespace ebb {
 namespace {
 
-// One bias: a finite number from -100 to 100.
-float ParseBias(std::string_view id_text, double bias) {
-  if (!(bias >= -100 && bias <= 100)) {
-    throw Error(ErrorCode::InvalidArgument,
-                "logit_bias: the bias of token " + std::string(id_text) + " is " +
-                    internal::FormatNumber(bias) + ", out of range: need -100 to 100");
-  }
-  return static_cast<float>(bias);
-}
+// ParseFloat's bounds for a bias: any finite number, so that CheckLogitBias gives the one
+// range message.
+constexpr double kAnyBias = std::numeric_limits<double>::max();
 
 int32_t ParseTokenId(std::string_view text) {
   const std::string t = internal::Trim(text);
@@ -53,7 +50,7 @@ std::map<int32_t, float> ParseLogitBias(std::string_view value) {
         throw Error(ErrorCode::InvalidArgument,
                     "logit_bias: the bias of token " + k + " must be a number from -100 to 100");
       }
-      out[id] = ParseBias(k, b.get<double>());
+      out[id] = internal::CheckLogitBias(k, b.get<double>());
     }
     return out;
   }
@@ -67,12 +64,46 @@ std::map<int32_t, float> ParseLogitBias(std::string_view value) {
     const std::string id_text = item.substr(0, eq);
     const int32_t id = ParseTokenId(id_text);
     const std::string what = "logit_bias (token " + std::to_string(id) + ")";
-    out[id] = static_cast<float>(internal::ParseFloat(what, item.substr(eq + 1), -100, 100));
+    out[id] = internal::CheckLogitBias(
+        id_text, internal::ParseFloat(what, item.substr(eq + 1), -kAnyBias, kAnyBias));
   }
   return out;
 }
 
 }  // namespace
+
+namespace internal {
+
+float CheckLogitBias(std::string_view id_text, double bias) {
+  if (!(bias >= -100 && bias <= 100)) {
+    throw Error(ErrorCode::InvalidArgument, "logit_bias: the bias of token " + Trim(id_text) +
+                                                " is " + FormatNumber(bias) +
+                                                ", out of range: need -100 to 100");
+  }
+  return static_cast<float>(bias);
+}
+
+ResolvedSampling ResolveSampling(const GeneratorParams& p, const SearchDefaults& sd) {
+  ResolvedSampling r;
+  r.do_sample = p.do_sample.value_or(sd.do_sample.value_or(false));
+  r.top_k = p.top_k.value_or(sd.top_k.value_or(0));
+  r.top_p = p.top_p.value_or(sd.top_p.value_or(1.0f));
+  r.temperature = p.temperature.value_or(sd.temperature.value_or(1.0f));
+  r.repetition_penalty = p.repetition_penalty.value_or(sd.repetition_penalty.value_or(1.0f));
+  CheckOptionRange("batch_size", p.batch_size);
+  CheckOptionRange("max_length", p.max_length, "0 = the default");
+  CheckOptionRange("temperature", r.temperature, "0 = greedy");
+  CheckOptionRange("top_p", r.top_p, "1 = off, 0 = greedy");
+  CheckOptionRange("top_k", r.top_k, "0 = off");
+  CheckOptionRange("repetition_penalty", r.repetition_penalty, "1 = off");
+  CheckOptionRange("presence_penalty", p.presence_penalty, "0 = off");
+  CheckOptionRange("frequency_penalty", p.frequency_penalty, "0 = off");
+  CheckOptionRange("top_logprobs", p.top_logprobs);
+  for (const auto& [id, bias] : p.logit_bias) CheckLogitBias(std::to_string(id), bias);
+  return r;
+}
+
+}  // namespace internal
 
 void GeneratorParams::Set(std::string_view key, std::string_view value) {
   const OptionSpec* spec = FindOption(key);

@@ -284,7 +284,9 @@ TEST_F(OpenAiSampling, CliFlagsSetTheSameKeys) {
   EXPECT_NE(r.out.find(piece + piece + piece), std::string::npos) << r.out;
   r = testing::RunCli("run " + dir + " hello --local --max-tokens 3 --logit-bias 500=200");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("logit_bias (token 500)='200'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("logit_bias: the bias of token 500 is 200, out of range: need -100 to 100"),
+            std::string::npos)
+      << r.out;
   r = testing::RunCli("generate " + dir + " --input-ids 5 --max-new-tokens 3 --logit-bias 5000=1");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("token id 5000 is outside the vocabulary"), std::string::npos) << r.out;
@@ -350,6 +352,26 @@ TEST(SamplingRanges, TheStructAndSetRefuseTheSameValues) {
           << e.what();
       EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("out of range")) << e.what();
     }
+  }
+  // logit_bias's bias range is one check too (generate/generator_params.h): the same message from
+  // the struct, from Set's ID=BIAS form and from its JSON form (which the SDKs send).
+  const std::string want = "logit_bias: the bias of token 7 is 101, out of range: need -100 to 100";
+  for (const char* text : {"7=101", "{\"7\": 101}"}) {
+    GeneratorParams via_set;
+    try {
+      via_set.Set("logit_bias", text);
+      ADD_FAILURE() << text << " was accepted by Set";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), want) << text;
+    }
+  }
+  GeneratorParams biased;
+  biased.logit_bias[7] = 101;
+  try {
+    Generator g(model, biased);
+    ADD_FAILURE() << "a bias of 101 was accepted from the struct";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), want);
   }
   // The table's edges are accepted from both.
   GeneratorParams edge;
