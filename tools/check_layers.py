@@ -48,7 +48,7 @@ PUBLIC_HEADERS = {
     # former name, a header that includes it.
     "model_controls.h": "model",
     "generator.h": "generate", "generation.h": "generate", "embedding.h": "embed",
-    "runtime.h": "runtime", "model_manager.h": "runtime", "json.h": "runtime",
+    "runtime.h": "runtime", "model_manager.h": "runtime", "json.h": "runtime", "service.h": "runtime",
     "ebb.h": "c_api",
 }
 

@@ -150,31 +150,33 @@ def _options_json(d: Optional[Dict[str, Any]]) -> Dict[str, str]:
 def state_dir() -> pathlib.Path:
     """The service's state directory: $EBB_HOME, else $XDG_STATE_HOME/ebb, else
     ~/.local/state/ebb (where `ebb service start` writes service.json)."""
-    if os.environ.get("EBB_HOME"):
-        return pathlib.Path(os.environ["EBB_HOME"])
-    if os.environ.get("XDG_STATE_HOME"):
-        return pathlib.Path(os.environ["XDG_STATE_HOME"]) / "ebb"
-    return pathlib.Path.home() / ".local" / "state" / "ebb"
+    return pathlib.Path(_ebb.service_state_directory())
+
+
+def _discover() -> Tuple[str, str, Optional[str]]:
+    """The running service's address, where it came from, and the key it needs (None: not
+    known): $EBB_URL, else service.json in state_dir() when its process is alive with the
+    recorded start time (the library's rule, ebb/service.h, as `ebb ps` applies it). Raises
+    ebb.Unavailable naming how to start one when neither is there or the file is stale,
+    ebb.InvalidArgument when service.json cannot be read."""
+    if os.environ.get("EBB_URL"):
+        return os.environ["EBB_URL"], "$EBB_URL", None
+    f = state_dir() / "service.json"
+    found = _ebb.find_running_service()  # InvalidArgument names an unreadable file
+    if found is None:
+        if f.is_file():
+            raise Unavailable(f"no ebb service is running: {f} is stale (the process it names "
+                              f"has exited or its pid now belongs to another process); "
+                              f"{_START_HINT}")
+        raise Unavailable(f"no ebb service is running: ebb.connect() was given no url, $EBB_URL is "
+                          f"not set and there is no {f}; {_START_HINT}")
+    return found["url"], found["state_file"], found["api_key"] or None
 
 
 def service_url() -> Tuple[str, str]:
-    """The running service's address and where it came from: $EBB_URL, else the "url" field
-    of service.json in state_dir(). Raises ebb.Unavailable naming how to start one when
-    neither is there, ebb.InvalidArgument when service.json cannot be read."""
-    if os.environ.get("EBB_URL"):
-        return os.environ["EBB_URL"], "$EBB_URL"
-    f = state_dir() / "service.json"
-    if not f.is_file():
-        raise Unavailable(f"no ebb service is running: ebb.connect() was given no url, $EBB_URL is "
-                          f"not set and there is no {f}; {_START_HINT}")
-    try:
-        url = json.loads(f.read_text())["url"]
-        if not isinstance(url, str) or not url:
-            raise ValueError("\"url\" is not a non-empty string")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise InvalidArgument(f"cannot read the service address from {f}: {e!r}; restart the "
-                              f"service (`ebb service restart`) or pass ebb.connect(url)") from None
-    return url, str(f)
+    """The running service's address and where it came from (see _discover)."""
+    url, origin, _ = _discover()
+    return url, origin
 
 
 # ---- HTTP ---------------------------------------------------------------------------------------
@@ -770,17 +772,21 @@ def connect(url: Optional[str] = None, api_key: Optional[str] = None,
             timeout: Optional[float] = None) -> RemoteRuntime:
     """A runtime backed by a running `ebb serve`, with ebb.Runtime's methods.
 
-    url: the service's address ("http://127.0.0.1:11435"); None: $EBB_URL, else the "url" of
-    service.json in $EBB_HOME, $XDG_STATE_HOME/ebb or ~/.local/state/ebb (written by
-    `ebb service start`). api_key: sent as `Authorization: Bearer`; None: $EBB_API_KEY.
+    url: the service's address ("http://127.0.0.1:11435"); None: $EBB_URL, else the running
+    service of service.json in $EBB_HOME, $XDG_STATE_HOME/ebb or ~/.local/state/ebb (written by
+    `ebb service start`; a stale file, whose process is gone, is refused). api_key: sent as
+    `Authorization: Bearer`; None: the discovered service's key, else $EBB_API_KEY.
     timeout: seconds per socket operation (None: no limit).
     Raises ebb.Unavailable, saying how to start one, when no service answers there.
     """
     origin = "url"
+    found_key = None
     if url is None:
-        url, origin = service_url()
+        url, origin, found_key = _discover()
     if api_key is None:
-        api_key = os.environ.get("EBB_API_KEY") or None
+        # The discovered service's own key (its --api-key or --api-key-file, as `ebb model`
+        # uses), else $EBB_API_KEY.
+        api_key = found_key or os.environ.get("EBB_API_KEY") or None
     client = _Client(url, api_key, timeout, origin)
     client.call("GET", "/health")  # no key needed; Unavailable when nothing answers
     return RemoteRuntime(client)

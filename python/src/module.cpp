@@ -50,6 +50,7 @@
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/runtime.h"
+#include "ebb/service.h"
 #include "ebb/stats.h"
 #include "ebb/tokenizer.h"
 #include "ebb/version.h"
@@ -572,6 +573,25 @@ PYBIND11_MODULE(_ebb, m) {
   InitNumpy();
   RegisterExceptions(m);
   m.def("version", &ebb::Version, "ebb's version.");
+  // The running `ebb service` (ebb/service.h): ebb.connect() finds it with the library's rule
+  // (pid and start time), as `ebb ps` does.
+  m.def("service_state_directory", [] { return ebb::ServiceStateDirectory().string(); });
+  m.def(
+      "find_running_service",
+      [](const std::optional<std::string>& dir) -> py::object {
+        const auto s =
+            ebb::FindRunningService(dir ? std::filesystem::path(*dir) : std::filesystem::path());
+        if (!s) return py::none();
+        py::dict d;
+        d["pid"] = s->pid;
+        d["url"] = s->url;
+        d["log"] = s->log;
+        d["started_unix_ms"] = s->started_unix_ms;
+        d["api_key"] = s->api_key;
+        d["state_file"] = s->state_file.string();
+        return d;
+      },
+      py::arg("dir") = py::none());
   m.def("ort_version", &ebb::OrtVersion, "The ONNX Runtime version loaded.");
   m.def("available_providers", &ebb::AvailableProviders,
         "Execution providers of the loaded ONNX Runtime.");

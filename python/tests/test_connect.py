@@ -291,22 +291,60 @@ def test_closing_a_stream_cancels_the_request(service, tiny_path):
         assert m.generate("hello", max_new_tokens=2).finish_reason in ("stop", "length")
 
 
-def test_connect_reads_service_json(service, clean_env, tmp_path):
-    (tmp_path / "service.json").write_text(json.dumps({"url": service.url, "pid": 1}))
+def wait_for_file(path, within=20):
+    deadline = time.monotonic() + within
+    while not path.is_file():
+        assert time.monotonic() < deadline, f"{path} was not written"
+        time.sleep(0.05)
+
+
+def test_connect_finds_the_running_service_by_its_state_file(models_dir, clean_env, tmp_path):
+    """The service's own service.json (`ebb serve --state-dir`), found with the library's rule
+    (ebb/service.h): $EBB_HOME, then $XDG_STATE_HOME/ebb; $EBB_URL wins over both."""
+    home = tmp_path / "home"
+    s = Service(models_dir, tmp_path / "serve.log", "--state-dir", str(home))
+    try:
+        wait_for_file(home / "service.json")
+        clean_env.setenv("EBB_HOME", str(home))
+        found = ebb._ebb.find_running_service()
+        assert found["pid"] == s.proc.pid and found["url"] == s.url
+        assert found["state_file"] == str(home / "service.json")
+        rt = ebb.connect()
+        assert rt.url == s.url
+        assert any(d["id"] == TINY for d in rt.known_models())
+        clean_env.delenv("EBB_HOME")
+        (tmp_path / "ebb").mkdir()
+        (tmp_path / "ebb" / "service.json").write_text((home / "service.json").read_text())
+        clean_env.setenv("XDG_STATE_HOME", str(tmp_path))
+        assert ebb.connect().url == s.url
+        clean_env.setenv("EBB_URL", "http://127.0.0.1:1")
+        with pytest.raises(ebb.Unavailable, match=r"\$EBB_URL"):
+            ebb.connect()
+    finally:
+        s.stop()
+
+
+def test_a_stale_state_file_is_refused_even_when_its_address_answers(service, clean_env,
+                                                                        tmp_path):
+    """Issue 38: remote.py read the "url" of service.json without the pid and start-time check,
+    so a stale file (its service gone) sent ebb.connect() to whatever now listens there. Here the
+    address answers (another service), but the file's process is gone or is not the one recorded,
+    and connect() refuses it, as `ebb ps` does."""
     clean_env.setenv("EBB_HOME", str(tmp_path))
-    rt = ebb.connect()
-    assert rt.url == service.url
-    assert any(d["id"] == TINY for d in rt.known_models())
-    # $XDG_STATE_HOME/ebb when EBB_HOME is not set
-    clean_env.delenv("EBB_HOME")
-    (tmp_path / "ebb").mkdir()
-    (tmp_path / "ebb" / "service.json").write_text(json.dumps({"url": service.url}))
-    clean_env.setenv("XDG_STATE_HOME", str(tmp_path))
-    assert ebb.connect().url == service.url
-    # $EBB_URL wins over the file
-    clean_env.setenv("EBB_URL", "http://127.0.0.1:1")
-    with pytest.raises(ebb.Unavailable, match=r"\$EBB_URL"):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    state = {"pid": gone.pid, "start_time": 1, "url": service.url, "host": "127.0.0.1",
+             "port": int(service.url.rsplit(":", 1)[1]), "log": "", "args": [],
+             "started_unix_ms": 0}
+    (tmp_path / "service.json").write_text(json.dumps(state))
+    with pytest.raises(ebb.Unavailable, match="stale.*ebb service start"):
         ebb.connect()
+    # A live pid with another start time: the pid was reused by another process.
+    state["pid"] = os.getpid()
+    (tmp_path / "service.json").write_text(json.dumps(state))
+    with pytest.raises(ebb.Unavailable, match="stale"):
+        ebb.connect()
+    assert ebb._ebb.find_running_service() is None
 
 
 def test_missing_service_is_a_clear_error(clean_env, tmp_path):
@@ -314,15 +352,14 @@ def test_missing_service_is_a_clear_error(clean_env, tmp_path):
     with pytest.raises(ebb.Unavailable, match="ebb service start") as e:
         ebb.connect()
     assert str(tmp_path / "service.json") in str(e.value)
-    # A stale file: nothing listens at its address.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    (tmp_path / "service.json").write_text(json.dumps({"url": f"http://127.0.0.1:{port}"}))
-    with pytest.raises(ebb.Unavailable, match="service.json.*ebb service start"):
-        ebb.connect()
     (tmp_path / "service.json").write_text("{not json")
     with pytest.raises(ebb.InvalidArgument, match="service.json"):
+        ebb.connect()
+    (tmp_path / "service.json").write_text(json.dumps({"url": f"http://127.0.0.1:{port}"}))
+    with pytest.raises(ebb.InvalidArgument, match="service.json.*a field is missing"):
         ebb.connect()
     with pytest.raises(ebb.Unavailable, match="no ebb service answers"):
         ebb.connect(f"http://127.0.0.1:{port}")

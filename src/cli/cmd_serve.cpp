@@ -10,7 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/options_flags.h"
-#include "cli/service_state.h"
+#include "cli/service_names.h"
 #include "core/files.h"
 #include "core/log.h"
 #include "core/strings.h"

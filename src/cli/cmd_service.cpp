@@ -22,7 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/port_probe.h"
-#include "cli/service_state.h"
+#include "cli/service_names.h"
 #include "core/files.h"
 #include "core/strings.h"
 

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <vector>
 
-#include "cli/service_state.h"
+#include "cli/service_names.h"
 #include "core/files.h"
 
 namespace ebb::cli {

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "cli/service_state.h"
+#include "cli/service_names.h"
 #include "ebb/error.h"
 #include "server/api_error.h"
 

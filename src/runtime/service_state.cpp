@@ -1,4 +1,4 @@
-#include "cli/service_state.h"
+#include "runtime/service_state.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -16,8 +16,9 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "ebb/service.h"
 
-namespace ebb::cli {
+namespace ebb::internal {
 namespace fs = std::filesystem;
 namespace {
 
@@ -305,4 +306,24 @@ std::string ServiceApiKey(const ServiceState& s) {
   return k == nullptr ? "" : k;
 }
 
-}  // namespace ebb::cli
+}  // namespace ebb::internal
+
+namespace ebb {
+
+std::filesystem::path ServiceStateDirectory() { return internal::ServiceStateDir(); }
+
+std::optional<RunningService> FindRunningService(const std::filesystem::path& dir) {
+  const std::filesystem::path d = dir.empty() ? internal::ServiceStateDir() : dir;
+  const std::optional<internal::ServiceState> s = internal::ReadServiceStateFile(d);
+  if (!s || internal::CheckLiveness(*s) != internal::Liveness::kRunning) return std::nullopt;
+  RunningService r;
+  r.pid = s->pid;
+  r.url = s->url;
+  r.log = s->log;
+  r.started_unix_ms = s->started_unix_ms;
+  r.api_key = internal::ServiceApiKey(*s);
+  r.state_file = internal::ServiceStateFile(d);
+  return r;
+}
+
+}  // namespace ebb

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace ebb::cli {
+namespace ebb::internal {
 
 // What service.json holds (all fields always written; `cwd` may be absent when read).
 struct ServiceState {
@@ -113,4 +113,4 @@ std::optional<std::string> ServeFlagValue(const std::vector<std::string>& args,
 // cwd), or $EBB_API_KEY (which the service inherited when this user started it); "" for none.
 std::string ServiceApiKey(const ServiceState& s);
 
-}  // namespace ebb::cli
+}  // namespace ebb::internal
