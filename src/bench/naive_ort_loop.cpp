@@ -94,7 +94,8 @@ double NaiveOrtWorkload::Setup() {
   }
   bool has_cpu_arena = false;
   Ort::SessionOptions so = internal::BuildSessionOptions(
-      s.config.session_options, s.config.provider_options, options_.model_options, &has_cpu_arena);
+      internal::EffectiveSessionOptions(s.config.session_options, options_.model_options),
+      s.config.provider_options, options_.model_options, &has_cpu_arena);
   s.session =
       std::make_unique<Ort::Session>(internal::OrtEnvironment(), s.config.model_path.c_str(), so);
   Ort::AllocatorWithDefaultOptions alloc;

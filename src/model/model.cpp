@@ -69,24 +69,16 @@ bool IsFloatType(ONNXTensorElementDataType t) {
   return t == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || t == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
 }
 
-// The custom_ops_library a session registers, with BuildSessionOptions' precedence (the user's
-// option over genai_config.json's); empty when none is named.
-std::string CustomOpsLibrary(const GenaiConfig& cfg, const ModelOptions& options) {
-  std::string library;
-  for (const auto& [k, v] : cfg.session_options) {
-    if (k == "custom_ops_library") library = v;
-  }
-  if (const auto it = options.session_options.find("custom_ops_library");
-      it != options.session_options.end()) {
-    library = it->second;
-  }
-  return library == "none" ? std::string() : library;
+// The custom_ops_library the session registers; empty when none is named.
+std::string CustomOpsLibrary(const EffectiveSessionOptions& session) {
+  const std::string* library = session.Find("custom_ops_library");
+  return library == nullptr || *library == "none" ? std::string() : *library;
 }
 
 // Resolves the config's names against the graph; every problem names the file and the tensor.
 // Maps ORT's session-creation failure to what is wrong: a refused option, threads that could
 // not start, a missing external-data file, or (only when ORT says so) a file that is not ONNX.
-Error SessionCreateError(const GenaiConfig& cfg, const ModelOptions& options,
+Error SessionCreateError(const GenaiConfig& cfg, const EffectiveSessionOptions& session,
                          const std::string& ort_message) {
   const std::string where = EscapeForMessage(cfg.model_path.string(), 1024) + ": ";
   const std::string msg = EscapeForMessage(ort_message, 600);
@@ -112,7 +104,7 @@ Error SessionCreateError(const GenaiConfig& cfg, const ModelOptions& options,
                                           msg + "; put it next to the model file");
   }
   // ORT's message often does not name the option it refused; find it.
-  const std::string refused = FindRefusedSessionOption(cfg.session_options, options);
+  const std::string refused = FindRefusedSessionOption(session);
   if (!refused.empty()) {
     return Error(ErrorCode::InvalidArgument, where + refused + "; fix or remove that option");
   }
@@ -122,7 +114,7 @@ Error SessionCreateError(const GenaiConfig& cfg, const ModelOptions& options,
                  where + "not a valid ONNX file (" + msg + "); it may be corrupt or truncated");
   }
   // An op ORT does not have: a custom op whose library was not registered, or lacks it.
-  if (const std::string hint = UnregisteredOpHint(ort_message, CustomOpsLibrary(cfg, options));
+  if (const std::string hint = UnregisteredOpHint(ort_message, CustomOpsLibrary(session));
       !hint.empty()) {
     return Error(ErrorCode::InvalidArgument, where + hint + " (" + msg + ")");
   }
@@ -744,6 +736,8 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
   impl->config = LoadModelFolderConfig(dir);
   impl->options = options;
   const GenaiConfig& cfg = impl->config;
+  // The session options, config then user (the one merge: ort/session_options.h).
+  const EffectiveSessionOptions session(cfg.session_options, options);
   // Before anything heavy: a template given at load that does not parse fails the load now.
   if (!options.chat_template.empty()) {
     impl->chat_template_owned = LoadChatTemplateOption(cfg.dir, options.chat_template);
@@ -767,8 +761,8 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
   ArenaConfig arena_cfg;
   bool use_env_allocators = false;
   Ort::SessionOptions so =
-      BuildSessionOptions(cfg.session_options, cfg.provider_options, options, &impl->has_cpu_arena,
-                          &arena_cfg, &use_env_allocators);
+      BuildSessionOptions(session, cfg.provider_options, options, &impl->has_cpu_arena, &arena_cfg,
+                          &use_env_allocators);
   if (!arena_cfg.empty() || use_env_allocators) {
     // use_env_allocators alone shares the env arena that is registered (or registers one with
     // ORT's defaults): the session then allocates from it, as the user asked.
@@ -787,7 +781,7 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
   // normally and build the entry in the background once the load is done. A cache problem never
   // fails a load.
   const std::optional<std::map<OpId, int>> graph_ops = TryGraphOps(cfg.model_path);
-  ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, cfg.session_options,
+  ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, session,
                                       cfg.provider_options, options);
   if (cache.action() == ModelCache::Action::kLoad) {
     cache.Prefetch();
@@ -808,7 +802,7 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
     try {
       impl->session = CreateSourceSession(cfg, options.last_position_logits, so.Clone());
     } catch (const Ort::Exception& e) {
-      throw SessionCreateError(cfg, options, e.what());
+      throw SessionCreateError(cfg, session, e.what());
     }
   }
   std::string placement;  // which nodes the accelerator runs, which fell back (ep_placement.h)
@@ -852,16 +846,7 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
       // the key only changes how session_state_utils loads the initializers themselves.
       // Measured: minilm-shape-fp32 keeps 40.5 MiB there with the key set, none with the model
       // cache (prepacked blobs read from its file) or disable_prepacking=1.
-      auto set = [&](const std::string& key) {
-        bool on = false;  // the user's entry wins over the config's
-        for (const auto& [k, v] : cfg.session_options) {
-          if (k == key) on = v == "1";
-        }
-        for (const auto& [k, v] : options.session_options) {
-          if (k == key) on = v == "1";
-        }
-        return on;
-      };
+      auto set = [&](const std::string& key) { return session.IsOn(key); };
       std::string fix;
       if (!set("session.use_device_allocator_for_initializers")) {
         fix += "session.use_device_allocator_for_initializers=1 for the weights, and ";
@@ -919,10 +904,9 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
   info.past_present_share_buffer =
       cfg.search.past_present_share_buffer && info.uses_gqa && !impl->io.combined_kv;
   info.last_position_logits = !impl->io.logits_index.empty();
-  info.kernels = graph_ops
-                     ? DescribeModelKernels(*graph_ops, CpuFlags(), CustomOpsLibrary(cfg, options),
-                                            providers.FirstAccelerator())
-                     : "unknown (ebb could not list the graph's operators; see the log)";
+  info.kernels = graph_ops ? DescribeModelKernels(*graph_ops, CpuFlags(), CustomOpsLibrary(session),
+                                                  providers.FirstAccelerator())
+                           : "unknown (ebb could not list the graph's operators; see the log)";
   if (!placement.empty()) {
     info.kernels += "; " + placement;
     EBB_LOG_INFO("model '{}' kernels: {}", impl->id, info.kernels);

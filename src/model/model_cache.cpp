@@ -123,15 +123,14 @@ std::string Fingerprint(const fs::path& model_path, std::string* text) {
 
 // Everything but the model files that changes the compiled graph, as readable text (stored in
 // the manifest, so `cat manifest.json` says what an entry was built for).
-std::string GraphInputs(const KeyValues& config_session,
+std::string GraphInputs(const EffectiveSessionOptions& session,
                         const std::vector<ProviderOptions>& config_providers,
                         const ModelOptions& options, std::string* conflict, std::string* non_cpu) {
-  std::map<std::string, std::string> merged;
-  for (const auto& [k, v] : config_session) merged[k] = v;
-  for (const auto& [k, v] : options.session_options) merged[k] = v;
+  const auto& merged = session.entries();
   std::ostringstream out;
   out << "format=" << kFormat << "\nort=" << OrtVersion() << "\nisa=" << IsaLevel() << "\n";
-  if (!merged.count("graph_optimization_level")) out << "graph_optimization_level=all (ebb)\n";
+  if (session.Find("graph_optimization_level") == nullptr)
+    out << "graph_optimization_level=all (ebb)\n";
   // ebb's own graph rewrite (last_logits.h) changes the compiled graph too.
   out << "prefill_logits=" << (options.last_position_logits ? "last" : "all") << "\n";
   for (const auto& [k, v] : merged) {
@@ -360,7 +359,7 @@ ModelCache::~ModelCache() {
 }
 
 ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setting,
-                            const KeyValues& config_session,
+                            const EffectiveSessionOptions& session,
                             const std::vector<ProviderOptions>& config_providers,
                             const ModelOptions& options) {
   ModelCache c;
@@ -371,7 +370,7 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
     return c;
   }
   std::string conflict, non_cpu;
-  c.inputs_ = GraphInputs(config_session, config_providers, options, &conflict, &non_cpu) +
+  c.inputs_ = GraphInputs(session, config_providers, options, &conflict, &non_cpu) +
               "prepacked_blobs=aligned-" + std::to_string(kAlignment) + "\n";
   if (!conflict.empty()) {
     EBB_LOG_INFO(

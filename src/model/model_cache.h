@@ -78,7 +78,7 @@ class ModelCache {
   // a folder. Never throws for file-system problems: it logs them and returns kOff, so a cache can
   // never stop a model from loading. `max_bytes`: model_cache.max_bytes (0 = no budget).
   static ModelCache Plan(const std::filesystem::path& model_path, const std::string& setting,
-                         const KeyValues& config_session,
+                         const EffectiveSessionOptions& session,
                          const std::vector<ProviderOptions>& config_providers,
                          const ModelOptions& options);
 

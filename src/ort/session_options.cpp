@@ -288,11 +288,24 @@ std::string ClosestSessionKey(const std::string& key) {
   return hint;
 }
 
-std::string FindRefusedSessionOption(const KeyValues& config_session, const ModelOptions& options) {
-  std::map<std::string, std::string> merged;
-  for (const auto& [k, v] : config_session) merged[k] = v;
-  for (const auto& [k, v] : options.session_options) merged[k] = v;
-  for (const auto& [key, value] : merged) {
+EffectiveSessionOptions::EffectiveSessionOptions(const KeyValues& config_session,
+                                                 const ModelOptions& options) {
+  for (const auto& [k, v] : config_session) entries_[k] = v;
+  for (const auto& [k, v] : options.session_options) entries_[k] = v;
+}
+
+const std::string* EffectiveSessionOptions::Find(std::string_view key) const {
+  const auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+bool EffectiveSessionOptions::IsOn(std::string_view key) const {
+  const std::string* v = Find(key);
+  return v != nullptr && *v == "1";
+}
+
+std::string FindRefusedSessionOption(const EffectiveSessionOptions& session) {
+  for (const auto& [key, value] : session.entries()) {
     if (IsTypedKey(key)) continue;
     try {
       Ort::SessionOptions so;
@@ -306,7 +319,7 @@ std::string FindRefusedSessionOption(const KeyValues& config_session, const Mode
   return "";
 }
 
-Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
+Ort::SessionOptions BuildSessionOptions(const EffectiveSessionOptions& session,
                                         const std::vector<ProviderOptions>& config_providers,
                                         const ModelOptions& options, bool* has_cpu_arena,
                                         ArenaConfig* env_arena, bool* use_env_allocators) {
@@ -317,10 +330,7 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
   if (use_env_allocators == nullptr) use_env_allocators = &env_alloc;
   *has_cpu_arena = true;
   *use_env_allocators = false;
-  // Merge: config first, user's keys override.
-  std::map<std::string, std::string> merged;
-  for (const auto& [k, v] : config_session) merged[k] = v;
-  for (const auto& [k, v] : options.session_options) merged[k] = v;
+  const auto& merged = session.entries();
 
   Ort::SessionOptions so;
   so.SetGraphOptimizationLevel(ORT_ENABLE_ALL);
@@ -331,7 +341,7 @@ Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
   so.DisableMemPattern();
   // ebb's default thread count: the physical cores this process may use (cpu_threads.h says why
   // ORT's own default is not used); intra_op_num_threads=0 asks for ORT's.
-  if (merged.count("intra_op_num_threads") == 0) {
+  if (session.Find("intra_op_num_threads") == nullptr) {
     so.SetIntraOpNumThreads(DefaultIntraOpThreads());
   }
   for (const auto& [key, value] : merged) {

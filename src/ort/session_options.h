@@ -6,7 +6,10 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,16 +21,37 @@ namespace ebb::internal {
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
-// `config_session` / `config_providers`: the model config's entries (lower precedence than
-// `options`). Throws ebb::Error(InvalidArgument) naming the key for a value ebb or ORT refuses,
-// and Unavailable for an execution provider this ORT build lacks (the message says who named it
-// and how to run on CPU). Providers are matched by canonical name (ort/execution_providers.h);
-// options.execution_provider, when set, replaces the config's provider list ("cpu": none).
-// `has_cpu_arena` receives whether the session will have a CPU arena (enable_cpu_mem_arena).
-// `env_arena` receives the arena options (arena.*, arena_extend_strategy) when any is set, and
-// `use_env_allocators` whether the session allocates from the env's arena (any arena option, or
-// use_env_allocators=1); the caller must then register it first (AcquireEnvArena).
-Ort::SessionOptions BuildSessionOptions(const KeyValues& config_session,
+// The session options a model runs with: genai_config.json's session_options, then the user's
+// (ModelOptions::session_options); a key in both takes the user's value. The one statement of
+// that rule: BuildModel computes it once per load, and the session (BuildSessionOptions), the
+// compiled-model cache key (ModelCache::Plan), the refused-option probe and the load's hints read
+// this value.
+class EffectiveSessionOptions {
+ public:
+  // No default constructor: an empty value would silently drop the user's options.
+  EffectiveSessionOptions(const KeyValues& config_session, const ModelOptions& options);
+  // Every key with its value, sorted by key.
+  const std::map<std::string, std::string, std::less<>>& entries() const { return entries_; }
+  // The value of `key`; nullptr when neither the config nor the user sets it.
+  const std::string* Find(std::string_view key) const;
+  // Whether `key` is set to "1".
+  bool IsOn(std::string_view key) const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> entries_;
+};
+
+// `session`: the effective session options; `config_providers`: the model config's providers
+// (lower precedence than `options`' execution_provider and provider_options). Throws
+// ebb::Error(InvalidArgument) naming the key for a value ebb or ORT refuses, and Unavailable for an
+// execution provider this ORT build lacks (the message says who named it and how to run on CPU).
+// Providers are matched by canonical name (ort/execution_providers.h); options.execution_provider,
+// when set, replaces the config's provider list ("cpu": none). `has_cpu_arena` receives whether the
+// session will have a CPU arena (enable_cpu_mem_arena). `env_arena` receives the arena options
+// (arena.*, arena_extend_strategy) when any is set, and `use_env_allocators` whether the session
+// allocates from the env's arena (any arena option, or use_env_allocators=1); the caller must then
+// register it first (AcquireEnvArena).
+Ort::SessionOptions BuildSessionOptions(const EffectiveSessionOptions& session,
                                         const std::vector<ProviderOptions>& config_providers,
                                         const ModelOptions& options, bool* has_cpu_arena = nullptr,
                                         ArenaConfig* env_arena = nullptr,
@@ -64,7 +88,7 @@ void AppendExecutionProviders(Ort::SessionOptions& so,
 // After a session failed to be created with `options`: finds the passthrough session config
 // entry (config or user) that ORT refuses, by creating a session for a 70-byte Identity model
 // with each entry alone. Returns "" when no single entry is to blame (e.g. a corrupt model).
-std::string FindRefusedSessionOption(const KeyValues& config_session, const ModelOptions& options);
+std::string FindRefusedSessionOption(const EffectiveSessionOptions& session);
 
 // Whether the pinned ORT's headers document `key` as a session (or run) config entry.
 bool IsKnownOrtSessionKey(const std::string& key);

@@ -124,7 +124,8 @@ Runtime::Runtime(const RuntimeOptions& options) : state_(std::make_shared<State>
     for (const auto& [k, v] : options.arena) probe.Set("session_options." + k, v);
     internal::ArenaConfig cfg;
     bool has_arena = true;
-    internal::BuildSessionOptions({}, {}, probe, &has_arena, &cfg);
+    internal::BuildSessionOptions(internal::EffectiveSessionOptions({}, probe), {}, probe,
+                                  &has_arena, &cfg);
     state_->arena = internal::AcquireEnvArena(cfg);
   }
 }

@@ -84,7 +84,8 @@ TEST(OptionTable, EveryKeyIsAcceptedByEachOfItsSurfacesAndRefusedElsewhere) {
     if (HasScope(s, OptionScope::kSession)) {
       ModelOptions so;
       EXPECT_NO_THROW(so.Set("session_options." + key, v));
-      EXPECT_NO_THROW(internal::BuildSessionOptions({}, {}, so));
+      EXPECT_NO_THROW(
+          internal::BuildSessionOptions(internal::EffectiveSessionOptions({}, so), {}, so));
       if (s.type != OptionType::kString) {  // a free-form string (a file prefix) has no check
         EXPECT_THROW(so.Set("session_options." + key, "not-a-value"), Error)
             << "typed session keys are checked at Set";
@@ -507,7 +508,8 @@ TEST(OptionTableIssue22, OrtSpellingsMeanTheSameOnTheCliAndInGenaiConfig) {
     SCOPED_TRACE(key + "=" + value);
     ModelOptions cli;
     EXPECT_NO_THROW(cli.Set("session_options." + key, value));
-    EXPECT_NO_THROW(internal::BuildSessionOptions({{key, value}}, {}, ModelOptions{}));
+    EXPECT_NO_THROW(internal::BuildSessionOptions(
+        internal::EffectiveSessionOptions({{key, value}}, ModelOptions{}), {}, ModelOptions{}));
     if (key == "arena_extend_strategy") {
       RuntimeOptions ro;
       EXPECT_NO_THROW(ro.Set(key, value));
@@ -524,7 +526,9 @@ TEST(OptionTableIssue22, OrtSpellingsMeanTheSameOnTheCliAndInGenaiConfig) {
       from_set = e.what();
     }
     try {
-      internal::BuildSessionOptions({{key, "ORT_SOMETIMES"}}, {}, ModelOptions{});
+      internal::BuildSessionOptions(
+          internal::EffectiveSessionOptions({{key, "ORT_SOMETIMES"}}, ModelOptions{}), {},
+          ModelOptions{});
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
       from_config = e.what();

@@ -13,11 +13,29 @@
 #include "ebb/error.h"
 #include "ebb/generation.h"
 #include "ebb/generator.h"
+#include "ort/session_options.h"
 
 namespace ebb {
 namespace {
 
 using ::testing::HasSubstr;
+
+// Issue 38: "config first, then the user's keys win" was written five times (the session, the
+// cache key, the refusal probe, the custom-op library, the load's hints); now once.
+TEST(EffectiveSessionOptions, TheUsersKeysWinOverTheConfigs) {
+  ModelOptions user;
+  user.Set("session_options.intra_op_num_threads", "3");
+  user.Set("session_options.session.disable_prepacking", "1");
+  const internal::EffectiveSessionOptions s(
+      {{"intra_op_num_threads", "1"}, {"enable_mem_pattern", "1"}}, user);
+  ASSERT_NE(s.Find("intra_op_num_threads"), nullptr);
+  EXPECT_EQ(*s.Find("intra_op_num_threads"), "3");
+  EXPECT_TRUE(s.IsOn("enable_mem_pattern"));
+  EXPECT_TRUE(s.IsOn("session.disable_prepacking"));
+  EXPECT_FALSE(s.IsOn("intra_op_num_threads"));
+  EXPECT_EQ(s.Find("graph_optimization_level"), nullptr);
+  EXPECT_EQ(s.entries().size(), 3u);
+}
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
