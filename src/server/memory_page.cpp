@@ -6,7 +6,7 @@ namespace ebb::server {
 namespace {
 
 // The page. Plain ES2017 and SVG, written by hand so that it needs no build step; keep it
-// self-contained (the CSP in RegisterMemoryPage refuses anything loaded from elsewhere).
+// self-contained (the CSP in ServeMemoryPage refuses anything loaded from elsewhere).
 constexpr std::string_view kPage = R"ebbpage(<!doctype html>
 <html lang="en">
 <head>
@@ -452,16 +452,14 @@ poll();
 
 std::string_view MemoryPageHtml() { return kPage; }
 
-void RegisterMemoryPage(httplib::Server& http) {
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-store");
-    res.set_header("Content-Security-Policy",
-                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                   "img-src 'self' data:; connect-src 'self'; form-action 'none'; "
-                   "frame-ancestors 'none'; base-uri 'none'");
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_content(kPage.data(), kPage.size(), "text/html; charset=utf-8");
-  });
+void ServeMemoryPage(const httplib::Request&, httplib::Response& res) {
+  res.set_header("Cache-Control", "no-store");
+  res.set_header("Content-Security-Policy",
+                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                 "img-src 'self' data:; connect-src 'self'; form-action 'none'; "
+                 "frame-ancestors 'none'; base-uri 'none'");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content(kPage.data(), kPage.size(), "text/html; charset=utf-8");
 }
 
 }  // namespace ebb::server

@@ -22,7 +22,8 @@
 #include <string_view>
 
 namespace httplib {
-class Server;
+struct Request;
+struct Response;
 }  // namespace httplib
 
 namespace ebb::server {
@@ -30,8 +31,8 @@ namespace ebb::server {
 // The whole document (UTF-8 HTML).
 std::string_view MemoryPageHtml();
 
-// Registers GET / on `http`, answering the page with no-store caching and a Content-Security-
-// Policy that allows nothing but the page's inline code and requests to its own origin.
-void RegisterMemoryPage(httplib::Server& http);
+// GET /: answers the page with no-store caching and a Content-Security-Policy that allows nothing
+// but the page's inline code and requests to its own origin.
+void ServeMemoryPage(const httplib::Request& req, httplib::Response& res);
 
 }  // namespace ebb::server

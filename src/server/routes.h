@@ -1,11 +1,14 @@
-// The service's route names, in one place: the probe paths (ebb's own and the aliases that
-// LiteLLM and KServe probe), the prefixes the OpenAI routes are served under, and the route
-// label of a path for metrics and logs (docs/http_api.md, docs/metrics.md).
+// The service's routes, in one table: every route the server registers (Server::Handle refuses
+// one that is not here) with its method, its label and its kind. The table gives httplib its
+// patterns, metrics and logs their route labels, the probes their paths and the refusal counter
+// its inference routes, so a route is named once (docs/http_api.md, docs/metrics.md).
 //
-// Contract: only the service's own routes become labels (model ids collapse to {id}); anything
-// else is "other", so labels stay few and valid UTF-8 whatever paths clients send.
+// Contract: only the service's own routes become labels (a path parameter collapses to its
+// {name}); anything else is "other", so labels stay few and valid UTF-8 whatever paths clients
+// send.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -17,19 +20,35 @@ enum class Probe {
   kReady,  // /ready, /health/readiness (LiteLLM), /v2/health/ready (KServe)
 };
 
-// Which probe `path` (no query string) is, if any.
-Probe ProbeOf(std::string_view path);
+enum class RouteKind {
+  kLive,       // a liveness probe
+  kReady,      // a readiness probe
+  kInference,  // a generation or an embedding: its refusals before a model ran are counted
+  kOther,      // listing, admin, metrics, the memory page, Ollama's registry refusals
+};
+
+struct RouteSpec {
+  std::string_view method;  // "GET", "POST", "PATCH" or "DELETE"
+  std::string_view label;   // the path; a path parameter is written {name} ("/v1/models/{id}")
+  RouteKind kind;
+};
+
+// Every route of the service.
+std::span<const RouteSpec> Routes();
+// The route of `method` and `label`; nullptr when the table has none.
+const RouteSpec* FindRoute(std::string_view method, std::string_view label);
+// httplib's pattern of a label: each {name} becomes "([^/]+)".
+std::string RoutePattern(std::string_view label);
 
 // The prefixes the OpenAI-compatible routes are registered under: "/v1" and KServe's
 // "/openai/v1".
 inline constexpr const char* kOpenAiPrefixes[] = {"/v1", "/openai/v1"};
 
-// The label of a path: the service's own route (model ids as {id}) or "other".
+// Which probe `path` (no query string) is, if any.
+Probe ProbeOf(std::string_view path);
+// The label of a path: the label of the table's route it matches (any method), or "other".
 std::string RouteLabel(const std::string& path);
-
-// Whether a route label (RouteLabel) is an inference route: a generation or an embedding under
-// any OpenAI prefix, or the Ollama API's. Their refusals before a model ran are counted in
-// ebb_requests_refused_total (server.cpp's access logger).
+// Whether a route label (RouteLabel) is an inference route (RouteKind::kInference).
 bool IsInferenceRoute(const std::string& label);
 
 }  // namespace ebb::server

@@ -237,23 +237,25 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
 
   // Liveness: the process answers. Readiness: it can serve (not draining, not stalled); LiteLLM
   // and KServe probe the same two under their own names (routes.h).
-  for (const char* path : {"/health", "/health/liveliness", "/v2/health/live"}) {
-    http_->Get(path, [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"status":"ok"})", "application/json");
-    });
+  for (const RouteSpec& r : Routes()) {
+    if (r.kind == RouteKind::kLive) {
+      Handle(r.method, std::string(r.label), [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"status":"ok"})", "application/json");
+      });
+    } else if (r.kind == RouteKind::kReady) {
+      Handle(r.method, std::string(r.label),
+             [this](const httplib::Request&, httplib::Response& res) {
+               const Readiness rd = admission_->Check();
+               nlohmann::json body = {{"status", rd.status}};
+               if (!rd.ready) {
+                 res.status = 503;
+                 body["reason"] = rd.reason;
+               }
+               res.set_content(body.dump(), "application/json");
+             });
+    }
   }
-  for (const char* path : {"/ready", "/health/readiness", "/v2/health/ready"}) {
-    http_->Get(path, [this](const httplib::Request&, httplib::Response& res) {
-      const Readiness r = admission_->Check();
-      nlohmann::json body = {{"status", r.status}};
-      if (!r.ready) {
-        res.status = 503;
-        body["reason"] = r.reason;
-      }
-      res.set_content(body.dump(), "application/json");
-    });
-  }
-  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  Handle("GET", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       res.set_content(metrics_->Render(*runtime_, *manager_, *admission_),
                       "text/plain; version=0.0.4; charset=utf-8");
@@ -262,7 +264,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   RegisterOpenAiRoutes();
   RegisterOllamaRoutes();
   RegisterAdminRoutes();
-  RegisterMemoryPage(*http_);
+  Handle("GET", "/", ServeMemoryPage);
 }
 
 Server::~Server() {
@@ -292,6 +294,24 @@ void Server::Bind() {
 }
 
 int Server::port() const { return port_; }
+
+void Server::Handle(std::string_view method, const std::string& label,
+                    std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+  if (FindRoute(method, label) == nullptr) {
+    throw Error(ErrorCode::Internal, "route " + std::string(method) + " " + label +
+                                         " is not in server/routes.cpp's table; add it there");
+  }
+  const std::string pattern = RoutePattern(label);
+  if (method == "GET") {
+    http_->Get(pattern, std::move(handler));
+  } else if (method == "POST") {
+    http_->Post(pattern, std::move(handler));
+  } else if (method == "PATCH") {
+    http_->Patch(pattern, std::move(handler));
+  } else {
+    http_->Delete(pattern, std::move(handler));
+  }
+}
 
 void Server::Run() {
   EBB_LOG_INFO("ebb serve listening on http://{}:{}", options_.host, port_);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ebb/model_manager.h"
@@ -91,6 +92,11 @@ class Server {
 
  private:
   // Routes (server_openai.cpp, server_admin.cpp, server_ollama.cpp).
+  // Registers `handler` for the route of `method` and `label` in server/routes.cpp's table (its
+  // pattern from the label). A route missing from the table throws Internal when the server is
+  // built, so every test that starts one catches it.
+  void Handle(std::string_view method, const std::string& label,
+              std::function<void(const httplib::Request&, httplib::Response&)> handler);
   void RegisterOpenAiRoutes();
   void RegisterAdminRoutes();
   void ChatOrCompletion(const httplib::Request& req, httplib::Response& res, bool chat);

@@ -178,206 +178,217 @@ Json UsageJson(const Metrics::Usage& u) {
 }  // namespace
 
 void Server::RegisterAdminRoutes() {
-  http_->Post(
-      R"(/v1/models/([^/]+)/load)", [this](const httplib::Request& req, httplib::Response& res) {
-        Guard(res, [&] {
-          const std::string id = req.matches[1];
-          const Json body = BodyObject(req);
-          const OptionList extra = OptionListFromJson(body);
-          if (!IsAdmin(req)) {
-            RefuseAdminOnlyOptions(extra);
-            // The load's own prefix_cache.max_bytes, as a run option may not either.
-            std::vector<std::pair<std::string, std::optional<std::string>>> budget;
-            for (const auto& [k, v] : extra) {
-              if (k == "prefix_cache.max_bytes" || k == "run_options.prefix_cache.max_bytes") {
-                budget.emplace_back("prefix_cache.max_bytes", v);
-              }
-            }
-            RefuseRaisedRunOptions(budget, AdminPrefixBudgetOf(id));
-          }
-          std::optional<bool> pin;
-          if (auto it = body.find("pin"); it != body.end() && !it->is_null()) {
-            if (!it->is_boolean()) ThrowBadField("pin", "'pin' must be true or false");
-            pin = it->get<bool>();
-          }
-          try {
-            manager_->Load(id, extra, KeepAliveFromJson(body), pin);
-          } catch (const Error& e) {
-            ApiError a = FromError(e);
-            if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
-            throw ApiException(a);
-          }
-          res.set_content(Dump(ManagedJson(manager_->Get(id))), "application/json");
-        });
-      });
-  http_->Post(R"(/v1/models/([^/]+)/unload)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                Guard(res, [&] {
-                  const std::string id = req.matches[1];
-                  const Json body = BodyObject(req);
-                  bool force = false;
-                  if (auto it = body.find("force"); it != body.end() && !it->is_null()) {
-                    if (!it->is_boolean()) ThrowBadField("force", "'force' must be true or false");
-                    force = it->get<bool>();
-                  }
-                  manager_->Unload(id, force);
-                  res.set_content(Dump(Json{{"id", id}, {"unloaded", true}}), "application/json");
-                });
-              });
-  http_->Get(R"(/v1/models/([^/]+)/runtime)", [this](const httplib::Request& req,
-                                                     httplib::Response& res) {
-    Guard(res, [&] {
-      const std::string id = req.matches[1];
-      auto model = LoadedModel(*runtime_, id);
-      res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))), "application/json");
-    });
-  });
-  http_->Patch(R"(/v1/models/([^/]+)/runtime)", [this](const httplib::Request& req,
-                                                       httplib::Response& res) {
-    Guard(res, [&] {
-      const std::string id = req.matches[1];
-      const Json body = BodyObject(req);
-      auto model = LoadedModel(*runtime_, id);
-      ModelControls& h = model->runtime();
-      // Check everything first, then apply: a bad field changes nothing.
-      std::vector<std::pair<std::string, std::optional<std::string>>> run;
-      if (auto it = body.find("run_options"); it != body.end() && !it->is_null()) {
-        if (!it->is_object()) {
-          ThrowBadField("run_options", "'run_options' must be an object (null clears a key)");
-        }
-        for (const auto& [k, v] : it->items()) {
-          if (v.is_null()) {
-            run.emplace_back(k, std::nullopt);
-          } else {
-            run.emplace_back(k, JsonScalarText(v, "run_options." + k));
-          }
-        }
-      }
-      std::optional<uint32_t> every;
-      if (auto it = body.find("shrink_every"); it != body.end() && !it->is_null()) {
-        if (!it->is_number_unsigned() || it->get<uint64_t>() > UINT32_MAX) {
-          ThrowBadField("shrink_every", "'shrink_every' must be a number of requests (0 = off)");
-        }
-        every = static_cast<uint32_t>(it->get<uint64_t>());
-      }
-      std::optional<uint64_t> above;
-      if (auto it = body.find("shrink_above"); it != body.end() && !it->is_null()) {
-        try {
-          above = ParseByteSize(JsonScalarText(*it, "shrink_above"), "shrink_above");
-        } catch (const Error& e) {
-          ThrowBadField("shrink_above", e.what());
-        }
-      }
-      if (!IsAdmin(req)) RefuseRaisedRunOptions(run, AdminPrefixBudgetOf(id));
-      for (const auto& [k, v] : run) {
-        if (v) {
-          try {
-            h.SetRunOption(k, *v);
-          } catch (const Error& e) {
-            ThrowBadField("run_options." + k, e.what());
-          }
-        } else {
-          h.ClearRunOption(k);
-        }
-      }
-      if (every) h.ShrinkEvery(*every);
-      if (above) h.ShrinkAbove(*above);
-      // Kept for the id: applied again when it is loaded after an unload, expiry or eviction.
-      try {
-        manager_->RememberTier2(id, run, every, above);
-      } catch (const Error&) {
-        // Loaded outside the manager's ids (an SDK load): nothing to remember it under.
-      }
-      res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))), "application/json");
-    });
-  });
-  http_->Post(R"(/v1/models/([^/]+)/runtime/shrink)", [this](const httplib::Request& req,
-                                                             httplib::Response& res) {
-    Guard(res, [&] {
-      const std::string id = req.matches[1];
-      const Json body = BodyObject(req);
-      std::string when = "now";
-      if (auto it = body.find("when"); it != body.end() && !it->is_null()) {
-        if (!it->is_string()) ThrowBadField("when", "'when' must be a string");
-        when = it->get<std::string>();
-      }
-      if (when != "now" && when != "after_next_run") {
-        ThrowBadField("when", "'when' must be \"now\" or \"after_next_run\"");
-      }
-      auto model = LoadedModel(*runtime_, id);
-      if (when == "now") {
-        model->runtime().ShrinkArena();
-      } else {
-        model->runtime().ShrinkAfterNextRun();
-      }
-      res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))), "application/json");
-    });
-  });
-  http_->Post(R"(/v1/models/([^/]+)/runtime/release_weights)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                Guard(res, [&] {
-                  const std::string id = req.matches[1];
-                  BodyObject(req);  // a JSON object (or empty), like the other verbs
-                  auto model = LoadedModel(*runtime_, id);
-                  const WeightsRelease r = model->runtime().ReleaseWeights();
-                  Json j = ModelRuntimeJson(id, *model, manager_->Get(id));
-                  j["release"] = internal::WeightsReleaseJson(r);
-                  res.set_content(Dump(j), "application/json");
-                });
-              });
+  Handle("POST", "/v1/models/{id}/load",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             const Json body = BodyObject(req);
+             const OptionList extra = OptionListFromJson(body);
+             if (!IsAdmin(req)) {
+               RefuseAdminOnlyOptions(extra);
+               // The load's own prefix_cache.max_bytes, as a run option may not either.
+               std::vector<std::pair<std::string, std::optional<std::string>>> budget;
+               for (const auto& [k, v] : extra) {
+                 if (k == "prefix_cache.max_bytes" || k == "run_options.prefix_cache.max_bytes") {
+                   budget.emplace_back("prefix_cache.max_bytes", v);
+                 }
+               }
+               RefuseRaisedRunOptions(budget, AdminPrefixBudgetOf(id));
+             }
+             std::optional<bool> pin;
+             if (auto it = body.find("pin"); it != body.end() && !it->is_null()) {
+               if (!it->is_boolean()) ThrowBadField("pin", "'pin' must be true or false");
+               pin = it->get<bool>();
+             }
+             try {
+               manager_->Load(id, extra, KeepAliveFromJson(body), pin);
+             } catch (const Error& e) {
+               ApiError a = FromError(e);
+               if (e.code() == ErrorCode::NotFound) a.code = "model_not_found";
+               throw ApiException(a);
+             }
+             res.set_content(Dump(ManagedJson(manager_->Get(id))), "application/json");
+           });
+         });
+  Handle("POST", "/v1/models/{id}/unload",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             const Json body = BodyObject(req);
+             bool force = false;
+             if (auto it = body.find("force"); it != body.end() && !it->is_null()) {
+               if (!it->is_boolean()) ThrowBadField("force", "'force' must be true or false");
+               force = it->get<bool>();
+             }
+             manager_->Unload(id, force);
+             res.set_content(Dump(Json{{"id", id}, {"unloaded", true}}), "application/json");
+           });
+         });
+  Handle("GET", "/v1/models/{id}/runtime",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             auto model = LoadedModel(*runtime_, id);
+             res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))),
+                             "application/json");
+           });
+         });
+  Handle("PATCH", "/v1/models/{id}/runtime",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             const Json body = BodyObject(req);
+             auto model = LoadedModel(*runtime_, id);
+             ModelControls& h = model->runtime();
+             // Check everything first, then apply: a bad field changes nothing.
+             std::vector<std::pair<std::string, std::optional<std::string>>> run;
+             if (auto it = body.find("run_options"); it != body.end() && !it->is_null()) {
+               if (!it->is_object()) {
+                 ThrowBadField("run_options",
+                               "'run_options' must be an object (null clears a key)");
+               }
+               for (const auto& [k, v] : it->items()) {
+                 if (v.is_null()) {
+                   run.emplace_back(k, std::nullopt);
+                 } else {
+                   run.emplace_back(k, JsonScalarText(v, "run_options." + k));
+                 }
+               }
+             }
+             std::optional<uint32_t> every;
+             if (auto it = body.find("shrink_every"); it != body.end() && !it->is_null()) {
+               if (!it->is_number_unsigned() || it->get<uint64_t>() > UINT32_MAX) {
+                 ThrowBadField("shrink_every",
+                               "'shrink_every' must be a number of requests (0 = off)");
+               }
+               every = static_cast<uint32_t>(it->get<uint64_t>());
+             }
+             std::optional<uint64_t> above;
+             if (auto it = body.find("shrink_above"); it != body.end() && !it->is_null()) {
+               try {
+                 above = ParseByteSize(JsonScalarText(*it, "shrink_above"), "shrink_above");
+               } catch (const Error& e) {
+                 ThrowBadField("shrink_above", e.what());
+               }
+             }
+             if (!IsAdmin(req)) RefuseRaisedRunOptions(run, AdminPrefixBudgetOf(id));
+             for (const auto& [k, v] : run) {
+               if (v) {
+                 try {
+                   h.SetRunOption(k, *v);
+                 } catch (const Error& e) {
+                   ThrowBadField("run_options." + k, e.what());
+                 }
+               } else {
+                 h.ClearRunOption(k);
+               }
+             }
+             if (every) h.ShrinkEvery(*every);
+             if (above) h.ShrinkAbove(*above);
+             // Kept for the id: applied again when it is loaded after an unload, expiry or
+             // eviction.
+             try {
+               manager_->RememberTier2(id, run, every, above);
+             } catch (const Error&) {
+               // Loaded outside the manager's ids (an SDK load): nothing to remember it under.
+             }
+             res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))),
+                             "application/json");
+           });
+         });
+  Handle("POST", "/v1/models/{id}/runtime/shrink",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             const Json body = BodyObject(req);
+             std::string when = "now";
+             if (auto it = body.find("when"); it != body.end() && !it->is_null()) {
+               if (!it->is_string()) ThrowBadField("when", "'when' must be a string");
+               when = it->get<std::string>();
+             }
+             if (when != "now" && when != "after_next_run") {
+               ThrowBadField("when", "'when' must be \"now\" or \"after_next_run\"");
+             }
+             auto model = LoadedModel(*runtime_, id);
+             if (when == "now") {
+               model->runtime().ShrinkArena();
+             } else {
+               model->runtime().ShrinkAfterNextRun();
+             }
+             res.set_content(Dump(ModelRuntimeJson(id, *model, manager_->Get(id))),
+                             "application/json");
+           });
+         });
+  Handle("POST", "/v1/models/{id}/runtime/release_weights",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             BodyObject(req);  // a JSON object (or empty), like the other verbs
+             auto model = LoadedModel(*runtime_, id);
+             const WeightsRelease r = model->runtime().ReleaseWeights();
+             Json j = ModelRuntimeJson(id, *model, manager_->Get(id));
+             j["release"] = internal::WeightsReleaseJson(r);
+             res.set_content(Dump(j), "application/json");
+           });
+         });
   // The prefix cache (docs/http_api.md "Prefix cache"): pin, unpin, drop the unpinned blocks.
-  http_->Post(R"(/v1/models/([^/]+)/prefix)", [this](const httplib::Request& req,
-                                                     httplib::Response& res) {
-    Guard(res, [&] {
-      const std::string id = req.matches[1];
-      const PrefixRequest p = ParsePrefixRequest(req.body);
-      auto model = LoadedModel(*runtime_, id);
-      ModelControls& h = model->runtime();
-      const std::string shown = internal::EscapeForMessage(id, 200);
-      if (!model->info().is_encoder && h.Stats().prefix_cache.max_bytes == 0) {
-        throw ApiException(ApiError{
-            409, "conflict_error",
-            "the prefix cache of model '" + shown +
-                "' is off (prefix_cache.max_bytes=0), so nothing can be pinned: turn it on "
-                "with PATCH /v1/models/" +
-                shown +
-                "/runtime {\"run_options\": {\"prefix_cache.max_bytes\": \"64MiB\"}} (ebb model "
-                "set-runtime-option " +
-                shown +
-                " prefix_cache.max_bytes=64MiB), or load the model with the option "
-                "prefix_cache.max_bytes (ebb serve --option prefix_cache.max_bytes=64MiB); then "
-                "pin",
-            std::nullopt, "prefix_cache_off", 0, ErrorCode::FailedPrecondition});
-      }
-      const std::vector<int32_t> tokens = PrefixTokens(p, *model, id);
-      // Pinning prefills what the cache does not hold yet: compute, so it takes a slot like a
-      // request (429 when the queue is full).
-      const Admission::Ticket ticket = admission_->Enter();
-      const PrefixPin pin = h.PinPrefix(tokens);
-      res.set_content(Dump(PrefixAnswer(internal::PrefixPinJson(pin), *model)), "application/json");
-    });
-  });
-  http_->Delete(R"(/v1/models/([^/]+)/prefix)", [this](const httplib::Request& req,
-                                                       httplib::Response& res) {
-    Guard(res, [&] {
-      const std::string id = req.matches[1];
-      const PrefixRequest p = ParsePrefixRequest(req.body);
-      auto model = LoadedModel(*runtime_, id);
-      const PrefixPin pin = model->runtime().UnpinPrefix(PrefixTokens(p, *model, id));
-      res.set_content(Dump(PrefixAnswer(internal::PrefixPinJson(pin), *model)), "application/json");
-    });
-  });
-  http_->Post(R"(/v1/models/([^/]+)/prefix/drop)", [this](const httplib::Request& req,
-                                                          httplib::Response& res) {
-    Guard(res, [&] {
-      const std::string id = req.matches[1];
-      BodyObject(req);  // a JSON object (or empty), like the other verbs
-      auto model = LoadedModel(*runtime_, id);
-      const uint64_t freed = model->runtime().DropPrefixCache();
-      res.set_content(Dump(PrefixAnswer(Json{{"freed_bytes", freed}}, *model)), "application/json");
-    });
-  });
-  http_->Get("/v1/runtime", [this](const httplib::Request&, httplib::Response& res) {
+  Handle("POST", "/v1/models/{id}/prefix",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             const PrefixRequest p = ParsePrefixRequest(req.body);
+             auto model = LoadedModel(*runtime_, id);
+             ModelControls& h = model->runtime();
+             const std::string shown = internal::EscapeForMessage(id, 200);
+             if (!model->info().is_encoder && h.Stats().prefix_cache.max_bytes == 0) {
+               throw ApiException(ApiError{
+                   409, "conflict_error",
+                   "the prefix cache of model '" + shown +
+                       "' is off (prefix_cache.max_bytes=0), so nothing can be pinned: turn it on "
+                       "with PATCH /v1/models/" +
+                       shown +
+                       "/runtime {\"run_options\": {\"prefix_cache.max_bytes\": \"64MiB\"}} (ebb "
+                       "model "
+                       "set-runtime-option " +
+                       shown +
+                       " prefix_cache.max_bytes=64MiB), or load the model with the option "
+                       "prefix_cache.max_bytes (ebb serve --option prefix_cache.max_bytes=64MiB); "
+                       "then "
+                       "pin",
+                   std::nullopt, "prefix_cache_off", 0, ErrorCode::FailedPrecondition});
+             }
+             const std::vector<int32_t> tokens = PrefixTokens(p, *model, id);
+             // Pinning prefills what the cache does not hold yet: compute, so it takes a slot like
+             // a request (429 when the queue is full).
+             const Admission::Ticket ticket = admission_->Enter();
+             const PrefixPin pin = h.PinPrefix(tokens);
+             res.set_content(Dump(PrefixAnswer(internal::PrefixPinJson(pin), *model)),
+                             "application/json");
+           });
+         });
+  Handle("DELETE", "/v1/models/{id}/prefix",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             const PrefixRequest p = ParsePrefixRequest(req.body);
+             auto model = LoadedModel(*runtime_, id);
+             const PrefixPin pin = model->runtime().UnpinPrefix(PrefixTokens(p, *model, id));
+             res.set_content(Dump(PrefixAnswer(internal::PrefixPinJson(pin), *model)),
+                             "application/json");
+           });
+         });
+  Handle("POST", "/v1/models/{id}/prefix/drop",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           Guard(res, [&] {
+             const std::string id = req.matches[1];
+             BodyObject(req);  // a JSON object (or empty), like the other verbs
+             auto model = LoadedModel(*runtime_, id);
+             const uint64_t freed = model->runtime().DropPrefixCache();
+             res.set_content(Dump(PrefixAnswer(Json{{"freed_bytes", freed}}, *model)),
+                             "application/json");
+           });
+         });
+  Handle("GET", "/v1/runtime", [this](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       const MemoryStats s = runtime_->Stats();
       // Cumulative counters per model, so that a client (the memory page) derives requests/s

@@ -117,21 +117,21 @@ uint64_t ModelBytes(const ModelSummary& s) {
 
 void Server::RegisterOllamaRoutes() {
   for (const bool chat : {false, true}) {
-    http_->Post(chat ? "/api/chat" : "/api/generate",
-                [this, chat](const httplib::Request& req, httplib::Response& res) {
-                  OllamaGenerate(req, res, chat);
-                });
+    Handle("POST", chat ? "/api/chat" : "/api/generate",
+           [this, chat](const httplib::Request& req, httplib::Response& res) {
+             OllamaGenerate(req, res, chat);
+           });
   }
   for (const bool legacy : {false, true}) {
-    http_->Post(legacy ? "/api/embeddings" : "/api/embed",
-                [this, legacy](const httplib::Request& req, httplib::Response& res) {
-                  OllamaEmbed(req, res, legacy);
-                });
+    Handle("POST", legacy ? "/api/embeddings" : "/api/embed",
+           [this, legacy](const httplib::Request& req, httplib::Response& res) {
+             OllamaEmbed(req, res, legacy);
+           });
   }
-  http_->Get("/api/version", [](const httplib::Request&, httplib::Response& res) {
+  Handle("GET", "/api/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(Dump(Json{{"version", Version()}}), "application/json");
   });
-  http_->Get("/api/tags", [this](const httplib::Request&, httplib::Response& res) {
+  Handle("GET", "/api/tags", [this](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       Json models = Json::array();
       for (const ManagedModel& m : manager_->List()) {
@@ -149,7 +149,7 @@ void Server::RegisterOllamaRoutes() {
       res.set_content(Dump(Json{{"models", models}}), "application/json");
     });
   });
-  http_->Get("/api/ps", [this](const httplib::Request&, httplib::Response& res) {
+  Handle("GET", "/api/ps", [this](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       Json models = Json::array();
       for (const ManagedModel& m : manager_->List()) {
@@ -180,7 +180,7 @@ void Server::RegisterOllamaRoutes() {
       res.set_content(Dump(Json{{"models", models}}), "application/json");
     });
   });
-  http_->Post("/api/show", [this](const httplib::Request& req, httplib::Response& res) {
+  Handle("POST", "/api/show", [this](const httplib::Request& req, httplib::Response& res) {
     Guard(res, [&] {
       const std::string id = ParseOllamaShow(req.body);
       ManagedModel m;
@@ -226,10 +226,10 @@ void Server::RegisterOllamaRoutes() {
                        std::nullopt, "unsupported", 0});
   };
   for (const char* p : {"/api/pull", "/api/push", "/api/create", "/api/copy"}) {
-    http_->Post(p, registry);
+    Handle("POST", p, registry);
   }
-  http_->Delete("/api/delete", registry);
-  http_->Post(R"(/api/blobs/([^/]+))", registry);
+  Handle("DELETE", "/api/delete", registry);
+  Handle("POST", "/api/blobs/{digest}", registry);
 }
 
 void Server::OllamaEmbed(const httplib::Request& req, httplib::Response& res, bool legacy) {

@@ -276,34 +276,35 @@ void Server::RegisterOpenAiRoutes() {
   };
   // The same handlers under /v1 and under KServe's /openai/v1 (routes.h).
   for (const std::string prefix : kOpenAiPrefixes) {
-    http_->Post(prefix + "/chat/completions",
-                [this](const httplib::Request& req, httplib::Response& res) {
-                  ChatOrCompletion(req, res, true);
-                });
-    http_->Post(prefix + "/completions",
-                [this](const httplib::Request& req, httplib::Response& res) {
-                  ChatOrCompletion(req, res, false);
-                });
-    http_->Post(prefix + "/embeddings", [this](const httplib::Request& req,
-                                               httplib::Response& res) { Embeddings(req, res); });
-    http_->Get(
-        prefix + "/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
-          Guard(res, [&] {
-            Json data = Json::array();
-            for (const auto& m : manager_->List()) data.push_back(model_json(m));
-            res.set_content(Dump(Json{{"object", "list"}, {"data", data}}), "application/json");
-          });
-        });
-    http_->Get(prefix + R"(/models/([^/]+))", [this, model_json](const httplib::Request& req,
-                                                                 httplib::Response& res) {
-      Guard(res, [&] {
-        try {
-          res.set_content(Dump(model_json(manager_->Get(req.matches[1]))), "application/json");
-        } catch (const Error& e) {
-          throw ApiException(ModelError(e));
-        }
-      });
-    });
+    Handle("POST", prefix + "/chat/completions",
+           [this](const httplib::Request& req, httplib::Response& res) {
+             ChatOrCompletion(req, res, true);
+           });
+    Handle("POST", prefix + "/completions",
+           [this](const httplib::Request& req, httplib::Response& res) {
+             ChatOrCompletion(req, res, false);
+           });
+    Handle("POST", prefix + "/embeddings",
+           [this](const httplib::Request& req, httplib::Response& res) { Embeddings(req, res); });
+    Handle("GET", prefix + "/models",
+           [this, model_json](const httplib::Request&, httplib::Response& res) {
+             Guard(res, [&] {
+               Json data = Json::array();
+               for (const auto& m : manager_->List()) data.push_back(model_json(m));
+               res.set_content(Dump(Json{{"object", "list"}, {"data", data}}), "application/json");
+             });
+           });
+    Handle("GET", prefix + "/models/{id}",
+           [this, model_json](const httplib::Request& req, httplib::Response& res) {
+             Guard(res, [&] {
+               try {
+                 res.set_content(Dump(model_json(manager_->Get(req.matches[1]))),
+                                 "application/json");
+               } catch (const Error& e) {
+                 throw ApiException(ModelError(e));
+               }
+             });
+           });
   }
 }
 

@@ -40,6 +40,38 @@ TEST(Routes, OnlyKnownRoutesBecomeLabels) {
   EXPECT_EQ(RouteLabel("/\xff\xfe"), "other");
 }
 
+// Issue 38: routes were registered in four files and listed again as strings here, so the
+// Ollama registry routes had no label. Now one table registers them and yields the labels.
+TEST(Routes, OneTableGivesPatternsLabelsAndKinds) {
+  EXPECT_EQ(RoutePattern("/v1/models/{id}/prefix"), "/v1/models/([^/]+)/prefix");
+  EXPECT_EQ(RoutePattern("/metrics"), "/metrics");
+  EXPECT_EQ(RouteLabel("/api/blobs/sha256-abc"), "/api/blobs/{digest}");
+  EXPECT_EQ(RouteLabel("/api/delete"), "/api/delete");
+  EXPECT_EQ(RouteLabel("/api/blobs/"), "other");
+  EXPECT_TRUE(IsInferenceRoute("/openai/v1/completions"));
+  EXPECT_TRUE(IsInferenceRoute("/api/embed"));
+  EXPECT_FALSE(IsInferenceRoute("/v1/models"));
+  EXPECT_FALSE(IsInferenceRoute("other"));
+  EXPECT_EQ(FindRoute("GET", "/v1/models/{id}/load"), nullptr) << "load is a POST";
+  for (const RouteSpec& r : Routes()) {
+    // A path built from the label (each {name} filled) is labelled back with it.
+    std::string path;
+    for (size_t i = 0; i < r.label.size(); ++i) {
+      if (r.label[i] == '{') {
+        path += "m-1";
+        i = r.label.find('}', i);
+      } else {
+        path += r.label[i];
+      }
+    }
+    EXPECT_EQ(RouteLabel(path), r.label) << path;
+    EXPECT_EQ(FindRoute(r.method, r.label), &r) << r.label;
+    EXPECT_EQ(ProbeOf(r.label) != Probe::kNone,
+              r.kind == RouteKind::kLive || r.kind == RouteKind::kReady)
+        << r.label;
+  }
+}
+
 TEST(AdmissionReadiness, StalledOnlyWhileWorkIsPendingWithoutProgress) {
   Admission a(1, 4, std::chrono::milliseconds(100));
   EXPECT_TRUE(a.Check().ready);
