@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "ebb/options.h"
+#include "model/model_cache_key.h"
 #include "ort/provider_options.h"
 #include "ort/session_options.h"
 
@@ -146,9 +147,5 @@ class ModelCache {
   uint64_t max_bytes_ = 0;
   double build_started_ms_ = 0;
 };
-
-// The CPU features MLAS picks its kernels (and so its prepacked layouts) by, as a short text:
-// e.g. "x86-64 avx2 fma f16c avx512f avx512bw avx512vl avx512vnni amx". Part of the cache key.
-std::string IsaLevel();
 
 }  // namespace ebb::internal

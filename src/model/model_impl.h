@@ -26,6 +26,7 @@
 #include "memory/shrink_controller.h"
 #include "model/constraint_cache.h"
 #include "model/genai_config.h"
+#include "model/graph_io.h"
 #include "model/model_host.h"
 #include "model/run_option_ledger.h"
 #include "model/step_runner.h"
@@ -38,38 +39,6 @@ namespace ebb::internal {
 class DecodeBatcher;    // generate/decode_batcher.h (created by it; held here type-erased)
 class CacheBuilder;     // model/cache_builder.h
 class MappedFileGuard;  // memory/mapped_file_guard.h
-
-// What the generator must feed and read, resolved against the graph at load time.
-struct DecoderIo {
-  std::string input_ids;
-  ONNXTensorElementDataType input_ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  std::string attention_mask;  // empty: the graph has none
-  ONNXTensorElementDataType attention_mask_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  std::string position_ids;  // empty: the graph has none
-  ONNXTensorElementDataType position_ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  bool combined_kv = false;                // gpt2 "past_%d": [2, B, H, S, D]
-  std::vector<std::string> past_names;     // per layer: K, V (or one combined)
-  std::vector<std::string> present_names;  // same order
-  ONNXTensorElementDataType kv_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-  std::string logits;
-  ONNXTensorElementDataType logits_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-  // Non-empty when the graph was rewritten for last-position logits (last_logits.h): feed it
-  // int64 [B] flat indices (b * S + the position row b samples); logits are then [B, 1, vocab].
-  std::string logits_index;
-};
-
-// What an encoder (ModelInfo::is_encoder) must feed and read, resolved against the graph.
-struct EncoderIo {
-  std::string input_ids;
-  ONNXTensorElementDataType input_ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  std::string attention_mask;  // empty: the graph has none
-  ONNXTensorElementDataType attention_mask_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  std::string token_type_ids;  // empty: the graph has none (fed as zeros otherwise)
-  ONNXTensorElementDataType token_type_ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  std::string last_hidden_state;  // [B, S, H]; empty: the graph has none
-  std::string pooled;             // sentence_embedding or pooler_output [B, H]; empty: none
-  int32_t hidden_size = 0;        // from the config or the graph; 0: known after the first Run
-};
 
 // The concrete Model. Public ebb::Model methods downcast to it (ImplOf); nothing else derives.
 //
