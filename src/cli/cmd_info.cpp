@@ -94,7 +94,7 @@ void RegisterInfoCommand(CLI::App& app) {
       j["onnxruntime_version"] = OrtVersion();
       j["execution_providers"] = AvailableProviders();
       j["cpu_kernels"] = CpuKernels();
-      j["model"] = internal::ToJson(summary);
+      j["model"] = internal::ModelFolderInfoJson(summary);
       if (webgpu) j["gpu_adapters"] = GpuAdaptersJson(adapters);
       std::cout << j.dump(2) << "\n";
       return;

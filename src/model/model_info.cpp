@@ -79,9 +79,9 @@ std::string ElementTypeName(int type) {
   }
 }
 
-ModelSummary DescribeModel(const std::filesystem::path& dir,
-                           const std::string& execution_provider) {
-  ModelSummary s;
+ModelFolderInfo DescribeModel(const std::filesystem::path& dir,
+                              const std::string& execution_provider) {
+  ModelFolderInfo s;
   s.config = LoadModelFolderConfig(dir);
   std::error_code ec;
   for (const auto& entry :
@@ -163,7 +163,7 @@ ModelSummary DescribeModel(const std::filesystem::path& dir,
   return s;
 }
 
-nlohmann::json ToJson(const ModelSummary& s) {
+nlohmann::json ModelFolderInfoJson(const ModelFolderInfo& s) {
   const GenaiConfig& c = s.config;
   nlohmann::json j;
   j["path"] = c.dir.string();

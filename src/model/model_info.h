@@ -1,4 +1,5 @@
-// A summary of a model folder for `ebb info`: the config plus the ONNX graph's interface.
+// What a model folder is, without loading it, for `ebb info`: the config plus the ONNX graph's
+// interface. (A loaded model's runtime entry is ebb::ModelSummary, ebb/runtime.h: another thing.)
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@ struct TensorInfo {
   std::vector<std::string> shape;  // symbolic dims by name, fixed ones as numbers
 };
 
-struct ModelSummary {
+struct ModelFolderInfo {
   GenaiConfig config;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
@@ -44,10 +45,11 @@ struct ModelSummary {
 // config's, without appending them: the kernels line names the config's accelerator). With an
 // accelerator, the session is created on it: an unusable provider or device throws what a load
 // throws (Unavailable, naming the fix), and `device`, `adapter` and `placement` are filled.
-ModelSummary DescribeModel(const std::filesystem::path& dir,
-                           const std::string& execution_provider = "");
+ModelFolderInfo DescribeModel(const std::filesystem::path& dir,
+                              const std::string& execution_provider = "");
 
-nlohmann::json ToJson(const ModelSummary& s);
+// `ebb info --json`'s "model" document.
+nlohmann::json ModelFolderInfoJson(const ModelFolderInfo& s);
 
 // Element type name used in summaries and error messages.
 std::string ElementTypeName(int onnx_element_type);

@@ -159,7 +159,7 @@ TEST(InfoKvBytesIssue10, Fp16KvCountsTwoBytesPerElement) {
   EXPECT_EQ(
       f16.kv_bytes_per_token,
       ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-fp16io")->info().kv_bytes_per_token);
-  EXPECT_EQ(internal::ToJson(f16)["kv_element_type"], "float16");
+  EXPECT_EQ(internal::ModelFolderInfoJson(f16)["kv_element_type"], "float16");
 }
 
 }  // namespace
