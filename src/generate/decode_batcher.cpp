@@ -1,8 +1,5 @@
 #include "generate/decode_batcher.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -43,72 +40,41 @@ DecodeBatcher::DecodeBatcher(ModelImpl& model, const KvShape& row_shape, int max
       max_rows_(max_rows),
       no_wait_(no_wait),
       max_wait_us_(max_wait_us),
+      region_(row_shape, max_rows),
       feed_(model) {
   if (shape_.combined) throw Error(ErrorCode::Internal, "a combined KV layout cannot be batched");
-  const uint64_t page = internal::PageSize();
-  token_bytes_ = static_cast<uint64_t>(shape_.kv_heads) * shape_.head_size * shape_.elem_bytes;
-  while ((static_cast<uint64_t>(align_tokens_) * token_bytes_) % page != 0) ++align_tokens_;
   // One spare column: a pad of a full row goes at column max_length.
-  max_stride_ = (m_.info.context_length + 1 + align_tokens_ - 1) / align_tokens_ * align_tokens_;
+  const int align = region_.align_tokens();
+  max_stride_ = (m_.info.context_length + 1 + align - 1) / align * align;
   rows_.resize(static_cast<size_t>(max_rows_));
   EBB_LOG_INFO("model '{}': batched decode of up to {} rows ({} policy)", m_.id, max_rows_,
                no_wait_ ? "no-wait" : "gather");
 }
 
-DecodeBatcher::~DecodeBatcher() { Unmap(); }
-
-void DecodeBatcher::Unmap() noexcept {
-  if (region_ != nullptr) munmap(region_, region_bytes_);
-  region_ = nullptr;
-  region_bytes_ = row_bytes_ = tensor_bytes_ = 0;
-  stride_ = 0;
-}
+DecodeBatcher::~DecodeBatcher() = default;
 
 void DecodeBatcher::EnsureColumns(int columns) {
-  if (columns <= stride_) return;
+  if (columns <= region_.stride()) return;
   // Grow by half at least (copies stay linear in the final width), in 64-token steps.
-  int64_t want = std::max<int64_t>({columns, stride_ + stride_ / 2, 64});
-  const int64_t step = std::lcm<int64_t>(align_tokens_, 64);
+  const int stride = region_.stride();
+  int64_t want = std::max<int64_t>({columns, stride + stride / 2, 64});
+  const int64_t step = std::lcm<int64_t>(region_.align_tokens(), 64);
   want = std::min<int64_t>((want + step - 1) / step * step, max_stride_);
   if (want < columns) {
     throw Error(ErrorCode::Internal, "batched decode row of " + std::to_string(columns) +
                                          " columns is over the context length (a bug in ebb)");
   }
-  const int stride = static_cast<int>(want);
-  const uint64_t row_bytes = static_cast<uint64_t>(stride) * token_bytes_;
-  const uint64_t tensor_bytes = row_bytes * static_cast<uint64_t>(max_rows_);
-  const uint64_t region_bytes = tensor_bytes * 2 * static_cast<uint64_t>(shape_.num_layers);
-  // Address space only: rows become resident as tokens are written.
-  void* p = mmap(nullptr, region_bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    throw Error(ErrorCode::ResourceExhausted, "batched decode: the OS refused to map " +
-                                                  FormatBytes(region_bytes) + " for KV rows of " +
-                                                  std::to_string(stride) + " tokens");
-  }
-  char* region = static_cast<char*>(p);
-  if (region_ != nullptr) {
-    // Copy each used row's columns that may hold valid tokens, per tensor and head.
+  // The used rows' columns that may hold valid tokens: hw, and the column of a token a step
+  // just wrote whose hw the leader has not yet raised (it does so after the engine lock).
+  std::vector<std::pair<int, int>> keep;
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    const uint64_t d_bytes = static_cast<uint64_t>(shape_.head_size) * shape_.elem_bytes;
     for (int r = 0; r < max_rows_; ++r) {
-      if (!rows_[r].used || rows_[r].hw == 0) continue;
-      const uint64_t used = static_cast<uint64_t>(std::min(rows_[r].hw, stride_)) * d_bytes;
-      for (int i = 0; i < 2 * shape_.num_layers; ++i) {
-        const char* src = region_ + i * tensor_bytes_ + r * row_bytes_;
-        char* dst = region + i * tensor_bytes + r * row_bytes;
-        for (int h = 0; h < shape_.kv_heads; ++h) {
-          std::memcpy(dst + h * stride * d_bytes, src + h * stride_ * d_bytes, used);
-        }
-      }
+      const int written = std::max(rows_[r].hw, rows_[r].pos + 1);
+      if (rows_[r].used && written > 0) keep.emplace_back(r, written);
     }
-    munmap(region_, region_bytes_);
   }
-  region_ = region;
-  region_bytes_ = region_bytes;
-  row_bytes_ = row_bytes;
-  tensor_bytes_ = tensor_bytes;
-  stride_ = stride;
+  region_.Relayout(static_cast<int>(want), keep);
 }
 
 int DecodeBatcher::Join(int max_length) {
@@ -124,14 +90,6 @@ int DecodeBatcher::Join(int max_length) {
   return -1;
 }
 
-void DecodeBatcher::ReleaseRowPages(int row) noexcept {
-  if (region_ == nullptr) return;
-  for (int i = 0; i < 2 * shape_.num_layers; ++i) {
-    madvise(region_ + i * tensor_bytes_ + static_cast<uint64_t>(row) * row_bytes_, row_bytes_,
-            MADV_DONTNEED);
-  }
-}
-
 void DecodeBatcher::Leave(int row) noexcept {
   {
     // After a running step (which may be writing a pad into this row).
@@ -140,21 +98,15 @@ void DecodeBatcher::Leave(int row) noexcept {
     rows_[row] = Row{};
     // Nothing stays mapped once every row is free (a pad may have touched a free row).
     if (std::none_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.used; })) {
-      Unmap();
+      region_.Unmap();
     } else {
-      ReleaseRowPages(row);
+      region_.ReleaseRow(row);
     }
   }
   cv_.notify_all();  // a gathering leader may have been waiting for this row
 }
 
-KvSlotView DecodeBatcher::SlotView(int row) const {
-  KvSlotView v;
-  v.base = region_ + static_cast<uint64_t>(row) * row_bytes_;
-  v.tensor_stride_bytes = tensor_bytes_;
-  v.stride_tokens = stride_;
-  return v;
-}
+KvSlotView DecodeBatcher::SlotView(int row) const { return region_.SlotView(row); }
 
 void DecodeBatcher::NoteWritten(int row, int columns) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -196,18 +148,12 @@ void DecodeBatcher::FailNextStepForTesting(int min_rows) {
 
 int DecodeBatcher::stride() {
   std::lock_guard<std::mutex> engine(engine_mu_);
-  return stride_;
+  return region_.stride();
 }
 
 uint64_t DecodeBatcher::resident_bytes() {
   std::lock_guard<std::mutex> engine(engine_mu_);
-  if (region_ == nullptr) return 0;
-  const uint64_t page = internal::PageSize();
-  std::vector<unsigned char> vec((region_bytes_ + page - 1) / page);
-  if (mincore(region_, region_bytes_, vec.data()) != 0) return 0;
-  uint64_t n = 0;
-  for (unsigned char c : vec) n += c & 1;
-  return n * page;
+  return region_.ResidentBytes();
 }
 
 bool DecodeBatcher::AllExpectedWaiting() const {

@@ -41,6 +41,7 @@
 #include <mutex>
 #include <vector>
 
+#include "kv/batch_kv_region.h"
 #include "kv/kv_cache.h"
 #include "model/decoder_feed.h"
 
@@ -109,24 +110,16 @@ class DecodeBatcher {
   // Runs one step for the rows waiting now; called by the leader with `lk` (mu_) held; releases
   // and retakes it around the Run().
   void RunStep(std::unique_lock<std::mutex>& lk);
-  void ReleaseRowPages(int row) noexcept;  // engine lock held
-  void Unmap() noexcept;                   // engine lock held
 
   ModelImpl& m_;   // non-owning: the model owns the batcher
   KvShape shape_;  // of one row (batch 1)
   int max_rows_;
   bool no_wait_;
   int max_wait_us_;
-  uint64_t token_bytes_ = 0;  // one token of one row of one tensor
-  int align_tokens_ = 1;      // strides are multiples of this (whole pages per row)
-  int max_stride_ = 0;        // context_length + 1, aligned
+  int max_stride_ = 0;  // context_length + 1, aligned to the region's align_tokens()
 
-  std::mutex engine_mu_;       // held around every Run() on region_ and every change of it
-  int stride_ = 0;             // guarded by engine_mu_: tokens per row (0: nothing mapped)
-  uint64_t row_bytes_ = 0;     // guarded by engine_mu_: one row of one tensor
-  uint64_t tensor_bytes_ = 0;  // guarded by engine_mu_: one tensor, all rows
-  char* region_ = nullptr;     // guarded by engine_mu_: owned mapping of 2 * layers tensors
-  uint64_t region_bytes_ = 0;  // guarded by engine_mu_
+  std::mutex engine_mu_;  // held around every Run() on region_ and every change of it
+  BatchKvRegion region_;  // guarded by engine_mu_: the rows' KV (kv/batch_kv_region.h)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Row> rows_;       // guarded by mu_
