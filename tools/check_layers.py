@@ -61,6 +61,11 @@ PUBLIC_API_ONLY = ["genai", "python/src", "bench/llamacpp"]
 # llama.cpp, bench/llamacpp/, uses ebb as a user does (PUBLIC_API_ONLY).
 BENCH_BAND = max(BANDS.values()) + 1
 
+# Internal headers only some folders may include, whatever their band: ModelImpl (the whole state of
+# a loaded model) is for model/ and, until they go through narrow views (issue 38), the generator,
+# the embedder and the runtime's registry. The surfaces (cli/, server/, c_api/, bench/) never.
+PRIVATE_HEADERS = {"model/model_impl.h": {"model", "generate", "embed", "runtime"}}
+
 # Namespaces, never classes: skipped when finding the class a qualified definition belongs to.
 NAMESPACES = {"ebb", "internal", "std", "detail", "proto", "onnx", "Ort", "httplib", "nlohmann"}
 
@@ -216,6 +221,11 @@ def main(root: pathlib.Path) -> int:
             if top == name or "/" not in inc or top not in BANDS:
                 return  # its own folder, or generated and third-party paths
             what = f"src/{top}/"
+        if inc in PRIVATE_HEADERS and name not in PRIVATE_HEADERS[inc]:
+            problems.append(f"{f.relative_to(root)} includes \"{inc}\": only "
+                            f"{', '.join(sorted(PRIVATE_HEADERS[inc]))}/ may (a narrow header "
+                            "declares what others need)")
+            return
         if BANDS[top] > BANDS[name]:
             problems.append(f"{f.relative_to(root)} includes \"{inc}\": {what} (band "
                             f"{BANDS[top]}) is above src/{name}/ (band {BANDS[name]})")

@@ -8,7 +8,7 @@
 #include "core/strings.h"
 #include "ebb/process_memory.h"
 #include "ebb/stats.h"
-#include "model/model_impl.h"
+#include "model/model_info.h"
 
 namespace ebb::cli {
 

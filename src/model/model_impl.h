@@ -28,6 +28,7 @@
 #include "model/genai_config.h"
 #include "model/graph_io.h"
 #include "model/model_host.h"
+#include "model/model_info.h"
 #include "model/run_option_ledger.h"
 #include "model/step_runner.h"
 #include "ort/device_target.h"
@@ -191,13 +192,6 @@ class ModelImpl final : public Model {
 inline ModelImpl& ImplOf(Model& m) { return static_cast<ModelImpl&>(m); }
 inline const ModelImpl& ImplOf(const Model& m) { return static_cast<const ModelImpl&>(m); }
 
-// The chat_template option (ebb/options.h) parsed for the model folder `dir`: the template text
-// itself, or a Jinja file. Throws NotFound (no such file) or InvalidArgument (the renderer's
-// error, with the file's name, line and column). BuildModel calls it before anything heavy; a
-// service calls it at start (ModelManager::CheckModels).
-std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path& dir,
-                                                     const std::string& value);
-
 // What a model needs generated and model/ cannot build itself (it never constructs a
 // Generator): the runtime supplies them at load.
 struct ModelSteps {
@@ -213,9 +207,5 @@ struct ModelSteps {
 std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::string id,
                                       const std::filesystem::path& dir, const ModelOptions& options,
                                       ModelSteps steps);
-
-// The bytes a load of `dir` would charge to memory.limit (its weight files), read from the
-// folder's config without loading. Throws what reading the config throws (NotFound, ...).
-uint64_t EstimateWeightsBytes(const std::filesystem::path& dir);
 
 }  // namespace ebb::internal

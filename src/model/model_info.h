@@ -1,13 +1,16 @@
-// What a model folder is, without loading it, for `ebb info`: the config plus the ONNX graph's
+// What a model folder is, without loading it (for `ebb info`, the service's checks and the load
+// progress line): the config plus the ONNX graph's
 // interface. (A loaded model's runtime entry is ebb::ModelSummary, ebb/runtime.h: another thing.)
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "ebb/chat_template.h"
 #include "model/genai_config.h"
 
 namespace ebb::internal {
@@ -50,6 +53,17 @@ ModelFolderInfo DescribeModel(const std::filesystem::path& dir,
 
 // `ebb info --json`'s "model" document.
 nlohmann::json ModelFolderInfoJson(const ModelFolderInfo& s);
+
+// The bytes a load of `dir` would charge to memory.limit (its weight files), read from the
+// folder's config without loading. Throws what reading the config throws (NotFound, ...).
+uint64_t EstimateWeightsBytes(const std::filesystem::path& dir);
+
+// The chat_template option (ebb/options.h) parsed for the model folder `dir`: the template text
+// itself, or a Jinja file. Throws NotFound (no such file) or InvalidArgument (the renderer's
+// error, with the file's name, line and column). BuildModel calls it before anything heavy; a
+// service calls it at start (ModelManager::CheckModels).
+std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path& dir,
+                                                     const std::string& value);
 
 // Element type name used in summaries and error messages.
 std::string ElementTypeName(int onnx_element_type);

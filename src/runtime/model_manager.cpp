@@ -17,7 +17,7 @@
 #include "ebb/error.h"
 #include "ebb/model_controls.h"
 #include "model/genai_config.h"
-#include "model/model_impl.h"
+#include "model/model_info.h"
 #include "ort/session_options.h"
 #include "runtime/model_folder_check.h"
 

@@ -171,3 +171,15 @@ def test_the_root_bench_may_measure_any_part_but_its_llamacpp_probe_only_the_pub
     assert r.returncode == 1
     assert 'bench/llamacpp/ebb_probe.cpp includes "kv/kv_pool.h"' in r.stdout
     assert "pool_bench" not in r.stdout
+
+
+def test_model_impl_is_private_to_the_model_and_engine_folders(tmp_path):
+    # Issue 38: cli/load_progress.cpp and runtime/model_manager.cpp included the whole ModelImpl
+    # for two folder helpers (now in model/model_info.h).
+    root = copy_of_the_tree(tmp_path)
+    f = root / "src" / "cli" / "load_progress.cpp"
+    f.write_text('#include "model/model_impl.h"\n' + f.read_text())
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert ('src/cli/load_progress.cpp includes "model/model_impl.h": only embed, generate, model, '
+            'runtime/ may') in r.stdout
