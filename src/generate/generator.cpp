@@ -18,6 +18,7 @@
 #include "generate/decode_batcher.h"
 #include "generate/generator_params.h"
 #include "generate/generator_testing.h"
+#include "generate/prefix_import.h"
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
@@ -486,66 +487,34 @@ struct Generator::Impl {
     }();
   }
 
-  // The prefix cache's longest match for a one-row first prompt (at least one token is left
-  // to prefill: its logits are needed), copied into the empty KV as the past. Returns the tokens
-  // reused (0: none). May throw ResourceExhausted from Reserve, with nothing changed.
+  // The prefix cache's longest match for a one-row first prompt, copied into the empty KV as
+  // the past (generate/prefix_import.h). Returns the tokens reused (0: none).
   int ImportPrefix(const std::vector<int32_t>& prompt) {
-    if (!cache_prompt || batch != 1 || prompt.size() < 2) return 0;
-    const internal::PrefixCache::Match match =
-        m.prefix_cache->Lookup(prompt, static_cast<int>(prompt.size()) - 1, !internal_request);
-    const int n = match.tokens();
+    if (!cache_prompt || batch != 1) return 0;
+    const int n = internal::ImportPrefix(*m.prefix_cache, *kv, {brow.batcher.get(), brow.row},
+                                         prompt, !internal_request);
     if (n == 0) return 0;
-    kv->Reserve(static_cast<int>(prompt.size()));
-    constexpr int kBlock = internal::PrefixCache::kBlockTokens;
-    const auto write = [&] {
-      for (size_t i = 0; i < match.blocks.size(); ++i) {
-        kv->WritePositions(n, 0, static_cast<int>(i) * kBlock, kBlock,
-                           static_cast<const char*>(match.blocks[i]->memory.data()));
-      }
-    };
-    if (brow.batcher) {
-      // The row is the batcher's memory: written under its engine lock, as a step would.
-      std::unique_lock<std::mutex> engine = brow.batcher->LockEngine();
-      brow.batcher->EnsureColumns(n);
-      write();
-      brow.batcher->NoteWritten(brow.row, n);
-    } else {
-      write();
-    }
     lens[0] = n;
     width = n;
     if (!right_padded) mask[0].assign(static_cast<size_t>(n), 1);
     return n;
   }
 
-  // Stores the KV of each row's tokens held in the cache (whole blocks the prefix cache does not
-  // have yet). Rows whose positions are not their tokens' (left padding) are skipped. Never
-  // throws: a store that does not fit stores less.
+  // Stores the KV of each row's tokens held in the cache (generate/prefix_import.h). Rows whose
+  // positions are not their tokens' (left padding) are skipped. Never throws.
   void StorePrefixes() {
-    // Off (prefix_cache.max_bytes=0): no store, and no batcher engine lock taken for nothing.
-    if (!cache_prompt || !m.prefix_cache->enabled()) return;
-    const auto store = [&] {
-      for (int b = 0; b < batch; ++b) {
-        const int held = std::min<int>(lens[b], static_cast<int>(sequences[b].size()));
-        if (!right_padded && (width != held || mask[b].size() != static_cast<size_t>(held) ||
-                              std::find(mask[b].begin(), mask[b].end(), 0) != mask[b].end())) {
-          continue;
-        }
-        m.prefix_cache->Store(sequences[b], held, [&](int start, char* dst) {
-          kv->ReadPositions(width, b, start, internal::PrefixCache::kBlockTokens, dst);
-        });
-      }
-    };
-    try {
-      if (brow.batcher) {
-        std::unique_lock<std::mutex> engine = brow.batcher->LockEngine();
-        store();
-      } else {
-        store();
-      }
-    } catch (const std::exception& e) {
-      EBB_LOG_WARN("prefix cache: storing '{}' failed: {}", m.id, e.what());
+    if (!cache_prompt) return;
+    std::vector<internal::StoredRow> rows(static_cast<size_t>(batch));
+    for (int b = 0; b < batch; ++b) {
+      const int held = std::min<int>(lens[b], static_cast<int>(sequences[b].size()));
+      rows[b].tokens = &sequences[b];
+      rows[b].held = held;
+      rows[b].aligned =
+          right_padded || (width == held && mask[b].size() == static_cast<size_t>(held) &&
+                           std::find(mask[b].begin(), mask[b].end(), 0) == mask[b].end());
     }
+    internal::StorePrefixes(*m.prefix_cache, *kv, {brow.batcher.get(), brow.row}, width, rows,
+                            m.id);
   }
 
   // Runs `feed` (per row, appended after the KV contents) through the model, in chunks where
