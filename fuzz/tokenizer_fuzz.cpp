@@ -181,7 +181,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;  // invalid UTF-8 (or a model error) is reported, not crashed on
     }
     for (int32_t id : ids)
-      if (id < 0 || static_cast<size_t>(id) >= t.VocabSize()) std::abort();
+      if (id < 0 || static_cast<size_t>(id) >= t.vocab_size()) std::abort();
     (void)t.Decode(ids, false);
     CheckStream(t, ids, false);
     CheckStream(t, ids, true);
@@ -191,7 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i + 1 < rest.size(); i += 2) {
     const uint32_t v = static_cast<uint8_t>(rest[i]) | (static_cast<uint8_t>(rest[i + 1]) << 8);
-    const auto id = static_cast<int32_t>(v % t.VocabSize());
+    const auto id = static_cast<int32_t>(v % t.vocab_size());
     if (t.IdToToken(id).empty()) continue;  // a hole in the id space
     ids.push_back(id);
   }

@@ -10,7 +10,7 @@
 // options (arena.*) configure an allocator registered on that Env, so every Runtime of a process
 // shares them (a second, different arena configuration is refused, naming both). Each Runtime
 // has its own models, its own memory.limit and its own observers. Runtime::Default() is the
-// runtime of Model::Load.
+// runtime of ebb::LoadModel.
 //
 // Ownership: models hold the runtime's shared state, so a Model (and its generators) may
 // outlive the Runtime object; the Runtime's destructor unloads its models without waiting on
@@ -91,12 +91,12 @@ class EBB_API Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // The runtime that Model::Load uses; created on first use, never destroyed.
+  // The runtime that ebb::LoadModel uses; created on first use, never destroyed.
   static Runtime& Default();
 
   // Loads `dir` under `id` (letters, digits and ._-:, 1 to 128 characters). Throws
   // InvalidArgument for a bad id and FailedPrecondition when the id is taken (unload it first),
-  // and whatever Model::Load throws. On failure the registry is unchanged.
+  // and whatever ebb::LoadModel throws. On failure the registry is unchanged.
   std::shared_ptr<Model> Load(const std::string& id, const std::filesystem::path& dir,
                               const ModelOptions& options = {});
   // The model under `id`; NotFound (listing the ids) when there is none.
