@@ -35,16 +35,9 @@ constexpr int kMaxDepth = 256;
 // a long text of large counts cannot exhaust memory below Grammar's own rule limit.
 constexpr int64_t kMaxExpansion = 1000000;
 
-bool IsSurrogate(uint32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '-';
-}
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // A parsed sequence element: its symbols, and the product of the bounded counts nested in it.
@@ -391,7 +384,7 @@ class Parser {
     }
     uint64_t v = 0;
     for (int i = 0; i < digits; ++i) {
-      const int h = pos_ < t_.size() ? HexValue(t_[pos_]) : -1;
+      const int h = pos_ < t_.size() ? HexDigitValue(t_[pos_]) : -1;
       if (h < 0) {
         Fail(std::string("'\\") + e + "' needs " + std::to_string(digits) + " hex digits", start);
       }
@@ -407,25 +400,9 @@ class Parser {
   }
 
   uint32_t NextCodepoint() {
-    const size_t start = pos_;
-    const auto b0 = static_cast<uint8_t>(t_[pos_]);
-    const int len = b0 < 0x80             ? 1
-                    : (b0 & 0xE0) == 0xC0 ? 2
-                    : (b0 & 0xF0) == 0xE0 ? 3
-                    : (b0 & 0xF8) == 0xF0 ? 4
-                                          : 0;
-    if (len == 0 || start + static_cast<size_t>(len) > t_.size()) Fail("invalid UTF-8", start);
-    uint32_t cp = len == 1 ? b0 : len == 2 ? (b0 & 0x1Fu) : len == 3 ? (b0 & 0x0Fu) : (b0 & 0x07u);
-    for (int i = 1; i < len; ++i) {
-      const auto b = static_cast<uint8_t>(t_[start + static_cast<size_t>(i)]);
-      if ((b & 0xC0) != 0x80) Fail("invalid UTF-8", start);
-      cp = (cp << 6) | (b & 0x3Fu);
-    }
-    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[len] || cp > kMaxCodepoint || IsSurrogate(cp)) {
-      Fail("invalid UTF-8", start);
-    }
-    pos_ = start + static_cast<size_t>(len);
+    const auto [cp, len] = DecodeUtf8At(t_, pos_);
+    if (len == 0) Fail("invalid UTF-8", pos_);
+    pos_ += len;
     return cp;
   }
 

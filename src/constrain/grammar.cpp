@@ -419,6 +419,32 @@ void AppendUtf8(uint32_t cp, std::string& out) {
   out.append(reinterpret_cast<const char*>(b), static_cast<size_t>(n));
 }
 
+int HexDigitValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::pair<uint32_t, size_t> DecodeUtf8At(std::string_view text, size_t pos) {
+  const auto b0 = static_cast<uint8_t>(text[pos]);
+  const size_t len = b0 < 0x80             ? 1
+                     : (b0 & 0xE0) == 0xC0 ? 2
+                     : (b0 & 0xF0) == 0xE0 ? 3
+                     : (b0 & 0xF8) == 0xF0 ? 4
+                                           : 0;
+  if (len == 0 || pos + len > text.size()) return {0, 0};
+  uint32_t cp = len == 1 ? b0 : len == 2 ? (b0 & 0x1Fu) : len == 3 ? (b0 & 0x0Fu) : (b0 & 0x07u);
+  for (size_t i = 1; i < len; ++i) {
+    const auto b = static_cast<uint8_t>(text[pos + i]);
+    if ((b & 0xC0) != 0x80) return {0, 0};
+    cp = (cp << 6) | (b & 0x3Fu);
+  }
+  static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMinForLength[len] || cp > kMaxCodepoint || IsSurrogate(cp)) return {0, 0};
+  return {cp, len};
+}
+
 CodepointRanges NormalizeRanges(CodepointRanges in) {
   CodepointRanges split;
   for (auto [lo, hi] : in) {

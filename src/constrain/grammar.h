@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace ebb::constrain {
@@ -117,6 +118,14 @@ constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 using CodepointRanges = std::vector<std::pair<uint32_t, uint32_t>>;  // inclusive [lo, hi]
 // Appends the UTF-8 encoding of `cp` (at most kMaxCodepoint).
 void AppendUtf8(uint32_t cp, std::string& out);
+// UTF-16 surrogates: not characters, so never in a class or a literal.
+inline bool IsSurrogate(uint32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
+// The value of a hexadecimal digit, -1 for any other character.
+int HexDigitValue(char c);
+// The code point of the strict UTF-8 sequence at text[pos] (shortest form, no surrogate, at most
+// kMaxCodepoint) and its length in bytes, as {cp, length}; length 0 when the bytes there are
+// not such a sequence (the pattern compilers report it with its offset).
+std::pair<uint32_t, size_t> DecodeUtf8At(std::string_view text, size_t pos);
 // Sorted, merged, clipped to kMaxCodepoint, surrogates removed: the canonical form, so equal
 // classes compare equal.
 CodepointRanges NormalizeRanges(CodepointRanges in);

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "constrain/regex.h"
+#include "core/json_scan.h"
 #include "ebb/error.h"
 
 namespace ebb::constrain {
@@ -1024,18 +1025,8 @@ class Compiler {
   // one object (nlohmann::ordered_json inserts a key in time linear in the object's size).
   static void CheckShape(std::string_view text) {
     std::vector<std::pair<char, int>> open;  // bracket, members so far
-    bool in_string = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-      const char c = text[i];
-      if (in_string) {
-        if (c == '\\') {
-          ++i;
-        } else if (c == '"') {
-          in_string = false;
-        }
-      } else if (c == '"') {
-        in_string = true;
-      } else if (c == '{' || c == '[') {
+    internal::ScanJsonStructure(text, 0, [&](size_t, char c) {
+      if (c == '{' || c == '[') {
         if (open.size() >= static_cast<size_t>(kMaxNesting)) {
           Fail("the schema nests more than " + std::to_string(kMaxNesting) +
                " levels deep: flatten it with definitions and $ref");
@@ -1048,7 +1039,8 @@ class Compiler {
         Fail("an object in the schema has more than " + std::to_string(kMaxMembers) +
              " members: split it");
       }
-    }
+      return true;
+    });
   }
 
   // Rewrites every $ref (at schema positions) to an absolute URI and records each $id, so a

@@ -30,8 +30,6 @@ constexpr int kMaxDepth = 256;
 // so a long pattern of large counts cannot exhaust memory below Grammar's own rule limit.
 constexpr int64_t kMaxExpansion = 1000000;
 
-bool IsSurrogate(uint32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
-
 // The characters in both `a` and `b` (both normalized).
 Ranges Intersect(const Ranges& a, const Ranges& b) {
   Ranges out;
@@ -186,36 +184,12 @@ class Parser {
   bool Peek(char c) const { return pos_ < p_.size() && p_[pos_] == c; }
   bool PeekAt(size_t at, char c) const { return at < p_.size() && p_[at] == c; }
   static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-  static int HexValue(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  }
 
   // The code point at pos_ (a literal character of the pattern), advancing past it.
   uint32_t NextCodepoint() {
-    const size_t start = pos_;
-    const auto b0 = static_cast<uint8_t>(p_[pos_]);
-    int len = b0 < 0x80             ? 1
-              : (b0 & 0xE0) == 0xC0 ? 2
-              : (b0 & 0xF0) == 0xE0 ? 3
-              : (b0 & 0xF8) == 0xF0 ? 4
-                                    : 0;
-    if (len == 0 || start + static_cast<size_t>(len) > p_.size()) {
-      Invalid("invalid UTF-8", start);
-    }
-    uint32_t cp = len == 1 ? b0 : len == 2 ? (b0 & 0x1Fu) : len == 3 ? (b0 & 0x0Fu) : (b0 & 0x07u);
-    for (int i = 1; i < len; ++i) {
-      const auto b = static_cast<uint8_t>(p_[start + static_cast<size_t>(i)]);
-      if ((b & 0xC0) != 0x80) Invalid("invalid UTF-8", start);
-      cp = (cp << 6) | (b & 0x3Fu);
-    }
-    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[len] || cp > kMaxCodepoint || IsSurrogate(cp)) {
-      Invalid("invalid UTF-8", start);
-    }
-    pos_ = start + static_cast<size_t>(len);
+    const auto [cp, len] = DecodeUtf8At(p_, pos_);
+    if (len == 0) Invalid("invalid UTF-8", pos_);
+    pos_ += len;
     return cp;
   }
 
@@ -432,7 +406,7 @@ class Parser {
     auto hex4 = [&](size_t at, uint32_t* out) {
       uint32_t v = 0;
       for (size_t i = at; i < at + 4; ++i) {
-        const int h = i < p_.size() ? HexValue(p_[i]) : -1;
+        const int h = i < p_.size() ? HexDigitValue(p_[i]) : -1;
         if (h < 0) return false;
         v = v * 16 + static_cast<uint32_t>(h);
       }
@@ -461,8 +435,8 @@ class Parser {
     size_t i = pos_ + 1;
     uint64_t v = 0;
     const size_t digits = i;
-    while (i < p_.size() && HexValue(p_[i]) >= 0) {
-      v = std::min<uint64_t>(v * 16 + static_cast<uint64_t>(HexValue(p_[i])), 0x1000000);
+    while (i < p_.size() && HexDigitValue(p_[i]) >= 0) {
+      v = std::min<uint64_t>(v * 16 + static_cast<uint64_t>(HexDigitValue(p_[i])), 0x1000000);
       ++i;
     }
     if (i == digits || !PeekAt(i, '}')) Invalid("bad hex escape", escape_start);
@@ -521,8 +495,10 @@ class Parser {
         return one(0);
       case 'x':
         if (Peek('{')) return one(ParseBracedHex(start));
-        if (pos_ + 1 < p_.size() && HexValue(p_[pos_]) >= 0 && HexValue(p_[pos_ + 1]) >= 0) {
-          const auto cp = static_cast<uint32_t>(HexValue(p_[pos_]) * 16 + HexValue(p_[pos_ + 1]));
+        if (pos_ + 1 < p_.size() && HexDigitValue(p_[pos_]) >= 0 &&
+            HexDigitValue(p_[pos_ + 1]) >= 0) {
+          const auto cp =
+              static_cast<uint32_t>(HexDigitValue(p_[pos_]) * 16 + HexDigitValue(p_[pos_ + 1]));
           pos_ += 2;
           return one(cp);
         }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/json_scan.h"
 #include "ebb/error.h"
 
 namespace ebb::internal {
@@ -79,24 +80,16 @@ std::string DumpPython(const Json& j, bool ascii) {
 // ends first or nesting passes kMaxJsonDepth.
 size_t JsonExtent(std::string_view text, size_t pos) {
   int depth = 0;
-  bool in_string = false;
-  for (size_t i = pos; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxJsonDepth) return kNpos;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
+  size_t end = kNpos;
+  ScanJsonStructure(text, pos, [&](size_t i, char c) {
+    if (c == '{' || c == '[') return ++depth <= kMaxJsonDepth;
+    if ((c == '}' || c == ']') && --depth == 0) {
+      end = i + 1;
+      return false;
     }
-  }
-  return kNpos;
+    return true;
+  });
+  return end;
 }
 
 bool StartsWithAt(std::string_view text, size_t pos, std::string_view prefix) {

@@ -49,34 +49,10 @@ void CollectNames(const Json& node, std::map<std::string, size_t>& rank) {
   }
 }
 
-void AppendString(std::string& out, const std::string& s) {
-  out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\b') {
-      out += "\\b";
-    } else if (c == '\f') {
-      out += "\\f";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  out += '"';
-}
+// JSON.stringify's form of a string: nlohmann's encoder, which escapes exactly the same
+// characters (", \\, \b \f \n \r \t, and other controls as lowercase \u00xx), written
+// independently of the compiler's.
+void AppendString(std::string& out, const std::string& s) { out += Json(s).dump(); }
 
 // Integral values as plain integers; others as JavaScript's Number.prototype.toString.
 std::string Number(const Json& v) {
