@@ -22,12 +22,13 @@ import sys
 
 # Lowest first. Keep in step with docs/architecture.md.
 BANDS = {
-    "core": 0,
-    "ort": 1, "kv": 1, "memory": 1, "tokenizer": 1, "template": 1, "constrain": 1,
-    "model": 2,
-    "generate": 3, "embed": 3,
-    "runtime": 4,
-    "cli": 5, "bench": 5, "c_api": 5, "server": 5, "python": 5,
+    "platform": 0,
+    "core": 1,
+    "ort": 2, "kv": 2, "memory": 2, "tokenizer": 2, "template": 2, "constrain": 2,
+    "model": 3,
+    "generate": 4, "embed": 4,
+    "runtime": 5,
+    "cli": 6, "bench": 6, "c_api": 6, "server": 6, "python": 6,
 }
 # Surfaces may use one another's helpers where one is built into the other (the bench harness is
 # linked into the CLI).

@@ -32,7 +32,7 @@ def test_a_lower_folder_including_a_higher_one_fails(tmp_path):
                            "src/runtime/runtime_state.h": "\n"})
     r = run(root)
     assert r.returncode == 1
-    assert "src/runtime/ (band 4) is above src/model/ (band 2)" in r.stdout
+    assert "src/runtime/ (band 5) is above src/model/ (band 3)" in r.stdout
 
 
 def test_parts_of_one_band_may_not_include_each_other(tmp_path):
@@ -73,7 +73,7 @@ def test_a_public_header_including_a_higher_layers_header_fails(tmp_path):
     r = run(root)
     assert r.returncode == 1, r.stdout
     assert ('include/ebb/model.h includes "ebb/runtime.h": include/ebb/runtime.h (implemented in '
-            'src/runtime/) (band 4) is above src/model/ (band 2)') in r.stdout
+            'src/runtime/) (band 5) is above src/model/ (band 3)') in r.stdout
     assert "check_layers: 1 violation(s)" in r.stdout
 
 
@@ -83,7 +83,7 @@ def test_a_source_file_including_a_higher_layers_public_header_fails(tmp_path):
     kv.write_text('#include "ebb/generator.h"\n' + kv.read_text())
     r = run(root)
     assert r.returncode == 1, r.stdout
-    assert "include/ebb/generator.h (implemented in src/generate/) (band 3) is above src/kv/" in r.stdout
+    assert "include/ebb/generator.h (implemented in src/generate/) (band 4) is above src/kv/" in r.stdout
 
 
 def test_a_public_header_without_a_band_is_an_error(tmp_path):
@@ -121,8 +121,8 @@ def test_the_python_module_uses_only_the_public_api(tmp_path):
 
 
 def test_a_definition_in_a_higher_band_than_its_declaration_fails(tmp_path):
-    # Issue 38: Model::Load was declared in ebb/model.h (band 2) and defined in src/runtime/
-    # (band 4); the include check could not see it.
+    # Issue 38: Model::Load was declared in ebb/model.h (band 3) and defined in src/runtime/
+    # (band 5); the include check could not see it.
     root = copy_of_the_tree(tmp_path)
     runtime_cpp = root / "src" / "runtime" / "runtime.cpp"
     runtime_cpp.write_text(runtime_cpp.read_text() + "\nnamespace ebb {\n"
@@ -131,7 +131,7 @@ def test_a_definition_in_a_higher_band_than_its_declaration_fails(tmp_path):
     r = run(root)
     assert r.returncode == 1, r.stdout
     assert ("src/runtime/runtime.cpp defines Model::info, declared in include/ebb/model.h "
-            "(band 2) below src/runtime/ (band 4)") in r.stdout
+            "(band 3) below src/runtime/ (band 5)") in r.stdout
     assert "check_layers: 1 violation(s)" in r.stdout
 
 
@@ -148,7 +148,7 @@ def test_an_exported_function_defined_in_a_higher_band_fails_but_a_local_namesak
     r = run(root)
     assert r.returncode == 1, r.stdout
     assert ("src/server/routes.cpp defines ReadProcessMemory(), declared in "
-            "include/ebb/process_memory.h (band 1) below src/server/ (band 5)") in r.stdout
+            "include/ebb/process_memory.h (band 2) below src/server/ (band 6)") in r.stdout
 
 
 def test_a_friend_across_bands_fails(tmp_path):
@@ -158,7 +158,7 @@ def test_a_friend_across_bands_fails(tmp_path):
     runtime_h.write_text(text.replace(" private:\n", " private:\n  friend class Model;\n", 1))
     r = run(root)
     assert r.returncode == 1, r.stdout
-    assert ("include/ebb/runtime.h makes Model (include/ebb/model.h, band 2) a friend: a friend "
+    assert ("include/ebb/runtime.h makes Model (include/ebb/model.h, band 3) a friend: a friend "
             "may not cross a band") in r.stdout
 
 
