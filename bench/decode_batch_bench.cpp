@@ -23,7 +23,7 @@
 #include "ebb/model.h"
 #include "ebb/runtime.h"
 #include "generate/decode_batcher.h"
-#include "model/model_impl.h"
+#include "model/model_views.h"
 
 namespace {
 
@@ -44,11 +44,9 @@ struct Args {
 
 // Rows per batched Run() so far (the batcher's counters).
 double RowsPerStep(ebb::Model& model) {
-  auto& m = ebb::internal::ImplOf(model);
-  std::lock_guard<std::mutex> lock(m.decode_batcher_mu);
-  if (!m.decode_batcher || m.decode_batcher->steps() == 0) return 0;
-  return static_cast<double>(m.decode_batcher->stepped_rows()) /
-         static_cast<double>(m.decode_batcher->steps());
+  const auto b = ebb::internal::RunView(model).decode_batcher();
+  if (!b || b->steps() == 0) return 0;
+  return static_cast<double>(b->stepped_rows()) / static_cast<double>(b->steps());
 }
 
 Tokens Prompt(int len, int seed, int vocab) {

@@ -65,7 +65,9 @@ BENCH_BAND = max(BANDS.values()) + 1
 # Internal headers only some folders may include, whatever their band: ModelImpl (the whole state of
 # a loaded model) is for model/ and, until they go through narrow views (issue 38), the generator,
 # the embedder and the runtime's registry. The surfaces (cli/, server/, c_api/, bench/) never.
-PRIVATE_HEADERS = {"model/model_impl.h": {"model", "generate", "embed", "runtime"}}
+# Headers only their own folder may include: ModelImpl is model/'s; generate/, embed/ and
+# runtime/ see a model through the views of model/model_views.h (issue 38).
+PRIVATE_HEADERS = {"model/model_impl.h": {"model"}}
 
 # Namespaces, never classes: skipped when finding the class a qualified definition belongs to.
 NAMESPACES = {"ebb", "internal", "std", "detail", "proto", "onnx", "Ort", "httplib", "nlohmann"}
@@ -266,6 +268,18 @@ def main(root: pathlib.Path) -> int:
             top = inc.split("/")[0]
             if "/" in inc and top not in BANDS and top != "ebb" and not (root / "bench" / inc).exists():
                 problems.append(f"{f.relative_to(root)} includes \"{inc}\": no such part of ebb")
+    # A private header stays private outside src/ too: the root bench/ and the tests use the
+    # narrow headers (model/model_views.h), as the folders above model/ do.
+    for top in ("bench", "tests"):
+        base = root / top
+        for f in sorted(base.rglob("*")) if base.is_dir() else []:
+            if f.suffix not in (".h", ".cpp", ".inc") or "node_modules" in f.parts:
+                continue
+            for inc in INCLUDE.findall(f.read_text(errors="replace")):
+                if inc in PRIVATE_HEADERS:
+                    problems.append(f"{f.relative_to(root)} includes \"{inc}\": only "
+                                    f"{', '.join(sorted(PRIVATE_HEADERS[inc]))}/ may (a narrow "
+                                    "header declares what others need)")
     for top in PUBLIC_API_ONLY:
         base = root / top
         if not base.is_dir():

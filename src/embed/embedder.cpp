@@ -14,7 +14,9 @@
 #include "ebb/error.h"
 #include "ebb/model.h"
 #include "ebb/tokenizer.h"
-#include "model/model_impl.h"
+#include "memory/shrink_controller.h"
+#include "model/model_host.h"
+#include "model/model_views.h"
 #include "model/step_runner.h"
 #include "ort/index_tensor.h"
 
@@ -26,19 +28,19 @@ using Clock = std::chrono::steady_clock;
 
 // Holds one of the model's slots while the call runs, so that an Unload waits for it.
 struct EmbedSlot {
-  explicit EmbedSlot(ModelImpl& m) : model(m), slot(model.AcquireGeneratorSlot(/*in_call=*/true)) {}
-  ~EmbedSlot() { model.ReleaseGeneratorSlot(slot); }
+  explicit EmbedSlot(RunView m) : model(m), slot(model.AcquireSlot(/*in_call=*/true)) {}
+  ~EmbedSlot() { model.ReleaseSlot(slot); }
   EmbedSlot(const EmbedSlot&) = delete;
   EmbedSlot& operator=(const EmbedSlot&) = delete;
-  ModelImpl& model;
+  RunView model;
   uint64_t slot;
 };
 
 // Runs one padded batch; returns the requested output (last_hidden_state [B, L, H] or the
 // pooled [B, H]). Runs through the model's StepRunner like every step.
-Ort::Value RunBatch(ModelImpl& m, const std::vector<const std::vector<int32_t>*>& rows,
+Ort::Value RunBatch(RunView m, const std::vector<const std::vector<int32_t>*>& rows,
                     const std::string& output) {
-  const EncoderIo& io = m.encoder;
+  const EncoderIo& io = m.encoder();
   const int64_t B = static_cast<int64_t>(rows.size());
   int64_t L = 0;
   for (const auto* r : rows) L = std::max<int64_t>(L, static_cast<int64_t>(r->size()));
@@ -52,24 +54,24 @@ Ort::Value RunBatch(ModelImpl& m, const std::vector<const std::vector<int32_t>*>
     const auto& r = *rows[b];
     for (int64_t t = 0; t < L; ++t) {
       const bool real = t < static_cast<int64_t>(r.size());
-      ids.Put(b * L + t, real ? r[t] : m.info.pad_token_id);
+      ids.Put(b * L + t, real ? r[t] : m.info().pad_token_id);
       mask.Put(b * L + t, real ? 1 : 0);
     }
   }
   StepBinding bind;
-  bind.Input(io.input_ids, ids.View(m.cpu_memory, dims));
-  if (!io.attention_mask.empty()) bind.Input(io.attention_mask, mask.View(m.cpu_memory, dims));
-  if (!io.token_type_ids.empty()) bind.Input(io.token_type_ids, types.View(m.cpu_memory, dims));
+  bind.Input(io.input_ids, ids.View(m.cpu_memory(), dims));
+  if (!io.attention_mask.empty()) bind.Input(io.attention_mask, mask.View(m.cpu_memory(), dims));
+  if (!io.token_type_ids.empty()) bind.Input(io.token_type_ids, types.View(m.cpu_memory(), dims));
   bind.Output(output, Ort::Value{nullptr});  // allocated by ORT
   StepDesc desc;
   desc.kind = StepKind::kEncode;
-  m.runner.Run(bind, desc);
+  m.runner().Run(bind, desc);
   return std::move(bind.outputs()[0]);
 }
 
-Pooling ResolvePooling(const ModelImpl& m, Pooling asked) {
-  const EncoderIo& io = m.encoder;
-  const EncoderFolderInfo& f = m.config.encoder;
+Pooling ResolvePooling(RunView m, Pooling asked) {
+  const EncoderIo& io = m.encoder();
+  const EncoderFolderInfo& f = m.config().encoder;
   Pooling p = asked;
   if (p == Pooling::kAuto) {
     if (io.last_hidden_state.empty()) {
@@ -89,13 +91,13 @@ Pooling ResolvePooling(const ModelImpl& m, Pooling asked) {
   }
   if (p == Pooling::kModel && io.pooled.empty()) {
     throw Error(ErrorCode::InvalidArgument,
-                "embed.pooling=model: the graph of '" + m.id +
+                "embed.pooling=model: the graph of '" + m.id() +
                     "' has no pooled output (sentence_embedding or pooler_output); use mean, cls, "
                     "last, max, mean_sqrt_len or weightedmean");
   }
   if (p != Pooling::kModel && io.last_hidden_state.empty()) {
     throw Error(ErrorCode::InvalidArgument, "embed.pooling=" + std::string(PoolingName(p)) +
-                                                ": the graph of '" + m.id +
+                                                ": the graph of '" + m.id() +
                                                 "' has no last_hidden_state output, only " +
                                                 io.pooled + "; use embed.pooling=model");
   }
@@ -140,14 +142,14 @@ std::string InputName(bool texts, size_t i) {
 }
 
 // The request's token rows, validated and truncated.
-std::vector<std::vector<int32_t>> TokenRows(const ModelImpl& m, const EmbedRequest& req,
+std::vector<std::vector<int32_t>> TokenRows(RunView m, const EmbedRequest& req,
                                             EmbedResult& result) {
   const bool texts = !req.texts.empty();
   const size_t n = texts ? req.texts.size() : req.input_ids.size();
-  const size_t max_len = static_cast<size_t>(m.info.context_length);
-  const Tokenizer* tok = m.tokenizer_owned.get();
+  const size_t max_len = static_cast<size_t>(m.info().context_length);
+  const Tokenizer* tok = m.tokenizer();
   if (texts && tok == nullptr) {
-    throw Error(ErrorCode::NotFound, m.config.dir.string() +
+    throw Error(ErrorCode::NotFound, m.config().dir.string() +
                                          ": no tokenizer.json; embed texts needs one (or give "
                                          "input_ids)");
   }
@@ -170,11 +172,11 @@ std::vector<std::vector<int32_t>> TokenRows(const ModelImpl& m, const EmbedReque
         throw Error(ErrorCode::InvalidArgument, InputName(false, i) + " is empty");
       }
       for (int32_t id : row) {
-        if (id < 0 || (m.info.vocab_size > 0 && id >= m.info.vocab_size)) {
-          throw Error(ErrorCode::InvalidArgument, InputName(false, i) + ": token id " +
-                                                      std::to_string(id) +
-                                                      " is outside the vocabulary (0 to " +
-                                                      std::to_string(m.info.vocab_size - 1) + ")");
+        if (id < 0 || (m.info().vocab_size > 0 && id >= m.info().vocab_size)) {
+          throw Error(ErrorCode::InvalidArgument,
+                      InputName(false, i) + ": token id " + std::to_string(id) +
+                          " is outside the vocabulary (0 to " +
+                          std::to_string(m.info().vocab_size - 1) + ")");
         }
       }
     }
@@ -183,7 +185,7 @@ std::vector<std::vector<int32_t>> TokenRows(const ModelImpl& m, const EmbedReque
         throw Error(ErrorCode::InvalidArgument,
                     InputName(texts, i) + " is " + std::to_string(row.size()) +
                         " tokens, over the model's limit of " + std::to_string(max_len) +
-                        " tokens (" + m.config.encoder.max_length_source +
+                        " tokens (" + m.config().encoder.max_length_source +
                         "); shorten it or set embed.truncate=end or start");
       }
       std::vector<int32_t> content;
@@ -295,11 +297,12 @@ std::vector<std::vector<size_t>> PlanEmbedBatches(const std::vector<size_t>& len
 }
 
 void RunEmbedShrinkStep(Model& model) {
-  ModelImpl& m = ImplOf(model);
+  RunView m(model);
   EmbedSlot slot(m);
-  const std::vector<int32_t> one{m.info.pad_token_id};
-  RunBatch(m, {&one},
-           m.encoder.last_hidden_state.empty() ? m.encoder.pooled : m.encoder.last_hidden_state);
+  const std::vector<int32_t> one{m.info().pad_token_id};
+  RunBatch(
+      m, {&one},
+      m.encoder().last_hidden_state.empty() ? m.encoder().pooled : m.encoder().last_hidden_state);
 }
 
 }  // namespace internal
@@ -307,10 +310,10 @@ void RunEmbedShrinkStep(Model& model) {
 EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) {
   using namespace internal;
   if (!model) throw Error(ErrorCode::InvalidArgument, "Embed needs a loaded model");
-  ModelImpl& m = ImplOf(*model);
-  if (!m.info.is_encoder) {
+  RunView m(*model);
+  if (!m.info().is_encoder) {
     throw Error(ErrorCode::FailedPrecondition,
-                "model '" + m.id + "' (" + m.info.type +
+                "model '" + m.id() + "' (" + m.info().type +
                     ") is a decoder; embeddings need an encoder model (a sentence-transformers "
                     "export or a genai_config.json encoder such as bert); use Generate for text");
   }
@@ -323,13 +326,13 @@ EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) 
   CheckOptions(o);
   EmbedSlot slot(m);  // FailedPrecondition after an unload
   EmbedResult result;
-  result.max_tokens = m.info.context_length;
+  result.max_tokens = m.info().context_length;
   result.pooling = ResolvePooling(m, o.pooling);
-  result.normalized = o.normalize.value_or(m.config.encoder.normalize_default);
-  if (o.dimensions > 0 && m.encoder.hidden_size > 0 && o.dimensions > m.encoder.hidden_size) {
+  result.normalized = o.normalize.value_or(m.config().encoder.normalize_default);
+  if (o.dimensions > 0 && m.encoder().hidden_size > 0 && o.dimensions > m.encoder().hidden_size) {
     throw Error(ErrorCode::InvalidArgument, "embed.dimensions=" + std::to_string(o.dimensions) +
                                                 " is larger than the model's " +
-                                                std::to_string(m.encoder.hidden_size) +
+                                                std::to_string(m.encoder().hidden_size) +
                                                 " dimensions");
   }
   const std::vector<std::vector<int32_t>> rows = TokenRows(m, req, result);
@@ -337,15 +340,15 @@ EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) 
   for (size_t i = 0; i < rows.size(); ++i) lengths[i] = rows[i].size();
   const auto batches = PlanEmbedBatches(lengths, o.batch_size, o.max_batch_tokens, o.max_padding);
   const std::string& output =
-      result.pooling == Pooling::kModel ? m.encoder.pooled : m.encoder.last_hidden_state;
+      result.pooling == Pooling::kModel ? m.encoder().pooled : m.encoder().last_hidden_state;
 
   // The request: observers see it start and end; the shrink policies count it.
   const uint64_t request_id = NextRequestId();
   const auto t0 = Clock::now();
-  m.host->NotifyRequestStart({m.id, request_id});
+  m.host().NotifyRequestStart({m.id(), request_id});
   auto end_request = [&](RequestOutcome outcome) {
     RequestEnd e;
-    e.model_id = m.id;
+    e.model_id = m.id();
     e.request_id = request_id;
     e.outcome = outcome;
     e.prompt_tokens = result.usage.prompt_tokens;
@@ -353,8 +356,8 @@ EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) 
     e.ttft_ms = -1;
     e.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     m.Touch();
-    m.host->NotifyRequestEnd(e);
-    m.shrink->EndRequest();
+    m.host().NotifyRequestEnd(e);
+    m.shrink().EndRequest();
   };
   try {
     result.embeddings.resize(rows.size());
@@ -374,7 +377,7 @@ EmbedResult Embed(const std::shared_ptr<Model>& model, const EmbedRequest& req) 
                        shape[1] == static_cast<int64_t>(longest)) ||
                       (shape.size() == 2 && shape[0] == static_cast<int64_t>(batch.size()));
       if (!ok || shape.back() <= 0) {
-        throw Error(ErrorCode::Internal, m.config.model_path.filename().string() + ": output '" +
+        throw Error(ErrorCode::Internal, m.config().model_path.filename().string() + ": output '" +
                                              output + "' has an unexpected shape for a batch of " +
                                              std::to_string(batch.size()) + " x " +
                                              std::to_string(longest));

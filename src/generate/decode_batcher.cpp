@@ -12,28 +12,26 @@
 #include "core/pages.h"
 #include "core/strings.h"
 #include "ebb/error.h"
-#include "model/model_impl.h"
 #include "model/step_runner.h"
 
 namespace ebb::internal {
 
-std::shared_ptr<DecodeBatcher> DecodeBatcher::ForModel(ModelImpl& m) {
-  if (m.options.decode_batch_max_rows <= 1) return nullptr;
-  std::lock_guard<std::mutex> lock(m.decode_batcher_mu);
-  if (m.decode_batcher || m.decode_batcher_failed) return m.decode_batcher;
+std::shared_ptr<DecodeBatcher> DecodeBatcher::ForModel(RunView m) {
+  if (m.options().decode_batch_max_rows <= 1) return nullptr;
   try {
-    m.decode_batcher = std::make_shared<DecodeBatcher>(
-        m, m.kv_shape, m.options.decode_batch_max_rows, m.options.decode_batch_no_wait,
-        m.options.decode_batch_max_wait_us);
+    return m.SharedDecodeBatcher([&] {
+      return std::make_shared<DecodeBatcher>(m, m.kv_shape(), m.options().decode_batch_max_rows,
+                                             m.options().decode_batch_no_wait,
+                                             m.options().decode_batch_max_wait_us);
+    });
   } catch (const std::exception& e) {
-    m.decode_batcher_failed = true;
     EBB_LOG_WARN("decode_batch.max_rows={}: batched decode is off for model '{}': {}",
-                 m.options.decode_batch_max_rows, m.id, e.what());
+                 m.options().decode_batch_max_rows, m.id(), e.what());
   }
-  return m.decode_batcher;
+  return nullptr;
 }
 
-DecodeBatcher::DecodeBatcher(ModelImpl& model, const KvShape& row_shape, int max_rows, bool no_wait,
+DecodeBatcher::DecodeBatcher(RunView model, const KvShape& row_shape, int max_rows, bool no_wait,
                              int max_wait_us)
     : m_(model),
       shape_(row_shape),
@@ -41,13 +39,13 @@ DecodeBatcher::DecodeBatcher(ModelImpl& model, const KvShape& row_shape, int max
       no_wait_(no_wait),
       max_wait_us_(max_wait_us),
       region_(row_shape, max_rows),
-      feed_(model) {
+      feed_(model.model()) {
   if (shape_.combined) throw Error(ErrorCode::Internal, "a combined KV layout cannot be batched");
   // One spare column: a pad of a full row goes at column max_length.
   const int align = region_.align_tokens();
-  max_stride_ = (m_.info.context_length + 1 + align - 1) / align * align;
+  max_stride_ = (m_.info().context_length + 1 + align - 1) / align * align;
   rows_.resize(static_cast<size_t>(max_rows_));
-  EBB_LOG_INFO("model '{}': batched decode of up to {} rows ({} policy)", m_.id, max_rows_,
+  EBB_LOG_INFO("model '{}': batched decode of up to {} rows ({} policy)", m_.id(), max_rows_,
                no_wait_ ? "no-wait" : "gather");
 }
 
@@ -135,9 +133,9 @@ void DecodeBatcher::FailNextStepForTesting(int min_rows) {
   // On the Run path's one fault seam (model/step_runner.h): this model's next batched step of
   // at least `min_rows` generators, once.
   auto armed = std::make_shared<std::atomic<bool>>(true);
-  const ModelImpl* model = &m_;
+  const Model* model = &m_.model();
   SetStepFaultForTesting(
-      [armed, model, min_rows](const ModelImpl& m, const StepDesc& step) -> std::string {
+      [armed, model, min_rows](const Model& m, const StepDesc& step) -> std::string {
         if (&m != model || step.kind != StepKind::kBatchedDecode || step.sequences < min_rows) {
           return "";
         }
@@ -246,7 +244,7 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
           taken_pos[b] = r.pos;
         } else {
           // Idle: a pad at its high-water column, which holds nothing valid; it stays there.
-          ids[b] = m_.info.pad_token_id;
+          ids[b] = m_.info().pad_token_id;
           pos[b] = r.hw;
         }
         valid[b] = pos[b] + 1;
@@ -262,13 +260,13 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
     feed_.Bind(bind);
     KvSlotView view = SlotView(lo);
     std::vector<Ort::Value> past, present;
-    AppendSlotViews(view, static_cast<int>(B), shape_, m_.cpu_memory, past);
-    AppendSlotViews(view, static_cast<int>(B), shape_, m_.cpu_memory, present);
-    bind.Kv(m_.io.past_names, m_.io.present_names, past, present);
+    AppendSlotViews(view, static_cast<int>(B), shape_, m_.cpu_memory(), past);
+    AppendSlotViews(view, static_cast<int>(B), shape_, m_.cpu_memory(), present);
+    bind.Kv(m_.io().past_names, m_.io().present_names, past, present);
     StepDesc desc;
     desc.kind = StepKind::kBatchedDecode;
     desc.sequences = static_cast<int>(stepping.size());
-    m_.runner.Run(bind, desc);
+    m_.runner().Run(bind, desc);
   } catch (...) {
     error = std::current_exception();
   }

@@ -44,18 +44,17 @@
 #include "kv/batch_kv_region.h"
 #include "kv/kv_cache.h"
 #include "model/decoder_feed.h"
+#include "model/model_views.h"
 
 namespace ebb::internal {
-
-class ModelImpl;
 
 class DecodeBatcher {
  public:
   // The model's batcher, created on first use; null when decode_batch.max_rows <= 1 or the
   // region cannot be mapped (logged once; generators then run alone).
-  static std::shared_ptr<DecodeBatcher> ForModel(ModelImpl& model);
+  static std::shared_ptr<DecodeBatcher> ForModel(RunView model);
 
-  DecodeBatcher(ModelImpl& model, const KvShape& row_shape, int max_rows, bool no_wait,
+  DecodeBatcher(RunView model, const KvShape& row_shape, int max_rows, bool no_wait,
                 int max_wait_us);
   ~DecodeBatcher();
   DecodeBatcher(const DecodeBatcher&) = delete;
@@ -111,7 +110,7 @@ class DecodeBatcher {
   // and retakes it around the Run().
   void RunStep(std::unique_lock<std::mutex>& lk);
 
-  ModelImpl& m_;   // non-owning: the model owns the batcher
+  RunView m_;      // non-owning: the model owns the batcher
   KvShape shape_;  // of one row (batch 1)
   int max_rows_;
   bool no_wait_;

@@ -22,9 +22,13 @@
 #include "generate/sampler.h"
 #include "generate/shrink_step.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_pool.h"
 #include "kv/prefix_cache.h"
+#include "memory/shrink_controller.h"
+#include "model/constraint_cache.h"
 #include "model/decoder_feed.h"
-#include "model/model_impl.h"
+#include "model/model_host.h"
+#include "model/model_views.h"
 #include "model/step_runner.h"
 
 namespace ebb {
@@ -33,7 +37,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using internal::DecodeBatcher;
 using internal::KvCache;
-using internal::ModelImpl;
+using internal::RunView;
 
 // Set by RunShrinkStep around its generator: ebb's own minimal step is not a request (no policy
 // fires, no observer sees it, it does not count as served).
@@ -44,11 +48,11 @@ thread_local bool t_internal_cache = false;
 // Holds one of the model's generator slots for the generator's whole life: declared first in
 // Impl, so it is released last, after the KV cache went back to the pool.
 struct GeneratorSlot {
-  explicit GeneratorSlot(ModelImpl& m) : model(m), id(model.AcquireGeneratorSlot()) {}
-  ~GeneratorSlot() { model.ReleaseGeneratorSlot(id); }
+  explicit GeneratorSlot(RunView m) : model(m), id(model.AcquireSlot()) {}
+  ~GeneratorSlot() { model.ReleaseSlot(id); }
   GeneratorSlot(const GeneratorSlot&) = delete;
   GeneratorSlot& operator=(const GeneratorSlot&) = delete;
-  ModelImpl& model;
+  RunView model;
   uint64_t id;
 };
 // A row of the model's DecodeBatcher, held from before the KV cache is created until after it is
@@ -108,7 +112,7 @@ class ConstraintFilter final : public internal::TokenFilter {
 
 struct Generator::Impl {
   std::shared_ptr<Model> model;
-  ModelImpl& m;
+  RunView m;
   GeneratorSlot slot;  // before every member that holds model memory (the KV cache)
   int32_t batch;
   int32_t max_length;
@@ -137,7 +141,7 @@ struct Generator::Impl {
   std::vector<float> row_logits;             // one row's logits for the sampler, reused
   std::vector<float> logits;                 // [batch, vocab], last position, float32
   bool logits_valid = false;
-  internal::DecoderFeed step_feed{m};  // a step's inputs and ORT's logits buffer, reused
+  internal::DecoderFeed step_feed{m.model()};  // a step's inputs and ORT's logits buffer, reused
   GeneratorStats stats;
   bool started = false;
   Clock::time_point t_first_append{};
@@ -157,7 +161,7 @@ struct Generator::Impl {
     t_request_start = Clock::now();
     if (internal_request) return;
     request_id = internal::NextRequestId();
-    m.host->NotifyRequestStart({m.id, request_id});
+    m.host().NotifyRequestStart({m.id(), request_id});
   }
 
   // Ends the current request (a generation): observers see it end, then the model's shrink
@@ -170,7 +174,7 @@ struct Generator::Impl {
     // stores nothing more (its prompt was stored after the prefill).
     if (!failed && batch == 1) StorePrefixes();
     RequestEnd e;
-    e.model_id = m.id;
+    e.model_id = m.id();
     e.request_id = request_id;
     e.outcome = failed      ? RequestOutcome::kError
                 : AllDone() ? RequestOutcome::kCompleted
@@ -181,25 +185,25 @@ struct Generator::Impl {
     e.duration_ms =
         std::chrono::duration<double, std::milli>(Clock::now() - t_request_start).count();
     m.Touch();
-    m.host->NotifyRequestEnd(e);
-    m.shrink->EndRequest();
+    m.host().NotifyRequestEnd(e);
+    m.shrink().EndRequest();
   }
 
   template <typename F>
   void Call(F&& fn);
 
   Impl(std::shared_ptr<Model> mdl, const GeneratorParams& p)
-      : model(std::move(mdl)), m(internal::ImplOf(*model)), slot(m) {
+      : model(std::move(mdl)), m(*model), slot(m) {
     internal_request = t_internal_step;
-    const ModelInfo& info = m.info;
+    const ModelInfo& info = m.info();
     if (info.is_encoder) {
       throw Error(ErrorCode::FailedPrecondition,
-                  "model '" + m.id + "' (" + info.type +
+                  "model '" + m.id() + "' (" + info.type +
                       ") is an encoder (embedding) model: it has no logits and cannot generate; "
                       "use ebb::Embed (ebb/embedding.h) or `ebb embed`");
     }
     // Precedence and ranges: generate/generator_params.h (the checks Set() makes).
-    const internal::ResolvedSampling rs = internal::ResolveSampling(p, m.config.search);
+    const internal::ResolvedSampling rs = internal::ResolveSampling(p, m.config().search);
     const bool do_sample = rs.do_sample;
     const int32_t top_k = rs.top_k;
     const float top_p = rs.top_p;
@@ -209,7 +213,7 @@ struct Generator::Impl {
       if (id < 0 || id >= info.vocab_size) {
         throw Error(ErrorCode::InvalidArgument,
                     "logit_bias: token id " + std::to_string(id) +
-                        " is outside the vocabulary of model '" + m.id + "' (vocab_size " +
+                        " is outside the vocabulary of model '" + m.id() + "' (vocab_size " +
                         std::to_string(info.vocab_size) + ": ids 0 to " +
                         std::to_string(info.vocab_size - 1) + ")");
       }
@@ -217,18 +221,19 @@ struct Generator::Impl {
     MakeConstraints(p);
     want_logprobs = p.logprobs || p.top_logprobs > 0;
     cache_prompt =
-        p.cache_prompt && m.prefix_cache != nullptr && (!internal_request || t_internal_cache);
+        p.cache_prompt && m.prefix_cache() != nullptr && (!internal_request || t_internal_cache);
     batch = p.batch_size;
-    int32_t want = p.max_length > 0 ? p.max_length
-                                    : (m.config.search.max_length > 0 ? m.config.search.max_length
-                                                                      : info.context_length);
+    int32_t want = p.max_length > 0
+                       ? p.max_length
+                       : (m.config().search.max_length > 0 ? m.config().search.max_length
+                                                           : info.context_length);
     if (want > info.context_length) {
       EBB_LOG_WARN("max_length {} exceeds the model's context_length {}; clamped to {}", want,
                    info.context_length, info.context_length);
       want = info.context_length;
     }
     max_length = want;
-    prefill_chunk = p.prefill_chunk_size.value_or(m.options.prefill_chunk_size);
+    prefill_chunk = p.prefill_chunk_size.value_or(m.options().prefill_chunk_size);
     if (prefill_chunk < 0) {
       throw Error(ErrorCode::InvalidArgument, "prefill_chunk_size must be >= 0 (0 = no chunking)");
     }
@@ -237,9 +242,9 @@ struct Generator::Impl {
     // right-padded; other graphs are left-padded like GPT-2.
     right_padded = info.uses_gqa;
 
-    internal::KvShape shape = m.kv_shape;
+    internal::KvShape shape = m.kv_shape();
     shape.batch = batch;
-    const KvMode mode = p.kv_mode.value_or(m.options.kv_mode);
+    const KvMode mode = p.kv_mode.value_or(m.options().kv_mode);
     // GQA graphs with search.past_present_share_buffer share past and present in both modes
     // (dynamic grows the shared buffer); other graphs ping-pong.
     // decode_batch.max_rows > 1: a batch-1 generator of a GQA graph with a shared buffer decodes
@@ -257,11 +262,11 @@ struct Generator::Impl {
     if (brow.batcher) {
       DecodeBatcher* b = brow.batcher.get();  // outlives the cache (BatchRow is declared first)
       const int row = brow.row;
-      kv = KvCache::CreateSlot(*m.kv_pool, shape, mode, max_length, m.options.kv_chunk_tokens,
+      kv = KvCache::CreateSlot(m.kv_pool(), shape, mode, max_length, m.options().kv_chunk_tokens,
                                [b, row] { return b->SlotView(row); });
     } else {
-      kv = KvCache::Create(*m.kv_pool, shape, info.past_present_share_buffer, mode, max_length,
-                           m.options.kv_chunk_tokens);
+      kv = KvCache::Create(m.kv_pool(), shape, info.past_present_share_buffer, mode, max_length,
+                           m.options().kv_chunk_tokens);
     }
 
     internal::SamplerConfig sc;
@@ -315,9 +320,9 @@ struct Generator::Impl {
       }
       return;
     }
-    if (!m.constraints) {
+    if (!m.constraints()) {
       throw Error(ErrorCode::FailedPrecondition,
-                  "model '" + m.id +
+                  "model '" + m.id() +
                       "' cannot take json_schema, regex or grammar: it is not a "
                       "text generator");
     }
@@ -327,7 +332,7 @@ struct Generator::Impl {
     spec.trigger = p.constraint_trigger;
     spec.prefix = p.constraint_prefix;
     spec.suffix = p.constraint_suffix;
-    auto compiled = m.constraints->Get(spec);
+    auto compiled = m.constraints()->Get(spec);
     for (int b = 0; b < p.batch_size; ++b) {
       constraints.push_back(std::make_unique<constrain::ConstraintState>(compiled));
     }
@@ -341,14 +346,14 @@ struct Generator::Impl {
   void AdvanceConstraint(int b, int32_t t) {
     if (constraints.empty()) return;
     const auto t0 = Clock::now();
-    constraints[b]->Accept(t, m.info.eos_token_ids);
+    constraints[b]->Accept(t, m.info().eos_token_ids);
     QueueForced(b);
     stats.constraint_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   }
 
   void QueueForced(int b) {
     constrain::ConstraintState& c = *constraints[b];
-    const auto& eos = m.info.eos_token_ids;
+    const auto& eos = m.info().eos_token_ids;
     if (batch != 1 || done[b] || !forced.empty()) return;
     if (c.Complete()) {
       if (!eos.empty()) forced.push_back(eos[0]);
@@ -357,7 +362,7 @@ struct Generator::Impl {
     const std::vector<int32_t> f = c.ForcedTokens(32);
     // Ids past the graph's logits cannot be fed.
     for (const int32_t id : f) {
-      if (id >= m.info.vocab_size) break;
+      if (id >= m.info().vocab_size) break;
       forced.push_back(id);
     }
     std::reverse(forced.begin(), forced.end());  // popped from the back
@@ -374,7 +379,7 @@ struct Generator::Impl {
     sequences[0].push_back(t);
     pending[0].push_back(t);
     ++stats.generated_tokens;
-    const auto& eos = m.info.eos_token_ids;
+    const auto& eos = m.info().eos_token_ids;
     if (std::find(eos.begin(), eos.end(), t) != eos.end()) done[0] = true;
     AdvanceConstraint(0, t);
     return true;
@@ -404,11 +409,11 @@ struct Generator::Impl {
     for (size_t b = 0; b < rows.size(); ++b) {
       for (size_t i = 0; i < rows[b].size(); ++i) {
         const int32_t t = rows[b][i];
-        if (t < 0 || t >= m.info.vocab_size) {
+        if (t < 0 || t >= m.info().vocab_size) {
           throw Error(ErrorCode::InvalidArgument,
                       "token id " + std::to_string(t) + " at row " + std::to_string(b) +
                           ", position " + std::to_string(i) + " is outside the vocabulary [0, " +
-                          std::to_string(m.info.vocab_size) + ")");
+                          std::to_string(m.info().vocab_size) + ")");
         }
       }
     }
@@ -449,7 +454,7 @@ struct Generator::Impl {
       throw Error(ErrorCode::InvalidArgument, "the prompt needs " + std::to_string(total) +
                                                   " tokens but max_length is " +
                                                   std::to_string(max_length) + " (context_length " +
-                                                  std::to_string(m.info.context_length) +
+                                                  std::to_string(m.info().context_length) +
                                                   "); shorten the prompt or raise max_length");
     }
     if (!started) {
@@ -491,7 +496,7 @@ struct Generator::Impl {
   // the past (generate/prefix_import.h). Returns the tokens reused (0: none).
   int ImportPrefix(const std::vector<int32_t>& prompt) {
     if (!cache_prompt || batch != 1) return 0;
-    const int n = internal::ImportPrefix(*m.prefix_cache, *kv, {brow.batcher.get(), brow.row},
+    const int n = internal::ImportPrefix(*m.prefix_cache(), *kv, {brow.batcher.get(), brow.row},
                                          prompt, !internal_request);
     if (n == 0) return 0;
     lens[0] = n;
@@ -513,8 +518,8 @@ struct Generator::Impl {
           right_padded || (width == held && mask[b].size() == static_cast<size_t>(held) &&
                            std::find(mask[b].begin(), mask[b].end(), 0) == mask[b].end());
     }
-    internal::StorePrefixes(*m.prefix_cache, *kv, {brow.batcher.get(), brow.row}, width, rows,
-                            m.id);
+    internal::StorePrefixes(*m.prefix_cache(), *kv, {brow.batcher.get(), brow.row}, width, rows,
+                            m.id());
   }
 
   // Runs `feed` (per row, appended after the KV contents) through the model, in chunks where
@@ -540,9 +545,9 @@ struct Generator::Impl {
       const size_t pad = longest - feed[b].size();
       if (right_padded) {
         cols[b] = feed[b];
-        cols[b].resize(longest, m.info.pad_token_id);
+        cols[b].resize(longest, m.info().pad_token_id);
       } else {
-        cols[b].assign(pad, m.info.pad_token_id);
+        cols[b].assign(pad, m.info().pad_token_id);
         cols[b].insert(cols[b].end(), feed[b].begin(), feed[b].end());
       }
     }
@@ -556,7 +561,7 @@ struct Generator::Impl {
       for (int b = 0; b < batch; ++b) need = std::max(need, lens[b] + n_real[b]);
     }
     kv->Reserve(need);  // may throw ResourceExhausted; nothing has changed yet
-    std::vector<float> new_logits(static_cast<size_t>(batch) * m.info.vocab_size);
+    std::vector<float> new_logits(static_cast<size_t>(batch) * m.info().vocab_size);
     // Several chunks on a ping-pong cache overwrite the committed past: keep it for a rollback.
     kv->BeginSteps(width, static_cast<int>((longest + chunk - 1) / chunk));  // may throw
 
@@ -630,18 +635,18 @@ struct Generator::Impl {
     std::vector<Ort::Value> past, present;
     // The present is as wide as the mask: P + S on left-padded graphs; on right-padded (GQA)
     // graphs the longest row's length, which stays P while that row is done.
-    kv->BindStep(P, T_cols - P, m.cpu_memory, past, present);
-    bind.Kv(m.io.past_names, m.io.present_names, past, present);
+    kv->BindStep(P, T_cols - P, m.cpu_memory(), past, present);
+    bind.Kv(m.io().past_names, m.io().present_names, past, present);
     internal::StepDesc desc;
     desc.kind = internal::StepKind::kDecode;
     desc.prefill_chunk = prefill_chunk;
-    m.runner.Run(bind, desc, [this] { BeginRequest(); });
+    m.runner().Run(bind, desc, [this] { BeginRequest(); });
     if (brow.batcher) brow.batcher->NoteWritten(brow.row, T_cols);
     if (engine.owns_lock()) engine.unlock();
     ++stats.model_runs;
     kv->CommitStep();
     // Keep only the wanted position of each row, as float32.
-    const int64_t V = m.info.vocab_size;
+    const int64_t V = m.info().vocab_size;
     for (int64_t b = 0; b < batch; ++b) step_feed.Logits(b, out_logits.data() + b * V);
   }
 
@@ -664,7 +669,7 @@ struct Generator::Impl {
   Generator::Output OutputCopy(std::string_view name) {
     Compute();
     Generator::Output out;
-    const int64_t V = m.info.vocab_size;
+    const int64_t V = m.info().vocab_size;
     if (name == "logits") {
       out.element_type = "float32";
       out.shape = {batch, 1, V};
@@ -672,7 +677,7 @@ struct Generator::Impl {
       std::memcpy(out.data.data(), logits.data(), out.data.size());
       return out;
     }
-    const auto& names = m.io.present_names;
+    const auto& names = m.io().present_names;
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) {
       std::string known = "\"logits\"";
@@ -688,17 +693,17 @@ struct Generator::Impl {
                       "(decode_batch.max_rows > 1); load the model with decode_batch.max_rows=1 to "
                       "read it");
     }
-    if (m.kv_pool->device() != nullptr) {
+    if (m.kv_pool().device() != nullptr) {
       throw Error(ErrorCode::FailedPrecondition,
                   "GetOutput(\"" + std::string(name) + "\"): the KV is on " +
-                      m.kv_pool->device()->name() +
+                      m.kv_pool().device()->name() +
                       "; KV outputs are copied from host memory only");
     }
-    const internal::KvShape& shape = m.kv_shape;
+    const internal::KvShape& shape = m.kv_shape();
     const size_t idx = static_cast<size_t>(it - names.begin());
     // KvCache::ReadPositions lays a row out as [tensor (layer-major, K then V)][head][n][d].
     std::vector<int> tensors;
-    if (m.io.combined_kv) {
+    if (m.io().combined_kv) {
       tensors = {static_cast<int>(2 * idx), static_cast<int>(2 * idx + 1)};
     } else {
       tensors = {static_cast<int>(idx)};
@@ -708,7 +713,7 @@ struct Generator::Impl {
         static_cast<size_t>(shape.kv_heads) * W * shape.head_size * shape.elem_bytes;
     out.element_type = shape.elem_bytes == 2 ? "float16" : "float32";
     out.shape = {batch, shape.kv_heads, W, shape.head_size};
-    if (m.io.combined_kv) out.shape.insert(out.shape.begin(), 2);
+    if (m.io().combined_kv) out.shape.insert(out.shape.begin(), 2);
     out.data.resize(tensors.size() * static_cast<size_t>(batch) * block);
     std::vector<char> row(static_cast<size_t>(2 * shape.num_layers) * block);
     for (int b = 0; b < batch; ++b) {
@@ -738,12 +743,12 @@ struct Generator::Impl {
       return;
     }
     Compute();
-    const int64_t V = m.info.vocab_size;
-    next_tokens.assign(batch, m.info.pad_token_id);
-    if (want_logprobs) next_logprobs.assign(batch, TokenLogprobs{m.info.pad_token_id, 0, {}});
+    const int64_t V = m.info().vocab_size;
+    next_tokens.assign(batch, m.info().pad_token_id);
+    if (want_logprobs) next_logprobs.assign(batch, TokenLogprobs{m.info().pad_token_id, 0, {}});
     for (int b = 0; b < batch; ++b) {
       if (done[b]) {
-        pending[b].push_back(m.info.pad_token_id);
+        pending[b].push_back(m.info().pad_token_id);
         continue;
       }
       std::vector<float>& row = row_logits;  // the sampler adjusts its copy in place
@@ -762,7 +767,7 @@ struct Generator::Impl {
       if (constraints.empty()) {
         t = samplers[b].Sample(row, sequences[b]);
       } else {
-        ConstraintFilter filter(*constraints[b], m.info.eos_token_ids, stats.constraint_ms);
+        ConstraintFilter filter(*constraints[b], m.info().eos_token_ids, stats.constraint_ms);
         t = samplers[b].Sample(row, sequences[b], &filter);
         if (t < 0) {
           throw Error(ErrorCode::Internal,
@@ -779,7 +784,7 @@ struct Generator::Impl {
       sequences[b].push_back(t);
       pending[b].push_back(t);
       ++stats.generated_tokens;
-      const auto& eos = m.info.eos_token_ids;
+      const auto& eos = m.info().eos_token_ids;
       if (std::find(eos.begin(), eos.end(), t) != eos.end()) done[b] = true;
       AdvanceConstraint(b, t);
     }
@@ -808,7 +813,7 @@ struct Generator::Impl {
   void StepBatched() {
     const int32_t p = lens[0];
     kv->Reserve(p + 1);  // charges a dynamic-mode growth; may throw ResourceExhausted
-    std::vector<float> new_logits(static_cast<size_t>(m.info.vocab_size));
+    std::vector<float> new_logits(static_cast<size_t>(m.info().vocab_size));
     BeginRequest();
     brow.batcher->Step(brow.row, pending[0][0], p, new_logits);
     ++stats.model_runs;
@@ -902,7 +907,7 @@ void RunPrefillStep(Model& model, std::span<const int32_t> tokens) {
 void FailNthRunForTesting(int n) {
   t_fail_run_countdown = n > 0 ? n : 0;
   if (n <= 0) return;  // a hook left installed costs nothing here: the countdown is 0
-  SetStepFaultForTesting([](const ModelImpl&, const StepDesc& step) -> std::string {
+  SetStepFaultForTesting([](const Model&, const StepDesc& step) -> std::string {
     if (step.kind != StepKind::kDecode || t_fail_run_countdown <= 0) return "";
     if (--t_fail_run_countdown > 0) return "";
     return "injected Run() failure (FailNthRunForTesting)";
@@ -976,12 +981,12 @@ void Generator::SetLogits(std::span<const float> logits) {
       throw Error(ErrorCode::FailedPrecondition,
                   "SetLogits: the generator is done (EOS or max_length reached)");
     }
-    const size_t want = static_cast<size_t>(impl_->batch) * impl_->m.info.vocab_size;
+    const size_t want = static_cast<size_t>(impl_->batch) * impl_->m.info().vocab_size;
     if (logits.size() != want) {
       throw Error(ErrorCode::InvalidArgument,
                   "SetLogits: " + std::to_string(logits.size()) + " values given; the logits are " +
                       std::to_string(impl_->batch) + " rows x vocab_size " +
-                      std::to_string(impl_->m.info.vocab_size) + " = " + std::to_string(want));
+                      std::to_string(impl_->m.info().vocab_size) + " = " + std::to_string(want));
     }
     impl_->logits.assign(logits.begin(), logits.end());
     impl_->logits_valid = true;

@@ -7,12 +7,12 @@
 
 namespace ebb::internal {
 
-DecoderFeed::DecoderFeed(const ModelImpl& model)
-    : m_(model),
-      ids_{model.io.input_ids_type, {}, {}},
-      mask_{model.io.attention_mask_type, {}, {}},
-      pos_{model.io.position_ids_type, {}, {}},
-      elem_bytes_(model.io.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4) {}
+DecoderFeed::DecoderFeed(const Model& model)
+    : m_(ImplOf(model)),
+      ids_{m_.io.input_ids_type, {}, {}},
+      mask_{m_.io.attention_mask_type, {}, {}},
+      pos_{m_.io.position_ids_type, {}, {}},
+      elem_bytes_(m_.io.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4) {}
 
 void DecoderFeed::Reset(int64_t rows, int64_t tokens, int64_t mask_columns) {
   rows_ = rows;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ebb/model.h"
 #include "model/step_runner.h"
 #include "ort/index_tensor.h"
 
@@ -25,7 +26,7 @@ class ModelImpl;
 
 class DecoderFeed {
  public:
-  explicit DecoderFeed(const ModelImpl& model);
+  explicit DecoderFeed(const Model& model);  // an ebb-loaded model
   DecoderFeed(const DecoderFeed&) = delete;
   DecoderFeed& operator=(const DecoderFeed&) = delete;
 

@@ -205,51 +205,17 @@ void StartCacheBuild(ModelImpl& mi, const Ort::SessionOptions& so, ModelCache ca
                                      [&gov, transient](bool) { gov.Release(transient); });
 }
 
-std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path& dir,
-                                                     const std::string& value) {
-  if (IsChatTemplateText(value)) {
-    try {
-      return ChatTemplate::ParseForModelDir(value, "chat_template", dir);
-    } catch (const Error& e) {
-      throw Error(e.code(),
-                  std::string("the chat_template option's template does not parse: ") + e.what());
-    }
-  }
-  const std::filesystem::path file(value);
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) {
-    throw Error(ErrorCode::NotFound,
-                "chat_template=" + EscapeForMessage(value, 1024) +
-                    ": no such file (give a Jinja chat template file, as tokenizer_config.json's "
-                    "\"chat_template\", or the template text itself)");
-  }
-  try {
-    return ChatTemplate::ParseForModelDir(
-        ReadRegularFile(file, kMaxConfigFileBytes, "chat template file"), file.string(), dir);
-  } catch (const Error& e) {
-    throw Error(e.code(), "chat_template=" + EscapeForMessage(value, 1024) +
-                              " is not a chat template ebb can render: " + e.what());
-  }
-}
+namespace {
 
-std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::string id,
-                                      const std::filesystem::path& dir, const ModelOptions& options,
-                                      ModelSteps steps) {
-  EnsureOrtApi();
-  const auto load_start = std::chrono::steady_clock::now();
-  auto impl = std::make_shared<ModelImpl>();
-  impl->id = std::move(id);
-  impl->host = std::move(host);
-  impl->config = LoadModelFolderConfig(dir);
-  impl->options = options;
-  const GenaiConfig& cfg = impl->config;
-  // The session options, config then user (the one merge: ort/session_options.h).
-  const EffectiveSessionOptions session(cfg.session_options, options);
-  // Before anything heavy: a template given at load that does not parse fails the load now.
+// The load's steps, in BuildModel's order. Each fills its part of the model being built; a throw
+// fails the load, and ~ModelImpl frees what the earlier steps built.
+
+// Options checked before anything heavy: a chat template given at load must parse, and a
+// pressure source (used once the weights are known to be file-backed) must exist.
+PressureSource CheckLoadOptions(ModelImpl& mi, const ModelOptions& options) {
   if (!options.chat_template.empty()) {
-    impl->chat_template_owned = LoadChatTemplateOption(cfg.dir, options.chat_template);
+    mi.chat_template_owned = LoadChatTemplateOption(mi.config.dir, options.chat_template);
   }
-  // Checked before anything is loaded; used once the weights are known to be file-backed.
   PressureSource pressure;
   if (options.release_weights_on_pressure) {
     pressure = ResolvePressureSource(options.pressure_cgroup);
@@ -261,75 +227,83 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
                       "machine");
     }
   }
+  return pressure;
+}
 
-  // The accelerator, before ORT sees the providers: WebGPU's device options are checked
-  // against the models already on it, and what a device cannot do is refused now.
-  PrepareDevice(*impl, ResolveProviders(cfg.provider_options, options), options);
+// Step 1a, the session options: the device (before ORT sees the providers: WebGPU's device
+// options are checked against the models already on it, and what a device cannot do is refused
+// now), the options themselves, and the env arena when the session allocates from it.
+Ort::SessionOptions PrepareSessionOptions(ModelImpl& mi, const EffectiveSessionOptions& session) {
+  const GenaiConfig& cfg = mi.config;
+  const ModelOptions& options = mi.options;
+  PrepareDevice(mi, ResolveProviders(cfg.provider_options, options), options);
   ArenaConfig arena_cfg;
   bool use_env_allocators = false;
-  Ort::SessionOptions so =
-      BuildSessionOptions(session, cfg.provider_options, options, &impl->has_cpu_arena, &arena_cfg,
-                          &use_env_allocators);
+  Ort::SessionOptions so = BuildSessionOptions(session, cfg.provider_options, options,
+                                               &mi.has_cpu_arena, &arena_cfg, &use_env_allocators);
   if (!arena_cfg.empty() || use_env_allocators) {
     // use_env_allocators alone shares the env arena that is registered (or registers one with
     // ORT's defaults): the session then allocates from it, as the user asked.
-    impl->env_arena = AcquireEnvArena(arena_cfg, /*any_config=*/arena_cfg.empty());
-    if (auto it = impl->env_arena->config().find("max_mem");
-        it != impl->env_arena->config().end()) {
-      impl->arena_max_mem = it->second;
+    mi.env_arena = AcquireEnvArena(arena_cfg, /*any_config=*/arena_cfg.empty());
+    if (auto it = mi.env_arena->config().find("max_mem"); it != mi.env_arena->config().end()) {
+      mi.arena_max_mem = it->second;
     }
   }
   // On an accelerator, ORT records which provider got each node, for the kernels line.
-  if (impl->device) so.AddConfigEntry("session.record_ep_graph_assignment_info", "1");
-  // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
-  CheckRegularFile(cfg.model_path, "the model's ONNX file");
-  // The compiled-model cache (model_cache.h): load the cached graph with nothing left to
-  // optimise and the weights (prepacked ones included) mapped from the entry; or load the model
-  // normally and build the entry in the background once the load is done. A cache problem never
-  // fails a load.
-  const std::optional<std::map<OpId, int>> graph_ops = TryGraphOps(cfg.model_path);
-  ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, session,
-                                      cfg.provider_options, options);
+  if (mi.device) so.AddConfigEntry("session.record_ep_graph_assignment_info", "1");
+  return so;
+}
+
+// Step 1b, the session: from the model cache's entry (the graph already optimised, the weights
+// mapped from it) or from the model file. A cache problem never fails a load. `placement`
+// receives which nodes an accelerator runs (ep_placement.h).
+void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
+                   const Ort::SessionOptions& so, ModelCache& cache, std::string* placement) {
+  const GenaiConfig& cfg = mi.config;
   if (cache.action() == ModelCache::Action::kLoad) {
     cache.Prefetch();
     Ort::SessionOptions cached_so = so.Clone();
     cached_so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
     try {
-      impl->session =
+      mi.session =
           std::make_unique<Ort::Session>(OrtEnvironment(), cache.cached_model().c_str(), cached_so);
       cache.MarkUsed();
-      impl->weights_entry = cache.entry();
+      mi.weights_entry = cache.entry();
       EBB_LOG_INFO("model cache: loaded {} from {} (graph already optimised, weights mapped)",
                    cfg.model_path.string(), cache.entry().string());
     } catch (const Ort::Exception& e) {
       cache.RebuildAfterFailedLoad(e.what());
     }
   }
-  if (!impl->session) {
+  if (!mi.session) {
     try {
-      impl->session = CreateSourceSession(cfg, options.last_position_logits, so.Clone());
+      mi.session = CreateSourceSession(cfg, mi.options.last_position_logits, so.Clone());
     } catch (const Ort::Exception& e) {
       throw SessionCreateError(cfg, session, e.what());
     }
   }
-  std::string placement;  // which nodes the accelerator runs, which fell back (ep_placement.h)
-  if (impl->device) {
-    placement = DescribeEpPlacement(ReadEpPlacement(*impl->session), impl->device->provider,
-                                    OrtProviderName(impl->device->provider));
+  if (mi.device) {
+    *placement = DescribeEpPlacement(ReadEpPlacement(*mi.session), mi.device->provider,
+                                     OrtProviderName(mi.device->provider));
   }
+}
+
+// Step 2, the graph's inputs and outputs, the weights' size and the tokenizer.
+void ResolveGraphIo(ModelImpl& mi) {
+  const GenaiConfig& cfg = mi.config;
   if (cfg.is_encoder) {
-    impl->encoder = ResolveEncoderIo(cfg, *impl->session);
+    mi.encoder = ResolveEncoderIo(cfg, *mi.session);
   } else {
-    impl->io = ResolveIo(cfg, *impl->session);
+    mi.io = ResolveIo(cfg, *mi.session);
   }
-  impl->weights_bytes = WeightsBytes(cfg.model_path);
+  mi.weights_bytes = WeightsBytes(cfg.model_path);
   if (const auto tok = cfg.dir / "tokenizer.json"; std::filesystem::exists(tok)) {
-    impl->tokenizer_owned = Tokenizer::FromFile(tok);
+    mi.tokenizer_owned = Tokenizer::FromFile(tok);
     // A tokenizer whose ids reach past the graph's logits: a prompt with such a token fails
     // (clearly, per request). Said once here, naming both sizes. Not refused: real test models
     // pair a full tokenizer with a cut vocabulary (hf-internal-testing's tiny-random-gpt2: 50,295
     // tokens, 1,000 logits) and run every prompt whose ids stay below it.
-    const size_t tokens = impl->tokenizer_owned->vocab_size();
+    const size_t tokens = mi.tokenizer_owned->vocab_size();
     if (!cfg.is_encoder && cfg.vocab_size > 0 && tokens > static_cast<size_t>(cfg.vocab_size)) {
       EBB_LOG_WARN(
           "tokenizer.json of '{}' has ids up to {} ({} tokens), but the model's vocabulary "
@@ -338,13 +312,19 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
           cfg.dir.string(), tokens - 1, tokens, cfg.vocab_size, cfg.vocab_size);
     }
   }
-  impl->cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
-  if (impl->arena_max_mem > 0) {
+  mi.cpu_memory = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+}
+
+// Step 3, the weights' charge: refuses an arena cap the weights already exceed, makes the KV
+// pool, and charges the weights to memory.limit.
+void ChargeWeights(ModelImpl& mi, const EffectiveSessionOptions& session) {
+  const ModelOptions& options = mi.options;
+  if (mi.arena_max_mem > 0) {
     // ORT reserves the weights in the arena without checking the cap; once the arena holds more
     // than max_mem, ORT computes the room left as limit - allocated in unsigned arithmetic and
     // enforces no cap at all (measured: max_mem=8MiB let a step take 76 MiB). Refuse that.
-    const ArenaStats a = ReadCpuArenaStats(*impl->session, impl->cpu_memory);
-    if (a.available && a.total_allocated_bytes > static_cast<int64_t>(impl->arena_max_mem)) {
+    const ArenaStats a = ReadCpuArenaStats(*mi.session, mi.cpu_memory);
+    if (a.available && a.total_allocated_bytes > static_cast<int64_t>(mi.arena_max_mem)) {
       // What is in the arena at this point: the initializers (unless
       // use_device_allocator_for_initializers=1) and the kernels' prepacked copies of them, which
       // ORT allocates from the arena whatever that key says: SessionState::
@@ -358,13 +338,13 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
       if (!set("session.use_device_allocator_for_initializers")) {
         fix += "session.use_device_allocator_for_initializers=1 for the weights, and ";
       }
-      fix += impl->weights_entry.empty() && !set("session.disable_prepacking")
+      fix += mi.weights_entry.empty() && !set("session.disable_prepacking")
                  ? "for ORT's prepacked copies of them the model cache (model_cache.dir, on by "
                    "default) or session.disable_prepacking=1 (slower matmuls)"
                  : "fewer or smaller weights";
       throw Error(ErrorCode::InvalidArgument,
-                  "arena.max_mem=" + std::to_string(impl->arena_max_mem) + " (" +
-                      FormatBytes(impl->arena_max_mem) + ") is below the " +
+                  "arena.max_mem=" + std::to_string(mi.arena_max_mem) + " (" +
+                      FormatBytes(mi.arena_max_mem) + ") is below the " +
                       FormatBytes(static_cast<uint64_t>(a.total_allocated_bytes)) +
                       " the model's weights and ORT's prepacked copies of them already take in "
                       "the arena, and ONNX Runtime then enforces no cap at all: raise "
@@ -372,29 +352,33 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
                       fix);
     }
   }
-  impl->kv_pool = MakeKvPool(*impl, options);  // on the device when the session runs on one
+  mi.kv_pool = MakeKvPool(mi, options);  // on the device when the session runs on one
   // The runtime-wide budget (memory.limit) sees every KV allocation of every model. The pool
   // holds the governor by reference: the model holds the host, which owns the governor.
-  MemoryGovernor& gov = impl->host->governor();
-  impl->kv_pool->set_admit_fn([&gov](uint64_t b, bool may_reclaim) { gov.Admit(b, may_reclaim); },
-                              [&gov](uint64_t b) { gov.Release(b); });
+  MemoryGovernor& gov = mi.host->governor();
+  mi.kv_pool->set_admit_fn([&gov](uint64_t b, bool may_reclaim) { gov.Admit(b, may_reclaim); },
+                           [&gov](uint64_t b) { gov.Release(b); });
   // memory.limit covers the weights too: refused here (ResourceExhausted), the load fails, frees
   // what it built and leaves the runtime's limit as it was.
   const uint64_t previous_limit = gov.limit();
   if (options.memory_limit_bytes > 0) gov.set_limit(options.memory_limit_bytes);
   try {
-    gov.ChargeWeights(impl->weights_bytes, impl->id);
+    gov.ChargeWeights(mi.weights_bytes, mi.id);
   } catch (...) {
     gov.set_limit(previous_limit);
     throw;
   }
-  impl->weights_charged = true;
+  mi.weights_charged = true;
   gov.AddModel(1);
-  impl->registered = true;
+  mi.registered = true;
+}
 
-  // The providers the session was created with.
-  const ProviderPlan providers = ResolveProviders(cfg.provider_options, options);
-  ModelInfo& info = impl->info;
+// Step 4, the model's description (ModelInfo) and its KV geometry.
+void BuildInfo(ModelImpl& mi, const EffectiveSessionOptions& session,
+               const std::optional<std::map<OpId, int>>& graph_ops, const ProviderPlan& providers,
+               const std::string& placement) {
+  const GenaiConfig& cfg = mi.config;
+  ModelInfo& info = mi.info;
   info.path = cfg.dir;
   info.type = cfg.model_type;
   info.is_encoder = cfg.is_encoder;
@@ -409,14 +393,14 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
       !cfg.is_encoder && (graph_ops ? graph_ops->count({"com.microsoft", "GroupQueryAttention"}) > 0
                                     : cfg.search.past_present_share_buffer);
   info.past_present_share_buffer =
-      cfg.search.past_present_share_buffer && info.uses_gqa && !impl->io.combined_kv;
-  info.last_position_logits = !impl->io.logits_index.empty();
+      cfg.search.past_present_share_buffer && info.uses_gqa && !mi.io.combined_kv;
+  info.last_position_logits = !mi.io.logits_index.empty();
   info.kernels = graph_ops ? DescribeModelKernels(*graph_ops, CpuFlags(), CustomOpsLibrary(session),
                                                   providers.FirstAccelerator())
                            : "unknown (ebb could not list the graph's operators; see the log)";
   if (!placement.empty()) {
     info.kernels += "; " + placement;
-    EBB_LOG_INFO("model '{}' kernels: {}", impl->id, info.kernels);
+    EBB_LOG_INFO("model '{}' kernels: {}", mi.id, info.kernels);
   }
   info.eos_token_ids = cfg.eos_token_ids;
   info.pad_token_id = cfg.pad_token_id >= 0
@@ -424,56 +408,38 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
                           : (cfg.eos_token_ids.empty() ? 0 : cfg.eos_token_ids[0]);
   info.bos_token_id = cfg.bos_token_id;
   if (!cfg.is_encoder) {
-    KvShape& kv = impl->kv_shape;
+    KvShape& kv = mi.kv_shape;
     kv.num_layers = info.num_layers;
     kv.kv_heads = info.num_kv_heads;
     kv.head_size = info.head_size;
     kv.batch = 1;
-    kv.combined = impl->io.combined_kv;
-    kv.elem_type = impl->io.kv_type;
-    kv.elem_bytes = impl->io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
+    kv.combined = mi.io.combined_kv;
+    kv.elem_type = mi.io.kv_type;
+    kv.elem_bytes = mi.io.kv_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 ? 2 : 4;
   }
-  info.kv_bytes_per_token = cfg.is_encoder ? 0 : impl->kv_shape.BytesPerToken();
+  info.kv_bytes_per_token = cfg.is_encoder ? 0 : mi.kv_shape.BytesPerToken();
+}
+
+// Step 5, the memory wiring: the constraint and prefix caches (their memory reclaimable by the
+// budget), the shrink controller and its policies, and the run options.
+void WireMemory(ModelImpl& mi, const ProviderPlan& providers, ModelSteps steps) {
+  const GenaiConfig& cfg = mi.config;
+  const ModelOptions& options = mi.options;
   if (!cfg.is_encoder) {
     // Compiled output constraints (json_schema, regex, grammar), bounded; nothing is built
     // until a request asks for one.
-    impl->constraints = std::make_unique<internal::ConstraintCache>(
-        impl->tokenizer_owned.get(), options.constraint_cache_max_bytes);
+    mi.constraints = std::make_unique<internal::ConstraintCache>(
+        mi.tokenizer_owned.get(), options.constraint_cache_max_bytes);
     // The prefix cache (off at prefix_cache.max_bytes=0; Tier 2 can turn it on). It gives its
     // memory back before the model's KV budget or memory.limit refuses anything (any model's).
-    impl->prefix_cache = std::make_unique<PrefixCache>(*impl->kv_pool, info.kv_bytes_per_token,
-                                                       options.prefix_cache_max_bytes);
-    PrefixCache* prefixes = impl->prefix_cache.get();
-    impl->kv_pool->set_reclaim_fn([prefixes](uint64_t bytes) { return prefixes->Drop(bytes); });
-    impl->prefix_reclaimer =
-        gov.AddReclaimer([prefixes](uint64_t bytes) { return prefixes->Drop(bytes); });
+    mi.prefix_cache = std::make_unique<PrefixCache>(*mi.kv_pool, mi.info.kv_bytes_per_token,
+                                                    options.prefix_cache_max_bytes);
+    PrefixCache* prefixes = mi.prefix_cache.get();
+    mi.kv_pool->set_reclaim_fn([prefixes](uint64_t bytes) { return prefixes->Drop(bytes); });
+    mi.prefix_reclaimer = mi.host->governor().AddReclaimer(
+        [prefixes](uint64_t bytes) { return prefixes->Drop(bytes); });
   }
-  // The one load line (the model manager adds none): what, how long, what it costs in memory.
-  const ProcessMemory pm = ReadProcessMemory();
-  const std::string cost = fmt::format(
-      "in {:.0f} ms; weights {} ({}); process RSS {}, anonymous {}",
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
-          .count(),
-      FormatBytes(impl->weights_bytes), WeightsStateName(impl->WeightsState()),
-      FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.rss_bytes))),
-      FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.anon_bytes))));
-  if (cfg.is_encoder) {
-    EBB_LOG_INFO("loaded {} as '{}' {} (encoder {}, {}; max {} tokens from {}; output {})",
-                 cfg.dir.string(), impl->id, cost, cfg.model_type, cfg.encoder.layout,
-                 cfg.encoder.max_length, cfg.encoder.max_length_source,
-                 impl->encoder.last_hidden_state.empty() ? impl->encoder.pooled
-                                                         : impl->encoder.last_hidden_state);
-  } else {
-    EBB_LOG_INFO(
-        "loaded {} as '{}' {} ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV, "
-        "{} logits)",
-        cfg.dir.string(), impl->id, cost, cfg.model_type, cfg.num_hidden_layers,
-        info.kv_bytes_per_token, KvModeName(options.kv_mode), info.uses_gqa ? "right" : "left",
-        info.past_present_share_buffer ? "shared" : "ping-pong",
-        info.last_position_logits ? "last-position" : "all-position");
-  }
-  ModelImpl& mi = *impl;
-  Model* raw = impl.get();  // the controller lives inside the model: no ownership cycle
+  Model* raw = &mi;  // the controller lives inside the model: no ownership cycle
   // A gpu:N shrink key is refused at load when no provider is a GPU (execution_provider=cpu
   // included), not left to fail every Run().
   mi.shrink = std::make_unique<ShrinkController>(
@@ -508,6 +474,42 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
   if (options.shrink_every > 0) mi.shrink->ShrinkEvery(options.shrink_every);
   if (options.shrink_above_bytes > 0) mi.shrink->ShrinkAbove(options.shrink_above_bytes);
   mi.run_options->SealLoad();
+}
+
+// The one load line (the model manager adds none): what, how long, what it costs in memory.
+void LogLoad(const ModelImpl& mi, std::chrono::steady_clock::time_point load_start) {
+  const GenaiConfig& cfg = mi.config;
+  const ModelInfo& info = mi.info;
+  const ProcessMemory pm = ReadProcessMemory();
+  const std::string cost = fmt::format(
+      "in {:.0f} ms; weights {} ({}); process RSS {}, anonymous {}",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+          .count(),
+      FormatBytes(mi.weights_bytes), WeightsStateName(mi.WeightsState()),
+      FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.rss_bytes))),
+      FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.anon_bytes))));
+  if (cfg.is_encoder) {
+    EBB_LOG_INFO(
+        "loaded {} as '{}' {} (encoder {}, {}; max {} tokens from {}; output {})", cfg.dir.string(),
+        mi.id, cost, cfg.model_type, cfg.encoder.layout, cfg.encoder.max_length,
+        cfg.encoder.max_length_source,
+        mi.encoder.last_hidden_state.empty() ? mi.encoder.pooled : mi.encoder.last_hidden_state);
+  } else {
+    EBB_LOG_INFO(
+        "loaded {} as '{}' {} ({}, {} layers, kv {} B/token, kv_cache.mode={}, {}-padded, {} KV, "
+        "{} logits)",
+        cfg.dir.string(), mi.id, cost, cfg.model_type, cfg.num_hidden_layers,
+        info.kv_bytes_per_token, KvModeName(mi.options.kv_mode), info.uses_gqa ? "right" : "left",
+        info.past_present_share_buffer ? "shared" : "ping-pong",
+        info.last_position_logits ? "last-position" : "all-position");
+  }
+}
+
+// Step 6, after the load: give back what loading left resident, guard mapped weights, start the
+// weights-release thread and the cache build.
+void FinishLoad(ModelImpl& mi, PressureSource pressure, const Ort::SessionOptions& so,
+                ModelCache cache) {
+  const ModelOptions& options = mi.options;
   // Parsing and optimising the graph leaves freed heap behind (about the size of the model
   // file's protobuf); glibc keeps it resident unless asked.
   TrimHeap();
@@ -518,7 +520,7 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
     // runs from, and paging out an entry also evicts it from the page cache, so the next load
     // would fault it back from disk in small reads (docs/memory.md). Its pages are clean and
     // shared; the kernel reclaims them when it needs to.
-    const FilePagesRelease r = ReleaseFilePages(cfg.dir, impl->weights_entry);
+    const FilePagesRelease r = ReleaseFilePages(mi.config.dir, mi.weights_entry);
     if (r.before.resident_bytes > 0) {
       EBB_LOG_INFO("released {} of resident model-file pages ({} mappings; {} still resident)",
                    FormatBytes(r.before.resident_bytes -
@@ -526,17 +528,53 @@ std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::stri
                    r.before.num_mappings, FormatBytes(r.after.resident_bytes));
     }
   }
-  if (!impl->weights_entry.empty()) {
+  if (!mi.weights_entry.empty()) {
     // A cache file truncated or rewritten under the mapping must fail the request that read it,
     // not kill the process with SIGBUS (memory/mapped_file_guard.h).
-    impl->weights_guard = MappedFileGuard::Protect({impl->weights_entry / ModelCache::kDataFile});
+    mi.weights_guard = MappedFileGuard::Protect({mi.weights_entry / ModelCache::kDataFile});
   }
-  impl->loaded_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  impl->StartWeightsRelease(options.release_weights_after_s, options.release_weights_on_pressure,
-                            std::move(pressure));
-  if (cache.action() == ModelCache::Action::kBuild) StartCacheBuild(*impl, so, std::move(cache));
+  mi.loaded_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  mi.StartWeightsRelease(options.release_weights_after_s, options.release_weights_on_pressure,
+                         std::move(pressure));
+  if (cache.action() == ModelCache::Action::kBuild) StartCacheBuild(mi, so, std::move(cache));
+}
+
+}  // namespace
+
+std::shared_ptr<Model> BuildModel(std::shared_ptr<ModelHost> host, std::string id,
+                                  const std::filesystem::path& dir, const ModelOptions& options,
+                                  ModelSteps steps) {
+  EnsureOrtApi();
+  const auto load_start = std::chrono::steady_clock::now();
+  auto impl = std::make_shared<ModelImpl>();
+  ModelImpl& mi = *impl;
+  mi.id = std::move(id);
+  mi.host = std::move(host);
+  mi.config = LoadModelFolderConfig(dir);
+  mi.options = options;
+  const GenaiConfig& cfg = mi.config;
+  // The session options, config then user (the one merge: ort/session_options.h).
+  const EffectiveSessionOptions session(cfg.session_options, options);
+  PressureSource pressure = CheckLoadOptions(mi, options);
+  const Ort::SessionOptions so = PrepareSessionOptions(mi, session);
+  // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
+  CheckRegularFile(cfg.model_path, "the model's ONNX file");
+  const std::optional<std::map<OpId, int>> graph_ops = TryGraphOps(cfg.model_path);
+  // The compiled-model cache (model_cache.h): load from its entry, or load the model normally
+  // and build the entry in the background once the load is done.
+  ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, session,
+                                      cfg.provider_options, options);
+  std::string placement;
+  CreateSession(mi, session, so, cache, &placement);
+  ResolveGraphIo(mi);
+  ChargeWeights(mi, session);
+  const ProviderPlan providers = ResolveProviders(cfg.provider_options, options);
+  BuildInfo(mi, session, graph_ops, providers, placement);
+  WireMemory(mi, providers, std::move(steps));
+  LogLoad(mi, load_start);
+  FinishLoad(mi, std::move(pressure), so, std::move(cache));
   return impl;
 }
 

@@ -29,6 +29,7 @@
 #include "model/graph_io.h"
 #include "model/model_host.h"
 #include "model/model_info.h"
+#include "model/model_loader.h"
 #include "model/run_option_ledger.h"
 #include "model/step_runner.h"
 #include "ort/device_target.h"
@@ -191,21 +192,5 @@ class ModelImpl final : public Model {
 
 inline ModelImpl& ImplOf(Model& m) { return static_cast<ModelImpl&>(m); }
 inline const ModelImpl& ImplOf(const Model& m) { return static_cast<const ModelImpl&>(m); }
-
-// What a model needs generated and model/ cannot build itself (it never constructs a
-// Generator): the runtime supplies them at load.
-struct ModelSteps {
-  // One minimal Run() on the model (an idle shrink; see ShrinkController).
-  std::function<void(Model&)> shrink;
-  // Prefills `tokens` in a one-row generator with the prefix cache on, so that their whole
-  // blocks are stored (ModelControls::PinPrefix). Throws what a Generator throws.
-  std::function<void(Model&, std::span<const int32_t>)> prefill;
-};
-
-// Loads a model folder for `host` under `id`. Throws ebb::Error; on failure nothing stays loaded
-// or allocated.
-std::shared_ptr<ModelImpl> BuildModel(std::shared_ptr<ModelHost> host, std::string id,
-                                      const std::filesystem::path& dir, const ModelOptions& options,
-                                      ModelSteps steps);
 
 }  // namespace ebb::internal

@@ -4,7 +4,10 @@
 
 #include <optional>
 
+#include "core/files.h"
+#include "core/option_parse.h"
 #include "core/strings.h"
+#include "ebb/chat_template.h"
 #include "ebb/error.h"
 #include "model/ep_placement.h"
 #include "model/graph_ops.h"
@@ -192,6 +195,33 @@ nlohmann::json ModelFolderInfoJson(const ModelFolderInfo& s) {
       arr.push_back({{"name", t.name}, {"type", t.type}, {"shape", t.shape}});
   }
   return j;
+}
+
+std::unique_ptr<ChatTemplate> LoadChatTemplateOption(const std::filesystem::path& dir,
+                                                     const std::string& value) {
+  if (IsChatTemplateText(value)) {
+    try {
+      return ChatTemplate::ParseForModelDir(value, "chat_template", dir);
+    } catch (const Error& e) {
+      throw Error(e.code(),
+                  std::string("the chat_template option's template does not parse: ") + e.what());
+    }
+  }
+  const std::filesystem::path file(value);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    throw Error(ErrorCode::NotFound,
+                "chat_template=" + EscapeForMessage(value, 1024) +
+                    ": no such file (give a Jinja chat template file, as tokenizer_config.json's "
+                    "\"chat_template\", or the template text itself)");
+  }
+  try {
+    return ChatTemplate::ParseForModelDir(
+        ReadRegularFile(file, kMaxConfigFileBytes, "chat template file"), file.string(), dir);
+  } catch (const Error& e) {
+    throw Error(e.code(), "chat_template=" + EscapeForMessage(value, 1024) +
+                              " is not a chat template ebb can render: " + e.what());
+  }
 }
 
 }  // namespace ebb::internal

@@ -27,6 +27,10 @@
 #include <string>
 #include <vector>
 
+namespace ebb {
+class Model;
+}
+
 namespace ebb::internal {
 
 class ModelImpl;
@@ -99,7 +103,7 @@ class StepRunner {
 // ebb::Error(Internal, <the returned text>) before BeginRun, as a failed Run() would, without
 // running. One hook at a time: installing replaces the previous one; null disarms. When none is
 // installed a step pays one relaxed atomic load.
-using StepFaultHook = std::function<std::string(const ModelImpl& model, const StepDesc& step)>;
+using StepFaultHook = std::function<std::string(const Model& model, const StepDesc& step)>;
 void SetStepFaultForTesting(StepFaultHook hook);
 
 }  // namespace ebb::internal

@@ -15,7 +15,8 @@
 #include "memory/memory_governor.h"
 #include "memory/process_memory.h"
 #include "model/model_host.h"
-#include "model/model_impl.h"
+#include "model/model_loader.h"
+#include "model/model_views.h"
 #include "ort/arena_stats.h"
 #include "ort/env_arena.h"
 #include "ort/ort_api.h"
@@ -53,9 +54,9 @@ struct Runtime::State final : internal::ModelHost {
   std::unique_ptr<internal::EnvArenaLease> arena;  // when options.arena is set
 
   mutable std::mutex mu;
-  std::map<std::string, std::shared_ptr<internal::ModelImpl>> named;    // guarded by mu
-  std::map<std::string, std::weak_ptr<internal::ModelImpl>> automatic;  // guarded by mu
-  uint64_t next_automatic = 1;                                          // guarded by mu
+  std::map<std::string, std::shared_ptr<Model>> named;    // guarded by mu
+  std::map<std::string, std::weak_ptr<Model>> automatic;  // guarded by mu
+  uint64_t next_automatic = 1;                            // guarded by mu
 
   mutable std::mutex obs_mu;
   std::vector<std::shared_ptr<RequestObserver>> observers;  // guarded by obs_mu
@@ -90,8 +91,8 @@ struct Runtime::State final : internal::ModelHost {
   }
 
   // Every live model, named and automatic, by id. Caller holds mu.
-  std::vector<std::shared_ptr<internal::ModelImpl>> LiveLocked() const {
-    std::vector<std::shared_ptr<internal::ModelImpl>> out;
+  std::vector<std::shared_ptr<Model>> LiveLocked() const {
+    std::vector<std::shared_ptr<Model>> out;
     for (const auto& [id, m] : named) out.push_back(m);
     for (const auto& [id, w] : automatic) {
       if (auto m = w.lock()) out.push_back(std::move(m));
@@ -131,7 +132,7 @@ Runtime::Runtime(const RuntimeOptions& options) : state_(std::make_shared<State>
 }
 
 Runtime::~Runtime() {
-  std::vector<std::shared_ptr<internal::ModelImpl>> models;
+  std::vector<std::shared_ptr<Model>> models;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     for (auto& [id, m] : state_->named) models.push_back(std::move(m));
@@ -139,8 +140,9 @@ Runtime::~Runtime() {
   }
   // A destructor never waits on generators only its caller can release: running calls finish,
   // idle generators are detached (they fail on their next call and free the model's memory when
-  // they are destroyed; ModelImpl::Release).
-  for (auto& m : models) m->Release(internal::ModelImpl::ReleaseMode::kDetach);
+  // they are destroyed; LifecycleView::Unload).
+  for (auto& m : models)
+    internal::LifecycleView(*m).Unload(internal::LifecycleView::Release::kDetach);
 }
 
 Runtime& Runtime::Default() {
@@ -182,7 +184,7 @@ std::shared_ptr<Model> Runtime::Load(const std::string& id, const std::filesyste
     if (state_->named.count(id)) {
       throw Error(ErrorCode::FailedPrecondition, "a model is already loaded as '" + id +
                                                      "' (from " +
-                                                     state_->named[id]->info.path.string() +
+                                                     state_->named[id]->info().path.string() +
                                                      "); unload it first or pick another id");
     }
   }
@@ -204,7 +206,7 @@ std::shared_ptr<Model> Runtime::Get(const std::string& id) const {
     if (auto m = it->second.lock()) return m;
   }
   std::string ids;
-  for (const auto& m : state_->LiveLocked()) ids += (ids.empty() ? "" : ", ") + m->id;
+  for (const auto& m : state_->LiveLocked()) ids += (ids.empty() ? "" : ", ") + m->id();
   throw Error(ErrorCode::NotFound, "no model '" + internal::EscapeForMessage(id, 200) +
                                        "' is loaded" +
                                        (ids.empty() ? " (none is)" : "; loaded: " + ids));
@@ -216,7 +218,7 @@ bool Runtime::Contains(const std::string& id) const {
 }
 
 void Runtime::Unload(const std::string& id, bool force) {
-  std::shared_ptr<internal::ModelImpl> model;
+  std::shared_ptr<Model> model;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     auto it = state_->named.find(id);
@@ -224,7 +226,7 @@ void Runtime::Unload(const std::string& id, bool force) {
       throw Error(ErrorCode::NotFound, "no model '" + internal::EscapeForMessage(id, 200) +
                                            "' is loaded; nothing to unload");
     }
-    const int live = it->second->live_generators();
+    const int live = it->second->num_live_generators();
     if (live > 0 && !force) {
       throw Error(ErrorCode::FailedPrecondition,
                   "model '" + id + "' has " + std::to_string(live) + " live generator" +
@@ -236,12 +238,12 @@ void Runtime::Unload(const std::string& id, bool force) {
     state_->named.erase(it);
   }
   // Outside the lock: waiting here must not block other models' loads and lookups.
-  model->Release();
+  internal::LifecycleView(*model).Unload();
   EBB_LOG_INFO("unloaded '{}'", id);
 }
 
 std::vector<ModelSummary> Runtime::List() const {
-  std::vector<std::shared_ptr<internal::ModelImpl>> models;
+  std::vector<std::shared_ptr<Model>> models;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     models = state_->LiveLocked();
@@ -249,12 +251,12 @@ std::vector<ModelSummary> Runtime::List() const {
   std::vector<ModelSummary> out;
   for (const auto& m : models) {
     ModelSummary s;
-    s.id = m->id;
-    s.path = m->info.path;
-    s.type = m->info.type;
-    s.is_encoder = m->info.is_encoder;
-    s.kernels = m->info.kernels;
-    s.weights_bytes = m->weights_bytes;
+    s.id = m->id();
+    s.path = m->info().path;
+    s.type = m->info().type;
+    s.is_encoder = m->info().is_encoder;
+    s.kernels = m->info().kernels;
+    s.weights_bytes = m->weights_bytes();
     const MemoryStats ms = m->runtime().Stats();
     s.kv = ms.kv;
     s.device = ms.device;
@@ -262,9 +264,9 @@ std::vector<ModelSummary> Runtime::List() const {
     s.weights = ms.weights;
     s.prefix_cache = ms.prefix_cache;
     s.constraints = ms.constraints;
-    s.live_generators = m->live_generators();
+    s.live_generators = m->num_live_generators();
     s.requests_served = ms.num_requests;
-    s.last_used_unix_ms = m->last_used_unix_ms();
+    s.last_used_unix_ms = internal::LifecycleView(*m).last_used_unix_ms();
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(),

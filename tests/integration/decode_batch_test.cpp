@@ -17,7 +17,7 @@
 #include "ebb/model.h"
 #include "ebb/runtime.h"
 #include "generate/decode_batcher.h"
-#include "model/model_impl.h"
+#include "model/model_views.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -41,9 +41,7 @@ std::shared_ptr<Model> LoadBatched(int rows, const char* policy = "gather",
 }
 
 internal::DecodeBatcher* BatcherOf(const std::shared_ptr<Model>& model) {
-  auto& m = internal::ImplOf(*model);
-  std::lock_guard<std::mutex> lock(m.decode_batcher_mu);
-  return m.decode_batcher.get();
+  return internal::RunView(*model).decode_batcher().get();  // the model keeps it alive
 }
 
 Tokens Prompt(int len, int seed) {

@@ -32,7 +32,7 @@
 #include "ebb/model_controls.h"
 #include "ebb/model_manager.h"
 #include "ebb/runtime.h"
-#include "model/model_impl.h"
+#include "model/model_views.h"
 #include "model/prepacked_align.h"
 #include "model/probe_run.h"
 #include "ort/ort_env.h"
@@ -522,9 +522,9 @@ TEST(ModelCache, SmallPrepackedBlobsAtUnalignedOffsetsMisreadAndAlignedTheyMatch
   off.Set("model_cache.dir", "off");
   off.Set("prefill_logits", "all");  // the graph as ORT's saver sees it, no ebb rewrite
   auto model = ebb::LoadModel(m.dir(), off);
-  auto& mi = internal::ImplOf(*model);
-  const std::vector<float> want = internal::ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder,
-                                                         mi.info.past_present_share_buffer);
+  const internal::RunView mi(*model);
+  const std::vector<float> want = internal::ProbeOutputs(
+      mi.session(), mi.config(), mi.io(), mi.encoder(), mi.info().past_present_share_buffer);
 
   // What ORT writes by itself.
   const fs::path raw = m.base() / "raw";
@@ -536,7 +536,7 @@ TEST(ModelCache, SmallPrepackedBlobsAtUnalignedOffsetsMisreadAndAlignedTheyMatch
     so.AddConfigEntry("session.optimized_model_external_initializers_file_name", "model.onnx.data");
     so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
     so.AddConfigEntry("session.save_external_prepacked_constant_initializers", "1");
-    Ort::Session writer(internal::OrtEnvironment(), mi.config.model_path.c_str(), so);
+    Ort::Session writer(internal::OrtEnvironment(), mi.config().model_path.c_str(), so);
   }
   ASSERT_GT(internal::CountMisalignedRegions(raw / "model.onnx", 64), 0u)
       << "ORT's saver aligned every blob: the workaround may no longer be needed";
@@ -552,8 +552,8 @@ TEST(ModelCache, SmallPrepackedBlobsAtUnalignedOffsetsMisreadAndAlignedTheyMatch
     Ort::SessionOptions so;
     so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
     Ort::Session s(internal::OrtEnvironment(), graph.c_str(), so);
-    return internal::ProbeOutputs(s, mi.config, mi.io, mi.encoder,
-                                  mi.info.past_present_share_buffer);
+    return internal::ProbeOutputs(s, mi.config(), mi.io(), mi.encoder(),
+                                  mi.info().past_present_share_buffer);
   };
   EXPECT_EQ(internal::CompareProbeOutputs(want, probe(aligned / "model.onnx")), "");
   EXPECT_NE(internal::CompareProbeOutputs(want, probe(raw / "model.onnx")), "")

@@ -17,8 +17,9 @@
 #include "ebb/log.h"
 #include "ebb/model.h"
 #include "ebb/runtime.h"
+#include "memory/shrink_controller.h"
 #include "model/genai_config.h"
-#include "model/model_impl.h"
+#include "model/model_views.h"
 #include "ort/cpu_threads.h"
 #include "ort/session_options.h"
 #include "test_env.h"
@@ -472,7 +473,7 @@ TEST(ShrinkController, ARunOptionOrtRefusesDoesNotBlockIdleShrinksForever) {
   // The public route refuses such a key at once (ModelControls::SetRunOption); the
   // controller below it is what this regression is about, so the key goes in under the check.
   EXPECT_THROW(m->runtime().SetRunOption(std::string(5000, 'k'), "1"), Error);
-  internal::ImplOf(*m).shrink->SetRunOption(std::string(5000, 'k'), "1");  // ORT refuses it
+  internal::RunView(*m).shrink().SetRunOption(std::string(5000, 'k'), "1");  // ORT refuses it
   {
     Generator g(m, GeneratorParams{.max_length = 8});
     EXPECT_THROW(g.AppendTokens(std::vector<int32_t>{1, 2}), Error);

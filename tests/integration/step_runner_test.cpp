@@ -16,7 +16,7 @@
 #include "ebb/model.h"
 #include "ebb/runtime.h"
 #include "generate/generator_testing.h"
-#include "model/model_impl.h"
+#include "model/model_views.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -36,16 +36,17 @@ struct FaultGuard {
 
 // Runs one step that ORT refuses (only input_ids is fed: every other input is missing) and
 // returns what the runner threw.
-Error FailedStep(internal::ModelImpl& m, const internal::StepDesc& desc, int* started) {
+Error FailedStep(internal::RunView m, const internal::StepDesc& desc, int* started) {
   std::vector<int64_t> ids{1};
   const std::vector<int64_t> dims{1, 1};
   internal::StepBinding bind;
-  const std::string& name = m.info.is_encoder ? m.encoder.input_ids : m.io.input_ids;
-  bind.Input(name, Ort::Value::CreateTensor<int64_t>(m.cpu_memory, ids.data(), ids.size(),
+  const std::string& name = m.info().is_encoder ? m.encoder().input_ids : m.io().input_ids;
+  bind.Input(name, Ort::Value::CreateTensor<int64_t>(m.cpu_memory(), ids.data(), ids.size(),
                                                      dims.data(), dims.size()));
-  bind.Output(m.info.is_encoder ? m.encoder.last_hidden_state : m.io.logits, Ort::Value{nullptr});
+  bind.Output(m.info().is_encoder ? m.encoder().last_hidden_state : m.io().logits,
+              Ort::Value{nullptr});
   try {
-    m.runner.Run(bind, desc, [started] { ++*started; });
+    m.runner().Run(bind, desc, [started] { ++*started; });
   } catch (const Error& e) {
     return e;
   }
@@ -55,8 +56,8 @@ Error FailedStep(internal::ModelImpl& m, const internal::StepDesc& desc, int* st
 
 TEST(StepRunner, AnOrtFailureIsMappedOnceByStepKind) {
   auto model = ebb::LoadModel(Gpt2());
-  internal::ModelImpl& m = internal::ImplOf(*model);
-  const uint64_t runs_before = m.runner.num_runs();
+  internal::RunView m(*model);
+  const uint64_t runs_before = m.runner().num_runs();
   int started = 0;
 
   internal::StepDesc decode;
@@ -76,7 +77,7 @@ TEST(StepRunner, AnOrtFailureIsMappedOnceByStepKind) {
 
   // on_start ran for both (it comes before the Run); neither counts as a run.
   EXPECT_EQ(started, 2);
-  EXPECT_EQ(m.runner.num_runs(), runs_before);
+  EXPECT_EQ(m.runner().num_runs(), runs_before);
 
   // The shrink controller saw both steps end: the model still generates, and each of its Runs
   // is counted once.
@@ -86,12 +87,12 @@ TEST(StepRunner, AnOrtFailureIsMappedOnceByStepKind) {
   g.AppendTokens(std::vector<int32_t>{5, 17, 42});
   g.GenerateNextToken();
   g.GenerateNextToken();
-  EXPECT_EQ(m.runner.num_runs() - runs_before, g.Stats().model_runs);
+  EXPECT_EQ(m.runner().num_runs() - runs_before, g.Stats().model_runs);
 }
 
 TEST(StepRunner, AnEncoderFailureNamesTheModelFile) {
   auto model = ebb::LoadModel(Bert());
-  internal::ModelImpl& m = internal::ImplOf(*model);
+  internal::RunView m(*model);
   internal::StepDesc encode;
   encode.kind = internal::StepKind::kEncode;
   int started = 0;
@@ -113,13 +114,13 @@ TEST(StepRunner, TheFaultSeamSeesEveryKindAndFailsBeforeTheRun) {
   std::vector<internal::StepKind> seen;
   bool fail = true;
   internal::SetStepFaultForTesting(
-      [&](const internal::ModelImpl&, const internal::StepDesc& step) -> std::string {
+      [&](const Model&, const internal::StepDesc& step) -> std::string {
         std::lock_guard<std::mutex> lock(mu);
         seen.push_back(step.kind);
         return fail ? "planted step failure" : "";
       });
-  internal::ModelImpl& g2 = internal::ImplOf(*gpt2);
-  const uint64_t runs_before = g2.runner.num_runs();
+  internal::RunView g2(*gpt2);
+  const uint64_t runs_before = g2.runner().num_runs();
   GeneratorParams p;
   p.max_length = 8;
   {
@@ -131,7 +132,7 @@ TEST(StepRunner, TheFaultSeamSeesEveryKindAndFailsBeforeTheRun) {
       EXPECT_EQ(e.code(), ErrorCode::Internal);
       EXPECT_STREQ(e.what(), "planted step failure");
     }
-    EXPECT_EQ(g2.runner.num_runs(), runs_before);
+    EXPECT_EQ(g2.runner().num_runs(), runs_before);
     EXPECT_EQ(g.Stats().model_runs, 0u);
   }
   EmbedRequest r;

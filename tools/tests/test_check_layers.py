@@ -173,13 +173,27 @@ def test_the_root_bench_may_measure_any_part_but_its_llamacpp_probe_only_the_pub
     assert "pool_bench" not in r.stdout
 
 
-def test_model_impl_is_private_to_the_model_and_engine_folders(tmp_path):
+def test_model_impl_is_private_to_the_model_folder(tmp_path):
     # Issue 38: cli/load_progress.cpp and runtime/model_manager.cpp included the whole ModelImpl
-    # for two folder helpers (now in model/model_info.h).
+    # for two folder helpers (now in model/model_info.h); generate/, embed/ and runtime/ use the
+    # views of model/model_views.h.
     root = copy_of_the_tree(tmp_path)
-    f = root / "src" / "cli" / "load_progress.cpp"
-    f.write_text('#include "model/model_impl.h"\n' + f.read_text())
+    for rel in ("src/cli/load_progress.cpp", "src/generate/generator.cpp"):
+        f = root / rel
+        f.write_text('#include "model/model_impl.h"\n' + f.read_text())
     r = run(root)
     assert r.returncode == 1, r.stdout
-    assert ('src/cli/load_progress.cpp includes "model/model_impl.h": only embed, generate, model, '
-            'runtime/ may') in r.stdout
+    for rel in ("src/cli/load_progress.cpp", "src/generate/generator.cpp"):
+        assert f'{rel} includes "model/model_impl.h": only model/ may' in r.stdout
+
+
+def test_tests_and_benchmarks_use_the_views_too(tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    for rel in ("tests/integration/planted_test.cpp", "bench/planted_bench.cpp"):
+        f = root / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text('#include "model/model_impl.h"\n')
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert 'tests/integration/planted_test.cpp includes "model/model_impl.h"' in r.stdout
+    assert 'bench/planted_bench.cpp includes "model/model_impl.h"' in r.stdout
