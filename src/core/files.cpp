@@ -1,14 +1,12 @@
 #include "core/files.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "platform/file.h"
 
 namespace ebb::internal {
 namespace {
@@ -46,33 +44,37 @@ std::string Quote(const std::filesystem::path& path) {
   }
 }
 
-const char* KindOf(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
+const char* KindOf(platform::FileType type) {
+  switch (type) {
+    case platform::FileType::kDirectory:
+      return "a directory";
+    case platform::FileType::kFifo:
+      return "a FIFO (named pipe)";
+    case platform::FileType::kCharDevice:
+      return "a character device";
+    case platform::FileType::kBlockDevice:
+      return "a block device";
+    case platform::FileType::kSocket:
+      return "a socket";
+    default:
+      return "not a regular file";
+  }
 }
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
 // Opens without blocking (a FIFO with no writer would block open()), then checks the type.
-uint64_t OpenRegular(const std::filesystem::path& path, std::string_view what, Fd& out) {
-  out.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (out.fd < 0) ThrowErrno(errno, path, what, "open it");
-  struct stat st {};
-  if (fstat(out.fd, &st) != 0) ThrowErrno(errno, path, what, "stat it");
-  if (!S_ISREG(st.st_mode)) {
+uint64_t OpenRegular(const std::filesystem::path& path, std::string_view what,
+                     platform::File& out) {
+  int err = 0;
+  out = platform::File::Open(path, platform::OpenMode::kReadNonBlocking, &err);
+  if (!out.is_open()) ThrowErrno(err, path, what, "open it");
+  platform::FileInfo info;
+  if (const int stat_err = out.Stat(&info); stat_err != 0)
+    ThrowErrno(stat_err, path, what, "stat it");
+  if (info.type != platform::FileType::kRegular) {
     throw Error(ErrorCode::InvalidArgument, std::string(what) + " (" + Quote(path) + ") is " +
-                                                KindOf(st.st_mode) + ", not a regular file");
+                                                KindOf(info.type) + ", not a regular file");
   }
-  return static_cast<uint64_t>(st.st_size);
+  return info.size;
 }
 
 }  // namespace
@@ -91,7 +93,7 @@ std::string DescribeErrno(int err) {
 
 std::string ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes,
                             std::string_view what) {
-  Fd f;
+  platform::File f;
   const uint64_t size = OpenRegular(path, what, f);
   if (size > max_bytes) {
     throw Error(ErrorCode::InvalidArgument, std::string(what) + " (" + Quote(path) + ") is " +
@@ -99,7 +101,7 @@ std::string ReadRegularFile(const std::filesystem::path& path, uint64_t max_byte
                                                 FormatBytes(max_bytes) + " for this file");
   }
   // Clear O_NONBLOCK for the reads (a regular file ignores it, but be plain).
-  fcntl(f.fd, F_SETFL, fcntl(f.fd, F_GETFL) & ~O_NONBLOCK);
+  f.SetBlocking();
   std::string out;
   out.resize(static_cast<size_t>(size));
   size_t got = 0;
@@ -109,28 +111,26 @@ std::string ReadRegularFile(const std::filesystem::path& path, uint64_t max_byte
       if (out.size() >= max_bytes) break;
       out.resize(static_cast<size_t>(std::min<uint64_t>(max_bytes, out.size() + 65536)));
     }
-    const ssize_t n = read(f.fd, out.data() + got, out.size() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ThrowErrno(errno, path, what, "read it");
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
+    const platform::IoResult r = f.Read(out.data() + got, out.size() - got);  // EINTR retried
+    if (r.err != 0) ThrowErrno(r.err, path, what, "read it");
+    if (r.bytes == 0) break;
+    got += static_cast<size_t>(r.bytes);
   }
   out.resize(got);
   return out;
 }
 
 uint64_t CheckRegularFile(const std::filesystem::path& path, std::string_view what) {
-  Fd f;
+  platform::File f;
   return OpenRegular(path, what, f);
 }
 
 bool FileExists(const std::filesystem::path& path, std::string_view what) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0) return true;
-  if (errno == ENOENT || errno == ENOTDIR) return false;
-  ThrowErrno(errno, path, what, "stat it");
+  platform::FileInfo info;
+  const int err = platform::StatPath(path, &info);
+  if (err == 0) return true;
+  if (err == ENOENT || err == ENOTDIR) return false;
+  ThrowErrno(err, path, what, "stat it");
 }
 
 }  // namespace ebb::internal

@@ -1,10 +1,10 @@
 #include "core/hash.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "platform/file.h"
 
 namespace ebb::internal {
 namespace {
@@ -122,24 +122,20 @@ uint64_t HashBytes(const void* data, size_t len, uint64_t seed) {
 }
 
 bool HashFileRange(const std::filesystem::path& path, uint64_t offset, uint64_t len, Hash64& h) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  int err = 0;
+  platform::File file = platform::File::Open(path, platform::OpenMode::kRead, &err);
+  if (!file.is_open()) return false;
   std::vector<unsigned char> buf(1 << 20);
-  bool ok = true;
   while (len > 0) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(len, buf.size()));
-    const ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(offset));
-    if (n < 0) {
-      ok = false;
-      break;
-    }
-    if (n == 0) break;  // end of file
-    h.Update(buf.data(), static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
-    len -= static_cast<uint64_t>(n);
+    const platform::IoResult r = file.ReadAt(buf.data(), want, offset);
+    if (r.err != 0) return false;
+    if (r.bytes == 0) break;  // end of file
+    h.Update(buf.data(), static_cast<size_t>(r.bytes));
+    offset += r.bytes;
+    len -= r.bytes;
   }
-  ::close(fd);
-  return ok;
+  return true;
 }
 
 std::string Hex64(uint64_t v) {

@@ -7,7 +7,7 @@
 
 namespace ebb::internal {
 
-// The system page size in bytes (sysconf(_SC_PAGESIZE), read once; 4096 if it cannot be read).
+// The system page size in bytes (platform::PageSize: read once; 4096 if it cannot be read).
 uint64_t PageSize();
 
 // `bytes` rounded up to a whole number of pages.

@@ -1,13 +1,13 @@
 #include "kv/batch_kv_region.h"
 
-#include <sys/mman.h>
-
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/pages.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "platform/vm.h"
 
 namespace ebb::internal {
 
@@ -20,7 +20,7 @@ BatchKvRegion::BatchKvRegion(const KvShape& row_shape, int rows) : shape_(row_sh
 BatchKvRegion::~BatchKvRegion() { Unmap(); }
 
 void BatchKvRegion::Unmap() noexcept {
-  if (region_ != nullptr) munmap(region_, region_bytes_);
+  if (region_ != nullptr) platform::Unmap(region_, region_bytes_);
   region_ = nullptr;
   region_bytes_ = row_bytes_ = tensor_bytes_ = 0;
   stride_ = 0;
@@ -31,14 +31,13 @@ void BatchKvRegion::Relayout(int stride, const std::vector<std::pair<int, int>>&
   const uint64_t tensor_bytes = row_bytes * static_cast<uint64_t>(rows_);
   const uint64_t region_bytes = tensor_bytes * 2 * static_cast<uint64_t>(shape_.num_layers);
   // Address space only: rows become resident as tokens are written.
-  void* p = mmap(nullptr, region_bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
+  const platform::MapResult m = platform::MapAnonymous(region_bytes, /*reserve=*/false);
+  if (m.addr == nullptr) {
     throw Error(ErrorCode::ResourceExhausted, "batched decode: the OS refused to map " +
                                                   FormatBytes(region_bytes) + " for KV rows of " +
                                                   std::to_string(stride) + " tokens");
   }
-  char* region = static_cast<char*>(p);
+  char* region = static_cast<char*>(m.addr);
   if (region_ != nullptr) {
     // Each kept row's columns that may hold valid tokens, per tensor and head.
     const uint64_t d_bytes = static_cast<uint64_t>(shape_.head_size) * shape_.elem_bytes;
@@ -52,7 +51,7 @@ void BatchKvRegion::Relayout(int stride, const std::vector<std::pair<int, int>>&
         }
       }
     }
-    munmap(region_, region_bytes_);
+    platform::Unmap(region_, region_bytes_);
   }
   region_ = region;
   region_bytes_ = region_bytes;
@@ -64,8 +63,8 @@ void BatchKvRegion::Relayout(int stride, const std::vector<std::pair<int, int>>&
 void BatchKvRegion::ReleaseRow(int row) noexcept {
   if (region_ == nullptr) return;
   for (int i = 0; i < 2 * shape_.num_layers; ++i) {
-    madvise(region_ + i * tensor_bytes_ + static_cast<uint64_t>(row) * row_bytes_, row_bytes_,
-            MADV_DONTNEED);
+    platform::Advise(region_ + i * tensor_bytes_ + static_cast<uint64_t>(row) * row_bytes_,
+                     row_bytes_, platform::Advice::kDontNeed);
   }
 }
 
@@ -79,12 +78,8 @@ KvSlotView BatchKvRegion::SlotView(int row) const {
 
 uint64_t BatchKvRegion::ResidentBytes() const {
   if (region_ == nullptr) return 0;
-  const uint64_t page = PageSize();
-  std::vector<unsigned char> vec((region_bytes_ + page - 1) / page);
-  if (mincore(region_, region_bytes_, vec.data()) != 0) return 0;
-  uint64_t n = 0;
-  for (unsigned char c : vec) n += c & 1;
-  return n * page;
+  const std::optional<uint64_t> pages = platform::ResidentPages(region_, region_bytes_);
+  return pages ? *pages * PageSize() : 0;
 }
 
 }  // namespace ebb::internal

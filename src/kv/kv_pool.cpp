@@ -1,10 +1,6 @@
 #include "kv/kv_pool.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -12,6 +8,7 @@
 #include "core/pages.h"
 #include "core/strings.h"
 #include "ebb/error.h"
+#include "platform/vm.h"
 
 namespace ebb::internal {
 
@@ -79,7 +76,7 @@ void KvPool::FreeRegions(const std::multimap<uint64_t, void*>& regions) noexcept
     if (device_) {
       device_->Free(data);
     } else {
-      munmap(data, bytes);
+      platform::Unmap(data, bytes);
     }
   }
 }
@@ -214,7 +211,7 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what, bool may_reclaim) {
       retained_.erase(it);
       stats_.retained_bytes -= got;
       // A bigger region is split: the tail is unmapped so accounting stays exact.
-      if (got > size) munmap(static_cast<char*>(data) + size, got - size);
+      if (got > size) platform::Unmap(static_cast<char*>(data) + size, got - size);
     }
   }
   if (data == nullptr && device_) {
@@ -228,16 +225,16 @@ KvBlock KvPool::Allocate(uint64_t bytes, const char* what, bool may_reclaim) {
     os_map = true;
   }
   if (data == nullptr) {
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;  // before the callbacks, which may change errno
+    const platform::MapResult m = platform::MapAnonymous(size);
+    if (m.addr == nullptr) {
+      const int err = m.err;
       uncharge();
       if (release) release(size);
       throw Error(ErrorCode::ResourceExhausted, std::string(what) + ": the OS refused " +
                                                     FormatBytes(size) + " (" + std::strerror(err) +
                                                     "); lower max_length or the batch size");
     }
-    data = p;
+    data = m.addr;
     os_map = true;
   }
   MutexLock lock(mu_);
@@ -266,7 +263,7 @@ void KvPool::Release(void* data, uint64_t bytes) noexcept {
     if (device_) {
       device_->Free(data);
     } else {
-      munmap(data, bytes);
+      platform::Unmap(data, bytes);
     }
   }
   if (release) release(bytes);

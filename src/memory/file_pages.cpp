@@ -1,11 +1,10 @@
 #include "memory/file_pages.h"
 
-#include <sys/mman.h>
-
-#include <fstream>
 #include <functional>
 #include <string>
 #include <system_error>
+
+#include "platform/vm.h"
 
 namespace ebb::internal {
 namespace {
@@ -20,35 +19,16 @@ std::string DirPrefix(const std::filesystem::path& dir) {
   return s;
 }
 
-// Calls `fn(start, end, rss_bytes)` for every mapping in /proc/self/smaps whose path starts with
-// `prefix` and not with `skip` (when `skip` is not empty).
+// Calls `fn(start, end, rss_bytes)` for every mapping of this process (platform::ReadMappings:
+// /proc/self/smaps on Linux) whose path starts with `prefix` and not with `skip` (when `skip` is
+// not empty).
 void ForEachMapping(const std::string& prefix, const std::string& skip,
                     const std::function<void(uintptr_t, uintptr_t, uint64_t)>& fn) {
   if (prefix.empty()) return;
-  std::ifstream in("/proc/self/smaps");
-  std::string line;
-  bool match = false;
-  uintptr_t start = 0, end = 0;
-  while (std::getline(in, line)) {
-    // A mapping header: "start-end perms offset dev inode [path]"; field lines start with a
-    // capitalised "Name:" and never contain '-' before the first space in hex form.
-    const size_t dash = line.find('-');
-    const size_t space = line.find(' ');
-    if (dash != std::string::npos && space != std::string::npos && dash < space &&
-        line.find(':') > space) {
-      const size_t path_at = line.find('/');
-      match = path_at != std::string::npos && line.compare(path_at, prefix.size(), prefix) == 0 &&
-              (skip.empty() || line.compare(path_at, skip.size(), skip) != 0);
-      if (match) {
-        start = std::stoull(line.substr(0, dash), nullptr, 16);
-        end = std::stoull(line.substr(dash + 1, space - dash - 1), nullptr, 16);
-      }
-      continue;
-    }
-    if (match && line.rfind("Rss:", 0) == 0) {
-      fn(start, end, std::stoull(line.substr(4)) * 1024);  // "Rss:   1234 kB"
-      match = false;
-    }
+  for (const platform::MemoryMapping& m : platform::ReadMappings(/*with_resident=*/true)) {
+    if (m.path.compare(0, prefix.size(), prefix) != 0) continue;
+    if (!skip.empty() && m.path.compare(0, skip.size(), skip) == 0) continue;
+    fn(m.start, m.end, m.resident_bytes);
   }
 }
 
@@ -71,12 +51,10 @@ FilePagesRelease ReleaseFilePages(const std::filesystem::path& dir,
   ForEachMapping(prefix, skip, [&](uintptr_t start, uintptr_t end, uint64_t rss) {
     ++r.before.num_mappings;
     r.before.resident_bytes += rss;
-#ifdef MADV_PAGEOUT
-    if (rss > 0) madvise(reinterpret_cast<void*>(start), end - start, MADV_PAGEOUT);
-#else
-    (void)start;
-    (void)end;
-#endif
+    // A hint: where the system has no page-out advice (Linux before 5.4) this does nothing.
+    if (rss > 0) {
+      platform::Advise(reinterpret_cast<void*>(start), end - start, platform::Advice::kPageOut);
+    }
   });
   ForEachMapping(prefix, skip, [&](uintptr_t, uintptr_t, uint64_t rss) {
     ++r.after.num_mappings;

@@ -20,7 +20,8 @@ struct MappedFilePages {
 // The mappings of regular files under `dir` (any depth) and their resident bytes.
 MappedFilePages ResidentFilePages(const std::filesystem::path& dir);
 
-// madvise(MADV_PAGEOUT) on every mapping of a file under `dir`. Loses nothing: clean file pages
+// Page-out advice (platform::Advice::kPageOut; Linux MADV_PAGEOUT) on every mapping of a file
+// under `dir`. Loses nothing: clean file pages
 // are dropped and fault back in from the file if read again; a copy-on-write page that was
 // written is anonymous memory and is swapped or kept, never discarded. A hint only: a kernel
 // without MADV_PAGEOUT (before 5.4) leaves everything resident. Returns the state before and

@@ -1,20 +1,15 @@
 #include "memory/mapped_file_guard.h"
 
 #include <ebb/error.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
-#include <csignal>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "core/log.h"
+#include "platform/fault.h"
+#include "platform/file.h"
+#include "platform/vm.h"
 
 namespace ebb::internal {
 
@@ -38,8 +33,8 @@ enum SlotState : uint32_t { kFree = 0, kClaimed, kLive, kRetiring };
 
 struct Slot {
   std::atomic<uint32_t> state{kFree};
-  std::atomic<uintptr_t> start{0}, end{0};  // [start, end), page-aligned addresses
-  std::atomic<int> prot{0};                 // PROT_* of the mapping (from /proc/self/maps)
+  std::atomic<uintptr_t> start{0}, end{0};             // [start, end), page-aligned addresses
+  std::atomic<int> access{0};                          // platform::Access bits of the mapping
   std::atomic<MappedFileCounters*> counters{nullptr};  // non-owning; the guard's
 };
 
@@ -51,84 +46,39 @@ Slot g_slots[MappedFileGuard::kMaxRanges];
 std::atomic<size_t> g_slots_used{0};  // high-water mark: slots at or past it were never claimed
 std::atomic<int> g_in_flight{0};      // handlers between their table lookup and its last use
 uintptr_t g_page_size = 4096;         // written before the handler is installed
-struct sigaction g_previous {};       // the handler before ours; written before ours is installed
 std::once_flag g_install_once;
 
-// SIG_DFL again, then: a fault repeats when the handler returns and takes the default action
-// (a core dump of the real fault); a signal sent with kill() is sent again.
-void DefaultAction(int sig, const siginfo_t* info) {
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(sig, &dfl, nullptr);
-  if (info == nullptr || info->si_code <= 0) raise(sig);
-}
-
-void Chain(int sig, siginfo_t* info, void* context) {
-  if (g_previous.sa_flags & SA_SIGINFO) {
-    if (g_previous.sa_sigaction != nullptr) {
-      g_previous.sa_sigaction(sig, info, context);
-      return;
-    }
-    DefaultAction(sig, info);
-    return;
-  }
-  if (g_previous.sa_handler == SIG_IGN) {
-    // The kernel does not let a fault be ignored: it would repeat forever. kill() is ignored.
-    if (info != nullptr && info->si_code > 0) DefaultAction(sig, info);
-    return;
-  }
-  if (g_previous.sa_handler == SIG_DFL) {
-    DefaultAction(sig, info);
-    return;
-  }
-  g_previous.sa_handler(sig);
-}
-
-// Async-signal-safe: atomics, mmap, sigaction and raise only; errno is preserved.
-void OnSigbus(int sig, siginfo_t* info, void* context) {
-  const int saved_errno = errno;
+// The fault handler (platform/fault.h), in signal context. Async-signal-safe: atomics and
+// platform::MapZerosOver only.
+bool AbsorbFault(uintptr_t addr) {
   bool absorbed = false;
-  if (info != nullptr && info->si_code > 0) {  // raised by the kernel for an access
-    const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
-    g_in_flight.fetch_add(1);
-    const size_t used = g_slots_used.load();
-    for (size_t i = 0; i < used; ++i) {
-      Slot& slot = g_slots[i];
-      if (slot.state.load() != kLive) continue;
-      const uintptr_t start = slot.start.load(), end = slot.end.load();
-      if (addr < start || addr >= end) continue;
-      const uintptr_t page = addr & ~(g_page_size - 1);
-      void* zeros = mmap(reinterpret_cast<void*>(page), end - page, slot.prot.load(),
-                         MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      // When mmap fails (no memory for the zero pages) the fault goes on to the previous
-      // handler: by default the process dies as it would have without the guard.
-      if (zeros != MAP_FAILED) {
-        MappedFileCounters* counters = slot.counters.load();
-        counters->faults.fetch_add(1);
-        counters->pages.fetch_add((end - page) / g_page_size);
-        absorbed = true;
-      }
-      break;
+  g_in_flight.fetch_add(1);
+  const size_t used = g_slots_used.load();
+  for (size_t i = 0; i < used; ++i) {
+    Slot& slot = g_slots[i];
+    if (slot.state.load() != kLive) continue;
+    const uintptr_t start = slot.start.load(), end = slot.end.load();
+    if (addr < start || addr >= end) continue;
+    const uintptr_t page = addr & ~(g_page_size - 1);
+    // When the zero pages cannot be mapped (no memory for them) the fault goes on to the
+    // previous handler: by default the process dies as it would have without the guard.
+    if (platform::MapZerosOver(reinterpret_cast<void*>(page), end - page, slot.access.load())) {
+      MappedFileCounters* counters = slot.counters.load();
+      counters->faults.fetch_add(1);
+      counters->pages.fetch_add((end - page) / g_page_size);
+      absorbed = true;
     }
-    g_in_flight.fetch_sub(1);
+    break;
   }
-  if (!absorbed) Chain(sig, info, context);
-  errno = saved_errno;
+  g_in_flight.fetch_sub(1);
+  return absorbed;
 }
 
 void InstallHandlerOnce() {
   std::call_once(g_install_once, [] {
-    const long page = sysconf(_SC_PAGESIZE);
-    if (page > 0) g_page_size = static_cast<uintptr_t>(page);
-    if (sigaction(SIGBUS, nullptr, &g_previous) != 0)
-      throw Error(ErrorCode::Internal, std::string("sigaction(SIGBUS): ") + std::strerror(errno));
-    struct sigaction sa {};
-    sa.sa_sigaction = OnSigbus;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGBUS, &sa, nullptr) != 0)
-      throw Error(ErrorCode::Internal, std::string("sigaction(SIGBUS): ") + std::strerror(errno));
+    g_page_size = static_cast<uintptr_t>(platform::PageSize());
+    if (const int err = platform::InstallFileFaultHandler(AbsorbFault); err != 0)
+      throw Error(ErrorCode::Internal, std::string("sigaction(SIGBUS): ") + std::strerror(err));
   });
 }
 
@@ -158,34 +108,21 @@ void RetireSlots(const std::vector<uint32_t>& slots) {
 
 struct Range {
   uintptr_t start = 0, end = 0;
-  int prot = PROT_NONE;
+  int access = platform::kAccessNone;
   size_t file = 0;  // index into the guard's files
 };
 
-// The mappings in /proc/self/maps whose device and inode are one of `ids`.
+// The mappings of this process (platform::ReadMappings: /proc/self/maps on Linux) whose device
+// and inode are one of `ids`.
 template <typename FileIds>
 std::vector<Range> FindMappings(const FileIds& ids) {
   std::vector<Range> ranges;
-  std::ifstream in("/proc/self/maps");
-  std::string line;
-  while (std::getline(in, line)) {
-    // "start-end perms offset major:minor inode [path]" (hex, except the inode).
-    unsigned long start = 0, end = 0, offset = 0, inode = 0;
-    unsigned int major_no = 0, minor_no = 0;
-    char perms[8] = {};
-    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &offset,
-                    &major_no, &minor_no, &inode) != 7 ||
-        inode == 0)
-      continue;
+  for (const platform::MemoryMapping& m : platform::ReadMappings()) {
+    if (m.inode == 0) continue;
     for (size_t f = 0; f < ids.size(); ++f) {
       const auto& id = ids[f];
-      if (!id.exists || id.ino != inode || major(id.dev) != major_no || minor(id.dev) != minor_no)
-        continue;
-      int prot = PROT_NONE;
-      if (perms[0] == 'r') prot |= PROT_READ;
-      if (perms[1] == 'w') prot |= PROT_WRITE;
-      if (perms[2] == 'x') prot |= PROT_EXEC;
-      ranges.push_back(Range{start, end, prot, f});
+      if (!id.exists || id.ino != m.inode || id.dev != m.device) continue;
+      ranges.push_back(Range{m.start, m.end, m.access, f});
       break;
     }
   }
@@ -199,10 +136,10 @@ MappedFileGuard::MappedFileGuard(std::vector<std::filesystem::path> files)
   files_.reserve(files.size());
   for (auto& path : files) {
     FileId id;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-      id.dev = st.st_dev;
-      id.ino = st.st_ino;
+    platform::FileInfo info;
+    if (platform::StatPath(path, &info) == 0) {
+      id.dev = info.device;
+      id.ino = info.inode;
       id.exists = true;
     }
     id.path = std::move(path);
@@ -233,11 +170,11 @@ void MappedFileGuard::Rescan() {
   for (uint32_t i : slots_) {
     const Slot& slot = g_slots[i];
     const uintptr_t start = slot.start.load(), end = slot.end.load();
-    const int prot = slot.prot.load();
+    const int access = slot.access.load();
     MappedFileCounters* counters = slot.counters.load();
     bool present = false;
     for (auto it = found.begin(); it != found.end(); ++it) {
-      if (it->start == start && it->end == end && it->prot == prot &&
+      if (it->start == start && it->end == end && it->access == access &&
           &counters_[it->file] == counters) {
         found.erase(it);
         present = true;
@@ -258,7 +195,7 @@ void MappedFileGuard::Rescan() {
     Slot& slot = g_slots[i];
     slot.start.store(r.start);
     slot.end.store(r.end);
-    slot.prot.store(r.prot);
+    slot.access.store(r.access);
     slot.counters.store(&counters_[r.file]);
     slot.state.store(kLive);
     slots_.push_back(static_cast<uint32_t>(i));

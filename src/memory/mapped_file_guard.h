@@ -11,13 +11,14 @@
 // ORT Run and fail the request (and reload the model). See docs/memory.md, "Mapped files and
 // SIGBUS".
 //
-// The handler: installed by the first Protect of the process (once, thread-safely), with
-// SA_SIGINFO | SA_ONSTACK. A SIGBUS outside every registered range goes to the handler that was
-// installed before it: called with the same arguments (SA_SIGINFO) or with the signal number; if
-// it was SIG_DFL (or SIG_IGN), the handler restores SIG_DFL and the fault repeats, so the default
-// action (core dump) happens with the real fault. The handler makes only async-signal-safe calls
-// (atomics, mmap, sigaction, raise). A handler installed after the first Protect by other code
-// replaces this one; it must chain to it for the guard to keep working.
+// The handler: installed by the first Protect of the process (once, thread-safely) through
+// platform/fault.h (on Linux a SIGBUS handler with SA_SIGINFO | SA_ONSTACK). A SIGBUS outside
+// every registered range goes to the handler that was installed before it: called with the same
+// arguments (SA_SIGINFO) or with the signal number; if it was SIG_DFL (or SIG_IGN), the handler
+// restores SIG_DFL and the fault repeats, so the default action (core dump) happens with the real
+// fault. The handler makes only async-signal-safe calls (atomics, mmap, sigaction, raise). A
+// handler installed after the first Protect by other code replaces this one; it must chain to it
+// for the guard to keep working.
 //
 // Thread-safety: Protect, Rescan, faults, pages_zeroed, broken, num_ranges and Describe may be
 // called from any thread, concurrently, on the same or different guards; the destructor not
@@ -64,15 +65,15 @@ class MappedFileGuard {
   MappedFileGuard(const MappedFileGuard&) = delete;
   MappedFileGuard& operator=(const MappedFileGuard&) = delete;
 
-  // Rereads /proc/self/maps: registers mappings of the files created since (ORT may map during
-  // the first Run), and drops ranges whose mapping is gone or was replaced (one read of the
-  // maps file: well under a millisecond for a few thousand mappings; no ranges change when
-  // nothing was mapped or unmapped).
+  // Rereads this process's mappings (/proc/self/maps on Linux): registers mappings of the files
+  // created since (ORT may map during the first Run), and drops ranges whose mapping is gone or was
+  // replaced (one read of the maps file: well under a millisecond for a few thousand mappings; no
+  // ranges change when nothing was mapped or unmapped).
   void Rescan();
 
   // SIGBUS faults absorbed in this guard's ranges since Protect.
   uint64_t faults() const;
-  // Pages the absorbed faults replaced by zeros (units: pages of sysconf(_SC_PAGESIZE) bytes).
+  // Pages the absorbed faults replaced by zeros (units: pages of platform::PageSize() bytes).
   uint64_t pages_zeroed() const;
   // faults() > 0: a read of a file returned zeros, the results of the request that ran then are
   // invalid, and the model must be reloaded.

@@ -1,12 +1,9 @@
 #include "model/cache_builder.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <chrono>
 
 #include "core/log.h"
+#include "platform/thread.h"
 
 namespace ebb::internal {
 
@@ -17,9 +14,9 @@ CacheBuilder::CacheBuilder(ModelCache cache, ModelCache::BuildJob job, std::stri
       what_(std::move(what)),
       on_finish_(std::move(on_finish)) {
   thread_ = std::thread([this] {
-    // Lowest CPU priority for this thread alone (Linux applies nice per thread): the build uses
-    // what the requests leave. ORT runs the build's session on this thread (one intra-op thread).
-    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
+    // Lowest CPU priority for this thread alone: the build uses what the requests leave. ORT
+    // runs the build's session on this thread (one intra-op thread). Best effort.
+    platform::LowerThreadPriority();
     bool committed = false;
     try {
       committed = cache_.BuildEntry(job_);

@@ -1,18 +1,15 @@
 #include "model/last_logits.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <set>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/proto_wire.h"
+#include "platform/file.h"
 
 namespace ebb::internal {
 namespace {
@@ -27,7 +24,6 @@ using proto::PutLen;
 using proto::PutTag;
 using proto::PutVarint;
 using proto::Span;
-using proto::WriteAll;
 
 using namespace proto::onnx;  // the field numbers (proto_wire.h)
 
@@ -90,25 +86,6 @@ struct NodeRef {
 };
 
 }  // namespace
-
-RewrittenModel::RewrittenModel(RewrittenModel&& other) noexcept
-    : fd_(other.fd_), path_(std::move(other.path_)) {
-  other.fd_ = -1;
-}
-
-RewrittenModel& RewrittenModel::operator=(RewrittenModel&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    path_ = std::move(other.path_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-RewrittenModel::~RewrittenModel() {
-  if (fd_ >= 0) ::close(fd_);
-}
 
 std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path& onnx_file,
                                                    const std::string& logits_output,
@@ -235,23 +212,31 @@ std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path& 
     PutTag(graph_header, kModelGraph, kLen);
     PutVarint(graph_header, graph_len);
 
-    const int fd = ::memfd_create("ebb-last-logits-model", MFD_CLOEXEC);
-    if (fd < 0) {
-      *why_not = std::string("memfd_create failed: ") + std::strerror(errno);
+    int err = 0;
+    platform::File mem = platform::File::CreateInMemory("ebb-last-logits-model", &err);
+    if (!mem.is_open()) {
+      *why_not = std::string("memfd_create failed: ") + std::strerror(err);
       return std::nullopt;
     }
-    RewrittenModel out(fd, "/proc/self/fd/" + std::to_string(fd));
     const uint8_t* d = file.data();
-    const bool ok =
-        WriteAll(fd, d, graph_tag) && WriteAll(fd, graph_header) &&
-        WriteAll(fd, d + graph_begin, lm.entry_begin - graph_begin) && WriteAll(fd, inserted) &&
-        WriteAll(fd, d + lm.entry_end, graph_end - lm.entry_end) && WriteAll(fd, index_input) &&
-        WriteAll(fd, d + graph_end, file.size() - graph_end);
-    if (!ok) {
-      *why_not = std::string("writing the rewritten model failed: ") + std::strerror(errno);
+    const std::pair<const uint8_t*, uint64_t> pieces[] = {
+        {d, graph_tag},
+        {reinterpret_cast<const uint8_t*>(graph_header.data()), graph_header.size()},
+        {d + graph_begin, lm.entry_begin - graph_begin},
+        {reinterpret_cast<const uint8_t*>(inserted.data()), inserted.size()},
+        {d + lm.entry_end, graph_end - lm.entry_end},
+        {reinterpret_cast<const uint8_t*>(index_input.data()), index_input.size()},
+        {d + graph_end, file.size() - graph_end},
+    };
+    for (const auto& [p, n] : pieces) {
+      if (err == 0) err = mem.WriteAll(p, n);
+    }
+    if (err != 0) {
+      *why_not = std::string("writing the rewritten model failed: ") + std::strerror(err);
       return std::nullopt;
     }
-    return out;
+    std::filesystem::path path = mem.OpenablePath();
+    return RewrittenModel(std::move(mem), std::move(path));
   } catch (const Malformed& m) {
     *why_not = "cannot parse the model (" + m.what + ")";
     return std::nullopt;

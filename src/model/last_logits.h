@@ -24,6 +24,8 @@
 #include <optional>
 #include <string>
 
+#include "platform/file.h"
+
 namespace ebb::internal {
 
 // The name of the graph input the rewrite adds (int64 [batch_size]).
@@ -32,19 +34,21 @@ inline constexpr const char* kLogitsIndexInput = "ebb_logits_index";
 // A rewritten model in an anonymous memory file. Close (destroy) it once ORT has loaded it.
 class RewrittenModel {
  public:
-  RewrittenModel(RewrittenModel&& other) noexcept;
-  RewrittenModel& operator=(RewrittenModel&& other) noexcept;
+  RewrittenModel(RewrittenModel&& other) noexcept = default;
+  RewrittenModel& operator=(RewrittenModel&& other) noexcept = default;
   RewrittenModel(const RewrittenModel&) = delete;
-  ~RewrittenModel();
+  ~RewrittenModel() = default;
 
-  // A path ORT can open (/proc/self/fd/N) while this object lives.
+  // A path ORT can open (platform::File::OpenablePath: /proc/self/fd/N on Linux) while this
+  // object lives.
   const std::filesystem::path& path() const { return path_; }
 
  private:
   friend std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path&,
                                                             const std::string&, int, std::string*);
-  RewrittenModel(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {}
-  int fd_ = -1;
+  RewrittenModel(platform::File file, std::filesystem::path path)
+      : file_(std::move(file)), path_(std::move(path)) {}
+  platform::File file_;  // the memory file; closed by the destructor
   std::filesystem::path path_;
 };
 

@@ -1,11 +1,5 @@
 #include "model/model_cache.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -28,6 +22,8 @@
 #include "ort/cpu_kernels.h"
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
+#include "platform/file.h"
+#include "platform/process.h"
 
 namespace ebb::internal {
 namespace {
@@ -56,14 +52,6 @@ uint64_t SampledHash(const fs::path& p, uint64_t size, bool* ok) {
   for (uint64_t i = 0; i < 64; ++i) *ok &= HashFileRange(p, i * (size / 64), 64 << 10, h);
   *ok &= HashFileRange(p, size - kMiB, kMiB, h);
   return h.Digest();
-}
-
-bool FsyncPath(const fs::path& p, bool directory) {
-  const int fd = ::open(p.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok;
 }
 
 std::string ErrnoText(int err) { return DescribeErrno(err); }
@@ -140,8 +128,7 @@ void CleanUp(const fs::path& root, const fs::path& source, const std::string& fi
       const auto parts = Split(name.substr(std::strlen(kTempPrefix)), '-');
       if (parts.size() != 3) continue;
       const long pid = std::strtol(parts[1].c_str(), nullptr, 10);
-      if (pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
-          errno == ESRCH) {
+      if (pid > 0 && pid != platform::CurrentPid() && !platform::ProcessAlive(pid)) {
         EBB_LOG_INFO(
             "model cache: removing {}, an unfinished cache write of process {}, which is gone "
             "(it crashed or was killed while writing)",
@@ -278,7 +265,7 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
   for (const auto& root : roots) {
     std::error_code mk;
     fs::create_directories(root, mk);
-    if (mk || !fs::is_directory(root, mk) || ::access(root.c_str(), W_OK) != 0) continue;
+    if (mk || !fs::is_directory(root, mk) || !platform::CanWrite(root)) continue;
     c.root_ = root;
     c.entry_ = root / entry_name;
     c.action_ = Action::kBuild;
@@ -303,10 +290,10 @@ bool ModelCache::StartBuild() {
     return false;
   }
   CleanUp(root_, model_path_, fingerprint_);
-  temp_ = root_ / (std::string(kTempPrefix) + key_ + "-" + std::to_string(::getpid()) + "-" +
-                   std::to_string(counter.fetch_add(1)));
-  if (::mkdir(temp_.c_str(), 0755) != 0) {
-    EBB_LOG_INFO("model cache: cannot write in {} ({})", root_.string(), ErrnoText(errno));
+  temp_ = root_ / (std::string(kTempPrefix) + key_ + "-" + std::to_string(platform::CurrentPid()) +
+                   "-" + std::to_string(counter.fetch_add(1)));
+  if (const int err = platform::MakeDirectory(temp_); err != 0) {
+    EBB_LOG_INFO("model cache: cannot write in {} ({})", root_.string(), ErrnoText(err));
     temp_.clear();
     return false;
   }
@@ -322,16 +309,13 @@ bool ModelCache::StartBuild() {
 void ModelCache::Prefetch() const {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(entry_, ec)) {
-    const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);  // a hint; failure costs nothing
-    ::close(fd);
+    platform::PrefetchFile(e.path());  // a hint; failure costs nothing
   }
 }
 
 void ModelCache::MarkUsed() const {
   if (action_ != Action::kLoad) return;
-  ::utimensat(AT_FDCWD, entry_.c_str(), nullptr, 0);  // now; best effort (a read-only root)
+  platform::TouchNow(entry_);  // best effort (a read-only root)
 }
 
 bool ModelCache::Commit() {
@@ -343,7 +327,7 @@ bool ModelCache::Commit() {
     for (const auto& e : fs::directory_iterator(temp_)) {
       if (!e.is_regular_file()) continue;
       const fs::path p = e.path();
-      if (!FsyncPath(p, false)) throw std::runtime_error("cannot sync " + p.string());
+      if (platform::SyncFile(p) != 0) throw std::runtime_error("cannot sync " + p.string());
       MakeReadOnly(p);
       const uint64_t size = fs::file_size(p);
       bool ok = false;
@@ -371,14 +355,15 @@ bool ModelCache::Commit() {
       out << m.dump(1) << "\n";
       if (!out.flush()) throw std::runtime_error("cannot write " + tmp_manifest.string());
     }
-    if (!FsyncPath(tmp_manifest, false) ||
-        ::rename(tmp_manifest.c_str(), (temp_ / kManifestFile).c_str()) != 0 ||
-        !FsyncPath(temp_, true)) {
+    int err = platform::SyncFile(tmp_manifest);
+    if (err == 0) err = platform::Rename(tmp_manifest, temp_ / kManifestFile);
+    if (err == 0) err = platform::SyncDirectory(temp_);
+    if (err != 0) {
       throw std::runtime_error("cannot write the manifest in " + temp_.string() + ": " +
-                               ErrnoText(errno));
+                               ErrnoText(err));
     }
-    if (::rename(temp_.c_str(), entry_.c_str()) != 0) {
-      const int err = errno;
+    err = platform::Rename(temp_, entry_);
+    if (err != 0) {
       if (err == EEXIST || err == ENOTEMPTY) {
         EBB_LOG_INFO("model cache: another process finished {} first; keeping its copy",
                      entry_.string());
@@ -390,7 +375,7 @@ bool ModelCache::Commit() {
                                ErrnoText(err));
     }
     temp_.clear();
-    FsyncPath(root_, true);
+    platform::SyncDirectory(root_);
     EBB_LOG_INFO("model cache: built {} ({} in {} files) in {:.0f} ms", entry_.string(),
                  FormatBytes(total), files.size(), NowMs() - build_started_ms_);
     return true;
@@ -414,31 +399,25 @@ void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
 
 namespace {
 
-// An advisory lock on <root>/.lock-<key>, held for the duration of a build.
+// An advisory lock on <root>/.lock-<key>, held for the duration of a build. When the lock file
+// cannot be opened, it is not held and not busy: the build goes ahead unlocked.
 class BuildLock {
  public:
-  explicit BuildLock(const fs::path& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      busy_ = errno == EWOULDBLOCK;
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
+  explicit BuildLock(const fs::path& path)
+      : path_(path), lock_(path, platform::FileLock::Wait::kNo) {}
   ~BuildLock() {
-    if (fd_ < 0) return;
-    ::unlink(path_.c_str());  // a process that opened it meanwhile just builds again
-    ::close(fd_);
+    // Removed while still held (the lock is released after, when lock_ closes): a process that
+    // opened it meanwhile just builds again.
+    if (lock_.held()) platform::RemoveFile(path_);
   }
   BuildLock(const BuildLock&) = delete;
   BuildLock& operator=(const BuildLock&) = delete;
-  bool held() const { return fd_ >= 0; }
-  bool busy() const { return busy_; }  // another process holds it
+  bool held() const { return lock_.held(); }
+  bool busy() const { return lock_.busy(); }  // another process holds it
 
  private:
   fs::path path_;
-  int fd_ = -1;
-  bool busy_ = false;
+  platform::FileLock lock_;
 };
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "model/model_cache_key.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -10,6 +8,7 @@
 #include "ebb/version.h"
 #include "ort/cpu_kernels.h"
 #include "ort/provider_plan.h"
+#include "platform/file.h"
 
 namespace ebb::internal {
 namespace {
@@ -57,9 +56,9 @@ bool ConflictingKey(const std::string& k) {
 }  // namespace
 
 int64_t MtimeNs(const fs::path& p) {
-  struct stat st {};
-  if (::stat(p.c_str(), &st) != 0) return -1;
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  platform::FileInfo info;
+  if (platform::StatPath(p, &info) != 0) return -1;
+  return info.mtime_ns;
 }
 
 // The model file and its external-data files (regular files in the folder whose name starts

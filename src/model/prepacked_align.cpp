@@ -1,9 +1,5 @@
 #include "model/prepacked_align.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -13,6 +9,7 @@
 #include "core/files.h"
 #include "ebb/error.h"
 #include "model/proto_wire.h"
+#include "platform/file.h"
 
 namespace ebb::internal {
 namespace {
@@ -23,7 +20,6 @@ using proto::Malformed;
 using proto::Mapping;
 using proto::PutLen;
 using proto::Span;
-using proto::WriteAll;
 
 using namespace proto::onnx;  // the field numbers (proto_wire.h)
 
@@ -140,11 +136,11 @@ Range FindGraph(Span& s) {
   return graph;
 }
 
-// Writes regions of `src` into `fd` at aligned offsets, each distinct region once.
+// Writes regions of `src` into `out` at aligned offsets, each distinct region once.
 class RegionWriter {
  public:
-  RegionWriter(int fd, const Mapping* src, uint64_t alignment)
-      : fd_(fd), src_(src), alignment_(alignment) {}
+  RegionWriter(platform::File& out, const Mapping* src, uint64_t alignment)
+      : out_(out), src_(src), alignment_(alignment) {}
 
   uint64_t Place(uint64_t offset, uint64_t length) {
     if (src_ == nullptr)
@@ -160,13 +156,13 @@ class RegionWriter {
     uint64_t pad = (alignment_ - pos_ % alignment_) % alignment_;
     while (pad > 0) {
       const uint64_t n = std::min<uint64_t>(pad, sizeof(kZeros));
-      if (!WriteAll(fd_, std::string_view(kZeros, n)))
-        throw Malformed{"write failed: " + DescribeErrno(errno)};
+      if (const int err = out_.WriteAll(kZeros, n); err != 0)
+        throw Malformed{"write failed: " + DescribeErrno(err)};
       pos_ += n;
       pad -= n;
     }
-    if (!WriteAll(fd_, src_->data() + offset, length))
-      throw Malformed{"write failed: " + DescribeErrno(errno)};
+    if (const int err = out_.WriteAll(src_->data() + offset, length); err != 0)
+      throw Malformed{"write failed: " + DescribeErrno(err)};
     it->second = pos_;
     pos_ += length;
     ++num_regions_;
@@ -178,7 +174,7 @@ class RegionWriter {
   uint64_t num_were_misaligned() const { return num_were_misaligned_; }
 
  private:
-  int fd_;
+  platform::File& out_;
   const Mapping* src_;
   uint64_t alignment_;
   uint64_t pos_ = 0;
@@ -262,7 +258,7 @@ AlignedExternalData AlignExternalData(const std::filesystem::path& graph_in,
   const std::filesystem::path data_in = graph_in.parent_path() / data_name;
   const std::filesystem::path data_out = graph_out.parent_path() / data_name;
   AlignedExternalData stats;
-  int fd = -1;
+  platform::File data_file;  // closed by its destructor on failure
   try {
     const Mapping graph_file(graph_in);
     std::error_code ec;
@@ -272,9 +268,11 @@ AlignedExternalData AlignExternalData(const std::filesystem::path& graph_in,
     const Range graph = FindGraph(s);
     // Subgraphs: refused (their initializers would keep stale offsets).
     ForEachInitializer(s, graph, [](Range) {});
-    fd = ::open(data_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw Malformed{"cannot create " + data_out.string() + ": " + DescribeErrno(errno)};
-    RegionWriter out(fd, data.get(), alignment);
+    int err = 0;
+    data_file = platform::File::Open(data_out, platform::OpenMode::kWriteTruncate, &err);
+    if (!data_file.is_open())
+      throw Malformed{"cannot create " + data_out.string() + ": " + DescribeErrno(err)};
+    RegionWriter out(data_file, data.get(), alignment);
 
     // The graph with every external initializer re-emitted; everything else verbatim.
     std::string new_graph;
@@ -308,22 +306,19 @@ AlignedExternalData AlignExternalData(const std::filesystem::path& graph_in,
     stats.num_regions = out.num_regions();
     stats.num_were_misaligned = out.num_were_misaligned();
     stats.data_bytes = out.size();
-    if (::close(fd) != 0) {
-      fd = -1;
-      throw Malformed{"cannot write " + data_out.string() + ": " + DescribeErrno(errno)};
-    }
-    fd = -1;
-    const int gfd = ::open(graph_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (gfd < 0)
-      throw Malformed{"cannot create " + graph_out.string() + ": " + DescribeErrno(errno)};
-    const bool ok = WriteAll(gfd, model);
-    const int err = errno;
-    if (::close(gfd) != 0 || !ok) {
+    if (const int close_err = data_file.Close(); close_err != 0)
+      throw Malformed{"cannot write " + data_out.string() + ": " + DescribeErrno(close_err)};
+    platform::File graph_file_out =
+        platform::File::Open(graph_out, platform::OpenMode::kWriteTruncate, &err);
+    if (!graph_file_out.is_open())
+      throw Malformed{"cannot create " + graph_out.string() + ": " + DescribeErrno(err)};
+    const int write_err = graph_file_out.WriteAll(model);
+    const int close_err = graph_file_out.Close();
+    if (close_err != 0 || write_err != 0) {
       throw Malformed{"cannot write " + graph_out.string() + ": " +
-                      DescribeErrno(ok ? errno : err)};
+                      DescribeErrno(write_err == 0 ? close_err : write_err)};
     }
   } catch (const Malformed& m) {
-    if (fd >= 0) ::close(fd);
     throw Error(ErrorCode::Internal,
                 "cannot align the external data of " + graph_in.string() + ": " + m.what);
   }

@@ -129,8 +129,8 @@ inline void PutInt(std::string& out, uint64_t field, uint64_t v) {
   PutVarint(out, v);
 }
 
-// A read-only mapping of a whole file (MAP_PRIVATE). Throws Malformed when the file cannot be
-// opened, is empty, or cannot be mapped.
+// A read-only, private mapping of a whole file (platform::MapFileReadOnly). Throws Malformed when
+// the file cannot be opened, is empty, or cannot be mapped.
 class Mapping {
  public:
   explicit Mapping(const std::filesystem::path& path);
@@ -144,9 +144,5 @@ class Mapping {
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
 };
-
-// Writes all of [p, p + n) to `fd` (retrying short writes); false on an error (errno is set).
-bool WriteAll(int fd, const uint8_t* p, uint64_t n);
-bool WriteAll(int fd, std::string_view s);
 
 }  // namespace ebb::internal::proto
