@@ -1,14 +1,11 @@
 #include "bench/environment.h"
 
-#include <sched.h>
-#include <sys/utsname.h>
-
 #include <ctime>
-#include <fstream>
 #include <string>
 #include <thread>
 
 #include "ebb/version.h"
+#include "platform/system_info.h"
 
 #ifndef EBB_GIT_COMMIT
 #define EBB_GIT_COMMIT "unknown"
@@ -18,25 +15,11 @@ namespace ebb::bench {
 
 Environment ReadEnvironment() {
   Environment e;
-  e.cpu_model = "unknown";
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) {
-        e.cpu_model = line.substr(line.find_first_not_of(" \t", colon + 1));
-      }
-      break;
-    }
-  }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  e.num_cores = sched_getaffinity(0, sizeof(set), &set) == 0
-                    ? CPU_COUNT(&set)
-                    : static_cast<int>(std::thread::hardware_concurrency());
-  utsname u{};
-  e.os = uname(&u) == 0 ? std::string(u.sysname) + " " + u.release + " " + u.machine : "unknown";
+  e.cpu_model = platform::CpuModelName().value_or("unknown");
+  const int allowed = platform::AllowedCpuCount();
+  e.num_cores = allowed > 0 ? allowed : static_cast<int>(std::thread::hardware_concurrency());
+  e.os = platform::OsDescription();
+  if (e.os.empty()) e.os = "unknown";
   e.ort_version = OrtVersion();
   e.cpu_kernels = CpuKernels();
   e.ebb_version = Version();

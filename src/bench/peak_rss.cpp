@@ -1,15 +1,9 @@
 #include "bench/peak_rss.h"
 
-#include <fstream>
+#include "platform/system_info.h"
 
 namespace ebb::bench {
 
-bool ResetPeakRss() {
-  std::ofstream out("/proc/self/clear_refs");
-  if (!out) return false;
-  out << "5";
-  out.flush();
-  return static_cast<bool>(out);
-}
+bool ResetPeakRss() { return platform::ResetPeakRss(); }
 
 }  // namespace ebb::bench

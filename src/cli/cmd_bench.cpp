@@ -1,8 +1,6 @@
 // `ebb bench MODEL_DIR [...]`: MLPerf-Client-style timings (TTFT, TPS, end-to-end) plus where the
 // memory goes, per iteration and per pool, with a slope; baselines side by side (--compare);
 // JSON/CSV/SVG reports. See docs/bench_schema.md.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <deque>
@@ -27,6 +25,7 @@
 #include "ebb/embedding.h"
 #include "ebb/error.h"
 #include "model/genai_config.h"
+#include "platform/process.h"
 
 namespace ebb::cli {
 namespace {
@@ -186,7 +185,7 @@ void Progress(const bench::RunResult& run, int32_t done, int32_t total) {
     std::fflush(stderr);
     return;
   }
-  if (isatty(fileno(stderr))) {
+  if (platform::IsTerminal(platform::StandardStream::kStderr)) {
     constexpr int kWidth = 24;
     const int filled = total > 0 ? done * kWidth / total : kWidth;
     std::fprintf(stderr, "\r%-16s [%s%s] %d/%d  ttft %.1f ms  tps %.1f  rss %s   ",
@@ -509,9 +508,11 @@ void RunBench(const BenchArgs& args) {
   if (o.process_warmup > 0) {
     auto w = bench::MakeWorkload(specs[0], run_options[0], prompts, &documents);
     bench::RunProcessWarmup(*w, o.process_warmup, [&](int32_t done, int32_t total) {
-      std::fprintf(stderr, "%sprocess warm-up (%s) %d/%d%s", isatty(fileno(stderr)) ? "\r" : "",
-                   specs[0].text.c_str(), done, total,
-                   isatty(fileno(stderr)) && done < total ? "   " : "\n");
+      std::fprintf(
+          stderr, "%sprocess warm-up (%s) %d/%d%s",
+          platform::IsTerminal(platform::StandardStream::kStderr) ? "\r" : "",
+          specs[0].text.c_str(), done, total,
+          platform::IsTerminal(platform::StandardStream::kStderr) && done < total ? "   " : "\n");
       std::fflush(stderr);
     });
   }

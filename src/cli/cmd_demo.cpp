@@ -9,8 +9,6 @@
 //      valid UTF-8 only;
 // and ends with what was shown and where to go next. docs/memory.md#the-first-run explains the
 // figures and what the plain ORT loop is (and is not).
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +35,7 @@
 #include "ebb/runtime.h"
 #include "ebb/stats.h"
 #include "model/genai_config.h"
+#include "platform/process.h"
 
 namespace ebb::cli {
 namespace {
@@ -107,7 +106,7 @@ std::string PrintableUtf8(const std::string& text) {
 }
 
 void Progress(const bench::RunResult& run, int32_t done, int32_t total) {
-  const bool tty = isatty(fileno(stderr)) != 0;
+  const bool tty = platform::IsTerminal(platform::StandardStream::kStderr);
   if (!tty && done != total) return;
   std::fprintf(stderr, "%s  %s: request %d/%d%s", tty ? "\r" : "", run.name.c_str(), done, total,
                tty && done < total ? "   " : "\n");

@@ -10,12 +10,9 @@
 //     (--json: the object, with an "error" member);
 //   - SIGINT / SIGTERM: the generation stops at the next step, exit 130 / 143;
 //   - tokens the tokenizer cannot decode show as U+FFFD, with a warning on stderr.
-#include <signal.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <iostream>
 #include <map>
@@ -35,6 +32,7 @@
 #include "ebb/model.h"
 #include "ebb/runtime.h"
 #include "ebb/tokenizer.h"
+#include "platform/process.h"
 #include "runtime/stats_json.h"
 
 namespace ebb::cli {
@@ -63,39 +61,38 @@ struct GenerateArgs {
 };
 
 // The signal handler's view of the running request: only lock-free atomics.
-std::atomic<bool>* volatile g_cancel_flag = nullptr;
-volatile std::sig_atomic_t g_signal = 0;
+std::atomic<std::atomic<bool>*> g_cancel_flag{nullptr};
+// The stop signal received: 0 none, else 1 + its platform::ProcessSignal.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
-extern "C" void OnStopSignal(int sig) {
-  g_signal = sig;
-  if (std::atomic<bool>* f = g_cancel_flag) f->store(true, std::memory_order_relaxed);
+void OnStopSignal(platform::ProcessSignal sig) {
+  g_signal = 1 + static_cast<int>(sig);
+  if (std::atomic<bool>* f = g_cancel_flag.load()) f->store(true, std::memory_order_relaxed);
 }
 
 // Routes SIGINT and SIGTERM to `token` while alive. A second signal of the same kind gets the
-// default action (SA_RESETHAND), so a stuck process can still be interrupted.
+// default action, so a stuck process can still be interrupted (platform::ScopedStopSignals).
 class StopSignals {
  public:
-  explicit StopSignals(const CancelToken& token) {
-    g_signal = 0;
-    g_cancel_flag = token.flag();
-    struct sigaction sa {};
-    sa.sa_handler = OnStopSignal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND | SA_RESTART;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-    g_cancel_flag = nullptr;
-  }
+  explicit StopSignals(const CancelToken& token) : armed_(token), scope_(OnStopSignal) {}
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
  private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
+  // The handler's view, set before the handlers are installed and cleared after they are
+  // restored (members are destroyed in reverse order).
+  struct Armed {
+    explicit Armed(const CancelToken& token) {
+      g_signal = 0;
+      g_cancel_flag = token.flag();
+    }
+    ~Armed() { g_cancel_flag = nullptr; }
+    Armed(const Armed&) = delete;
+    Armed& operator=(const Armed&) = delete;
+  };
+  Armed armed_;
+  platform::ScopedStopSignals scope_;
 };
 
 constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
@@ -141,7 +138,7 @@ std::vector<ChatMessage> ReadMessages(const std::string& path) {
   return out;
 }
 
-int ExitCodeForSignal(int sig) { return 128 + sig; }
+int ExitCodeForSignal(platform::ProcessSignal sig) { return 128 + platform::SignalNumber(sig); }
 
 void RunGenerate(const GenerateArgs& a) {
   const bool has_prompt = a.prompt_opt->count() > 0;
@@ -297,8 +294,10 @@ void RunGenerate(const GenerateArgs& a) {
     return row.finish_reason == FinishReason::kCancelled;
   });
   if (cancelled) {
-    const int s = sig != 0 ? sig : SIGINT;
-    std::fprintf(stderr, "cancelled by %s\n", s == SIGTERM ? "SIGTERM" : "SIGINT");
+    const platform::ProcessSignal s = sig != 0 ? static_cast<platform::ProcessSignal>(sig - 1)
+                                               : platform::ProcessSignal::kInterrupt;
+    std::fprintf(stderr, "cancelled by %s\n",
+                 s == platform::ProcessSignal::kTerminate ? "SIGTERM" : "SIGINT");
     throw ExitStatus{ExitCodeForSignal(s)};
   }
 }

@@ -1,7 +1,5 @@
 // `ebb serve`: the OpenAI-compatible local service (src/server, docs/http_api.md).
-#include <unistd.h>
-
-#include <csignal>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -15,13 +13,14 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/model_manager.h"
+#include "platform/process.h"
 #include "server/models_file.h"
 #include "server/server.h"
 
 namespace ebb::cli {
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
+std::atomic<int> g_stop{0};  // set by a stop signal (lock-free: safe in its handler)
 
 // A port is a plain decimal number 0 to 65535: no sign, no "0x", no trailing text, no leading
 // zero ("080" is not 80 to everyone).
@@ -41,7 +40,7 @@ int ParsePort(const std::string& text) {
 bool IsLoopbackHost(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
-void OnSignal(int) { g_stop = 1; }
+void OnSignal(platform::ProcessSignal) { g_stop = 1; }
 
 struct ServeFlags {
   server::ServeOptions opts;
@@ -70,7 +69,7 @@ class StateFileGuard {
   StateFileGuard(std::filesystem::path dir, const server::ServeOptions& o, int port)
       : dir_(std::move(dir)) {
     ServiceState s;
-    s.pid = static_cast<int>(getpid());
+    s.pid = static_cast<int>(platform::CurrentPid());
     s.start_time = ProcessStartTime(s.pid).value_or(0);
     s.host = o.host;
     s.port = port;
@@ -78,8 +77,7 @@ class StateFileGuard {
     // The log is where stdout goes when that is a regular file (ebb service start points it at
     // service.log); under --foreground it is a terminal or the journal: "".
     std::error_code ec;
-    const auto out = std::filesystem::read_symlink("/proc/self/fd/1", ec);
-    if (!ec && out.is_absolute() && std::filesystem::is_regular_file(out, ec)) s.log = out;
+    if (const auto out = platform::StdoutRegularFile()) s.log = *out;
     s.args = ServeArgsOfThisProcess();
     s.cwd = std::filesystem::current_path(ec).string();
     s.started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -178,12 +176,12 @@ void Run(ServeFlags& f) {
                 "--model ID=PATH, or --models-file FILE");
   }
 
-  std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a signal
+  platform::IgnoreBrokenPipe();  // a client that went away is a failed write, not a signal
   std::filesystem::path state_dir;
   if (!f.state_dir.empty()) {
     state_dir = std::filesystem::absolute(f.state_dir);
     EnsureServiceStateDir(state_dir);
-    if (auto other = ReadRunningService(state_dir); other && other->pid != getpid()) {
+    if (auto other = ReadRunningService(state_dir); other && other->pid != platform::CurrentPid()) {
       throw Error(ErrorCode::FailedPrecondition,
                   "another ebb service (pid " + std::to_string(other->pid) + ", " + other->url +
                       ") owns the state directory " + state_dir.string() +
@@ -198,8 +196,7 @@ void Run(ServeFlags& f) {
   srv.Bind();
   std::optional<StateFileGuard> state;
   if (!state_dir.empty()) state.emplace(state_dir, o, srv.port());
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
+  platform::HandleStopSignals(OnSignal);  // SIGTERM, SIGINT
   // The first line says where it listens (scripts and tests read it).
   std::cout << "ebb serve: listening on http://" << o.host << ":" << srv.port() << std::endl;
   std::thread watcher([&srv] {

@@ -1,16 +1,9 @@
 // `ebb service start|stop|restart|status`: one background `ebb serve` per state directory
 // (docs/service.md). The service itself writes service.json (cmd_serve.cpp, --state-dir); these
 // commands start it detached, signal it, and clean up after it when it crashed or hung.
-#include <fcntl.h>
 #include <httplib.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -25,6 +18,8 @@
 #include "cli/service_names.h"
 #include "core/files.h"
 #include "core/strings.h"
+#include "platform/atomic_file.h"
+#include "platform/process.h"
 
 namespace ebb::cli {
 namespace {
@@ -86,26 +81,9 @@ Address AddressOf(const std::vector<std::string>& args) {
 // writes one block and syncs it: "No space left on device" on a full file system, a quota, a
 // read-only mount). What ebb serve met, when it died with nothing in its log.
 std::string WriteProbe(const fs::path& dir) {
-  const fs::path probe = dir / (".ebb-write-probe-" + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return internal::DescribeErrno(errno);
-  std::string why;
-  const std::string block(4096, '\n');
-  size_t done = 0;
-  while (done < block.size() && why.empty()) {
-    const ssize_t n = ::write(fd, block.data() + done, block.size() - done);
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-    } else if (n < 0 && errno != EINTR) {
-      why = internal::DescribeErrno(errno);
-    } else if (n == 0) {
-      why = internal::DescribeErrno(ENOSPC);  // a write that makes no progress
-    }
-  }
-  if (why.empty() && ::fsync(fd) != 0) why = internal::DescribeErrno(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return why;
+  const fs::path probe = dir / (".ebb-write-probe-" + std::to_string(platform::CurrentPid()));
+  const int err = platform::ProbeWrite(probe, 4096);
+  return err == 0 ? std::string() : internal::DescribeErrno(err);
 }
 
 // The last `max_lines` lines of `log` written at or after byte `from`, indented, for messages.
@@ -152,20 +130,11 @@ std::optional<httplib::Result> Get(const std::string& url, const std::string& pa
 
 // Signals the process of `s` only while it is still the same process (pid and start time).
 // With pidfd_open the check and the signal cannot be split by a pid reuse; without it (old
-// kernels) the window is the microseconds between the /proc read and kill().
-bool SignalService(const ServiceState& s, int sig) {
-#ifdef SYS_pidfd_open
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
-  if (pidfd >= 0) {
-    bool ok = false;
-    if (CheckLiveness(s) == Liveness::kRunning) {
-      ok = ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0;
-    }
-    ::close(pidfd);
-    return ok;
-  }
-#endif
-  return CheckLiveness(s) == Liveness::kRunning && ::kill(s.pid, sig) == 0;
+// kernels) the window is the microseconds between the /proc read and kill()
+// (platform::SignalIfSame).
+bool SignalService(const ServiceState& s, platform::ProcessSignal sig) {
+  return platform::SignalIfSame(s.pid, sig,
+                                [&s] { return CheckLiveness(s) == Liveness::kRunning; });
 }
 
 // Waits up to `seconds` for the process of `s` to be gone; returns whether it is.
@@ -228,11 +197,11 @@ bool StopService(const fs::path& dir, std::optional<int> drain_timeout_s) {
   const auto t0 = Clock::now();
   Say("stopping pid " + std::to_string(st->pid) + " at " + st->url +
       " (SIGTERM; running requests get up to " + std::to_string(drain) + " s)");
-  SignalService(*st, SIGTERM);
+  SignalService(*st, platform::ProcessSignal::kTerminate);
   if (!WaitGone(*st, drain + kStopMarginS)) {
     Say("pid " + std::to_string(st->pid) + " did not exit within " +
         std::to_string(drain + kStopMarginS) + " s of SIGTERM (hung or stopped); sending SIGKILL");
-    SignalService(*st, SIGKILL);
+    SignalService(*st, platform::ProcessSignal::kKill);
     if (!WaitGone(*st, 10)) {
       throw Error(ErrorCode::Unavailable,
                   "pid " + std::to_string(st->pid) +
@@ -261,7 +230,10 @@ bool StopService(const fs::path& dir, std::optional<int> drain_timeout_s) {
 class ReadyProgress {
  public:
   ReadyProgress(int pid, std::string url, std::string log)
-      : tty_(isatty(fileno(stderr)) != 0), pid_(pid), url_(std::move(url)), log_(std::move(log)) {
+      : tty_(platform::IsTerminal(platform::StandardStream::kStderr)),
+        pid_(pid),
+        url_(std::move(url)),
+        log_(std::move(log)) {
     if (!tty_) {
       std::cerr << "ebb service: started pid " << pid_ << ", waiting for " << url_
                 << "/ready (log: " << log_ << ")" << std::endl;
@@ -336,63 +308,47 @@ void StartService(const fs::path& dir, const std::vector<std::string>& args, boo
   }
 
   std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path self = platform::SelfExecutable(ec);
   if (ec) {
     throw Error(ErrorCode::Internal,
                 "cannot find the ebb executable (/proc/self/exe): " + ec.message());
   }
   std::vector<std::string> argv_s = {"ebb", "serve", "--state-dir", dir.string()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
 
   if (foreground) {
     // systemd (or a terminal) owns this process: become `ebb serve` with the same pid.
     std::cout.flush();
     std::fflush(nullptr);
-    ::execv(self.c_str(), argv.data());
+    const int err = platform::ExecReplace(self, argv_s);
     throw Error(ErrorCode::Internal,
-                "cannot run " + self.string() + " serve: " + internal::DescribeErrno(errno));
+                "cannot run " + self.string() + " serve: " + internal::DescribeErrno(err));
   }
 
   const fs::path log = ServiceLogFile(dir);
   const uint64_t log_from = PrepareLog(log);
-  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (log_fd < 0) {
-    throw Error(ErrorCode::FailedPrecondition,
-                "cannot open the log " + log.string() + ": " + internal::DescribeErrno(errno));
-  }
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // The child: its own session (no controlling terminal, not in the caller's process group, so
+  // the terminal's Ctrl-C and hang-up do not reach it), stdin from /dev/null, stdout and stderr
+  // to the log.
+  platform::DetachedSpawn spawn;
+  spawn.exe = self;
+  spawn.argv = argv_s;
+  spawn.log = log;
+  spawn.cwd = cwd;
+  spawn.cwd_failure_line = "ebb service: cannot enter the service's recorded working directory\n";
+  spawn.exec_failure_line = "ebb service: cannot exec ebb serve\n";
   std::cout.flush();
   std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    ::close(log_fd);
+  const platform::SpawnResult started = platform::SpawnDetached(spawn);
+  if (started.failed == platform::SpawnResult::kOpenLog) {
+    throw Error(ErrorCode::FailedPrecondition, "cannot open the log " + log.string() + ": " +
+                                                   internal::DescribeErrno(started.error));
+  }
+  if (started.failed != platform::SpawnResult::kNone) {
     throw Error(ErrorCode::Unavailable,
-                "cannot start a process (fork): " + internal::DescribeErrno(err));
+                "cannot start a process (fork): " + internal::DescribeErrno(started.error));
   }
-  if (pid == 0) {
-    // The child: its own session (no controlling terminal, not in the caller's process group,
-    // so the terminal's Ctrl-C and hang-up do not reach it), stdin from /dev/null, stdout and
-    // stderr to the log. Only async-signal-safe calls until exec.
-    ::setsid();
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
-      const char msg[] = "ebb service: cannot enter the service's recorded working directory\n";
-      (void)!::write(log_fd, msg, sizeof(msg) - 1);
-      ::_exit(126);
-    }
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    ::execv(self.c_str(), argv.data());
-    const char msg[] = "ebb service: cannot exec ebb serve\n";
-    (void)!::write(2, msg, sizeof(msg) - 1);
-    ::_exit(127);
-  }
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
+  const int pid = static_cast<int>(started.pid);
 
   const auto t0 = Clock::now();
   bool ready = false;
@@ -400,10 +356,10 @@ void StartService(const fs::path& dir, const std::vector<std::string>& args, boo
   {
     ReadyProgress progress(pid, url, log.string());
     while (!ready) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        died = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                 : "was killed by signal " + std::to_string(WTERMSIG(status));
+      platform::ChildExit exit;
+      if (platform::PollChild(pid, &exit) == platform::ChildState::kEnded) {
+        died = exit.exited ? "exited with status " + std::to_string(exit.status)
+                           : "was killed by signal " + std::to_string(exit.signal);
         break;
       }
       std::optional<ServiceState> now;
@@ -429,13 +385,14 @@ void StartService(const fs::path& dir, const std::vector<std::string>& args, boo
   }
   if (!ready) {
     // Do not leave a half-started service behind: stop it, then say why.
-    ::kill(pid, SIGTERM);
-    for (int i = 0; i < 40 && ::waitpid(pid, nullptr, WNOHANG) == 0; ++i) {
+    platform::SendSignal(pid, platform::ProcessSignal::kTerminate);
+    for (int i = 0; i < 40 && platform::PollChild(pid, nullptr) == platform::ChildState::kRunning;
+         ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (::waitpid(pid, nullptr, WNOHANG) == 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
+    if (platform::PollChild(pid, nullptr) == platform::ChildState::kRunning) {
+      platform::SendSignal(pid, platform::ProcessSignal::kKill);
+      platform::WaitChild(pid);
     }
     RemoveServiceStateOf(dir, pid);
     throw Error(ErrorCode::DeadlineExceeded,

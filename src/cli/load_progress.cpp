@@ -1,7 +1,5 @@
 #include "cli/load_progress.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 
@@ -9,11 +7,12 @@
 #include "ebb/process_memory.h"
 #include "ebb/stats.h"
 #include "model/model_info.h"
+#include "platform/process.h"
 
 namespace ebb::cli {
 
 LoadProgress::LoadProgress(const std::filesystem::path& model_dir) {
-  if (isatty(fileno(stderr)) == 0) return;
+  if (!platform::IsTerminal(platform::StandardStream::kStderr)) return;
   uint64_t weights = 0;
   try {
     weights = internal::EstimateWeightsBytes(model_dir);

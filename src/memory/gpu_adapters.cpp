@@ -1,8 +1,5 @@
 #include "memory/gpu_adapters.h"
 
-#include <dlfcn.h>
-#include <link.h>
-
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +7,7 @@
 #include <exception>
 
 #include "core/strings.h"
+#include "platform/dynlib.h"
 
 namespace ebb::internal {
 namespace {
@@ -345,10 +343,10 @@ std::string DriverEnvText() {
   return out;
 }
 
-// dlsym into a function pointer type (POSIX guarantees the conversion works).
+// A symbol into a function pointer type (POSIX guarantees the conversion works).
 template <typename Fn>
 Fn LoadSymbol(void* lib, const char* name) {
-  return reinterpret_cast<Fn>(dlsym(lib, name));
+  return reinterpret_cast<Fn>(platform::LibrarySymbol(lib, name));
 }
 
 template <typename Fn>
@@ -360,24 +358,16 @@ Fn LoadInstanceProc(PFN_vkGetInstanceProcAddr gipa, VkInstance instance, const c
 class LibraryCloser {
  public:
   explicit LibraryCloser(void* lib) : lib_(lib) {}
-  ~LibraryCloser() {
-    if (lib_ != nullptr) dlclose(lib_);
-  }
+  ~LibraryCloser() { platform::CloseLibrary(lib_); }
   void Keep() { lib_ = nullptr; }  // never close it (an instance that cannot be destroyed)
   LibraryCloser(const LibraryCloser&) = delete;
   LibraryCloser& operator=(const LibraryCloser&) = delete;
 
  private:
-  void* lib_;  // owned: one dlopen reference
+  void* lib_;  // owned: one platform::OpenLibrary reference
 };
 
-std::string LoadedPath(void* lib) {
-  link_map* map = nullptr;
-  if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
-    return map->l_name;
-  }
-  return {};
-}
+std::string LoadedPath(void* lib) { return platform::LibraryPath(lib); }
 
 // The per-device entry points. The last two are optional (a loader older than Vulkan 1.1 lacks
 // vkGetPhysicalDeviceProperties2): without them driver_name and driver_info stay empty.
@@ -454,12 +444,11 @@ GpuAdapter ReadAdapter(VkPhysicalDevice device, const DeviceProcs& p) {
 
 GpuAdapterList ListFrom(const std::string& loader_library) {
   GpuAdapterList out;
-  dlerror();  // clear a stale message
-  void* lib = dlopen(loader_library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string why;
+  void* lib = platform::OpenLibrary(loader_library, &why);
   if (lib == nullptr) {
-    const char* why = dlerror();
     out.error = "no Vulkan loader: cannot open " + loader_library + " (" +
-                (why != nullptr ? why : "dlopen failed") + "); to get one, " + kHowToGetDriver;
+                (why.empty() ? "dlopen failed" : why) + "); to get one, " + kHowToGetDriver;
     return out;
   }
   LibraryCloser closer(lib);

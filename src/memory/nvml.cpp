@@ -1,14 +1,14 @@
 #include "memory/nvml.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "platform/dynlib.h"
+#include "platform/process.h"
 
 namespace ebb::internal {
 namespace {
@@ -81,7 +81,7 @@ NvmlState& State() {
 
 template <typename Fn>
 bool Load(void* lib, const char* name, Fn& fn, std::string& missing) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
+  fn = reinterpret_cast<Fn>(platform::LibrarySymbol(lib, name));
   if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
   return fn != nullptr;
 }
@@ -93,12 +93,11 @@ std::string ErrorText(const NvmlApi& api, nvmlReturn_t r) {
 }
 
 void Initialise(NvmlState& st) {
-  dlerror();
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  std::string why;
+  void* lib = platform::OpenLibrary("libnvidia-ml.so.1", &why);
   if (lib == nullptr) {
-    const char* why = dlerror();
     st.error = std::string("no libnvidia-ml.so.1 (no NVIDIA driver): ") +
-               (why != nullptr ? why : "dlopen failed");
+               (why.empty() ? "dlopen failed" : why);
     return;
   }
   NvmlApi& a = st.api;
@@ -113,20 +112,20 @@ void Initialise(NvmlState& st) {
   if (!missing.empty()) {
     st.error = "libnvidia-ml.so.1 lacks " + missing + " (an NVIDIA driver too old for ebb)";
     st.api = NvmlApi{};
-    dlclose(lib);
+    platform::CloseLibrary(lib);
     return;
   }
   // The process listings are optional (drivers before CUDA 11's NVML lack the _v2 versions, and
   // calling the _v1 ones with the v2 struct would misread it): without them process_bytes is -1.
-  a.device_get_compute_running_processes_v2 =
-      reinterpret_cast<ListFn>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2"));
-  a.device_get_graphics_running_processes_v2 =
-      reinterpret_cast<ListFn>(dlsym(lib, "nvmlDeviceGetGraphicsRunningProcesses_v2"));
+  a.device_get_compute_running_processes_v2 = reinterpret_cast<ListFn>(
+      platform::LibrarySymbol(lib, "nvmlDeviceGetComputeRunningProcesses_v2"));
+  a.device_get_graphics_running_processes_v2 = reinterpret_cast<ListFn>(
+      platform::LibrarySymbol(lib, "nvmlDeviceGetGraphicsRunningProcesses_v2"));
   const nvmlReturn_t r = a.init_v2();
   if (r != kNvmlSuccess) {
     st.error = "nvmlInit failed: " + ErrorText(a, r);
     st.api = NvmlApi{};
-    dlclose(lib);
+    platform::CloseLibrary(lib);
     return;
   }
   st.ok = true;  // `lib` stays open for the process's life (see nvml.h)
@@ -182,7 +181,7 @@ NvmlMemory Read() {
     m.driver_version.assign(version, strnlen(version, sizeof version));
   }
 
-  const auto pid = static_cast<unsigned int>(getpid());
+  const auto pid = static_cast<unsigned int>(platform::CurrentPid());
   for (unsigned int i = 0; i < count; ++i) {
     nvmlDevice_t device = nullptr;
     if (a.device_get_handle_by_index_v2(i, &device) != kNvmlSuccess || device == nullptr) continue;

@@ -3,21 +3,18 @@
 #include <malloc.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "ebb/stats.h"
 #include "memory/heap_trim.h"
+#include "platform/system_info.h"
 
 namespace ebb {
 
 ProcessMemory ReadProcessMemory() {
-  std::ifstream in("/proc/self/status");
-  if (!in) return {};
-  std::stringstream text;
-  text << in.rdbuf();
-  return internal::ParseProcessStatus(text.str());
+  const std::optional<std::string> text = platform::ReadSelfMemoryStatus();
+  if (!text) return {};
+  return internal::ParseProcessStatus(*text);
 }
 
 namespace internal {

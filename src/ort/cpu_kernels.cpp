@@ -1,26 +1,11 @@
 #include "ort/cpu_kernels.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "ebb/version.h"
+#include "platform/system_info.h"
 
 namespace ebb::internal {
 
-std::set<std::string> CpuFlags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  std::set<std::string> have;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::istringstream words(line.substr(colon + 1));
-    for (std::string w; words >> w;) have.insert(w);
-    break;  // the first CPU's: MLAS assumes every core has the same features
-  }
-  return have;
-}
+std::set<std::string> CpuFlags() { return platform::CpuFlags(); }
 
 std::string MlasInt4Kernel(const std::set<std::string>& flags) {
   auto has = [&](const char* f) { return flags.count(f) > 0; };

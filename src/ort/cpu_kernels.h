@@ -9,7 +9,8 @@
 namespace ebb::internal {
 
 // The CPU's feature flags as the kernel reports them (/proc/cpuinfo "flags" on x86-64,
-// "Features" on Arm; lower case, e.g. "avx2", "avx512_vnni", "amx_int8"). Empty if unreadable.
+// "Features" on Arm; lower case, e.g. "avx2", "avx512_vnni", "amx_int8"), read through the
+// platform seam (platform/system_info.h). Empty if unreadable.
 std::set<std::string> CpuFlags();
 
 // The kernel family MLAS (ORT 1.30, onnxruntime/core/mlas/lib/platform.cpp) dispatches its int4

@@ -17,34 +17,18 @@
 // Thread-safety: pure functions and reads of the process's own state.
 #pragma once
 
-#include <filesystem>
-#include <map>
-#include <optional>
-#include <utility>
-#include <vector>
+#include "platform/system_info.h"
 
 namespace ebb::internal {
 
-struct CpuTopology {
-  std::vector<int> allowed_cpus;               // sched_getaffinity, in CPU numbers
-  std::map<int, std::pair<int, int>> core_of;  // CPU -> (physical_package_id, core_id)
-  std::optional<double> cpu_quota;             // cgroup cpu.max quota / period; none = "max"
-};
+// The topology and the cgroup quota are read through the platform seam
+// (platform/system_info.h); their names are used here as before.
+using platform::CgroupCpuQuota;
+using platform::CpuTopology;
+using platform::ReadCpuTopology;
 
 // The thread count for `t` (above). Pure: tested on made-up topologies.
 int PhysicalCoresFor(const CpuTopology& t);
-
-// The tightest cgroup v2 CPU quota (cpu.max quota / period) on the cgroup path that
-// `self_cgroup` (the text of /proc/self/cgroup) names and its ancestors, under `cgroup_root`
-// (/sys/fs/cgroup); nullopt when no level sets one ("max"), the file is unreadable or malformed,
-// or the process is in no v2 hierarchy. Inside a container with its own cgroup namespace the path
-// is "/" and the container's limit is the root's cpu.max.
-std::optional<double> CgroupCpuQuota(const std::string& self_cgroup,
-                                     const std::filesystem::path& cgroup_root);
-
-// This process's topology, from sched_getaffinity, sysfs and cgroup v2 (missing files are
-// skipped: no topology counts each CPU, no cgroup is no quota).
-CpuTopology ReadCpuTopology();
 
 // PhysicalCoresFor(ReadCpuTopology()), computed once per process.
 int DefaultIntraOpThreads();

@@ -1,7 +1,5 @@
 #include "ort/session_options.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -19,6 +17,8 @@
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
 #include "ort/webgpu_options.h"
+#include "platform/atomic_file.h"
+#include "platform/system_info.h"
 
 namespace ebb::internal {
 namespace {
@@ -44,10 +44,8 @@ int MaxThreads() {
 }
 
 uint64_t PhysicalMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return UINT64_MAX;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  const uint64_t bytes = platform::PhysicalMemoryBytes();
+  return bytes == 0 ? UINT64_MAX : bytes;
 }
 
 // ORT's smallest arena chunk: its default initial_chunk_size_bytes. A max_mem below it is not
@@ -371,7 +369,7 @@ Ort::SessionOptions BuildSessionOptions(const EffectiveSessionOptions& session,
           const std::filesystem::path dir = std::filesystem::path(prefix).parent_path().empty()
                                                 ? std::filesystem::path(".")
                                                 : std::filesystem::path(prefix).parent_path();
-          if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0) {
+          if (!std::filesystem::is_directory(dir) || !platform::MayWrite(dir)) {
             Bad(key, value,
                 "the folder '" + dir.string() +
                     "' does not exist or is not writable; name a "

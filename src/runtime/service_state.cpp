@@ -1,22 +1,16 @@
 #include "runtime/service_state.h"
 
-#include <fcntl.h>
-#include <pwd.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <string_view>
 
 #include "core/files.h"
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/service.h"
+#include "platform/atomic_file.h"
+#include "platform/process.h"
 
 namespace ebb::internal {
 namespace fs = std::filesystem;
@@ -25,26 +19,6 @@ namespace {
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? "" : v;
-}
-
-std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Fields 3.. of /proc/PID/stat (after the command name in parentheses, which may itself hold
-// spaces and parentheses: the last ')' ends it). Empty when the process does not exist.
-std::vector<std::string> StatFields(int pid) {
-  const std::string text = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
-  const auto close = text.rfind(')');
-  if (close == std::string::npos) return {};
-  std::istringstream rest(text.substr(close + 1));
-  std::vector<std::string> fields;
-  for (std::string f; rest >> f;) fields.push_back(f);
-  return fields;
 }
 
 }  // namespace
@@ -57,9 +31,7 @@ fs::path ServiceStateDir() {
   }
   std::string home = Env("HOME");
   if (home.empty()) {
-    if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_dir != nullptr) {
-      home = pw->pw_dir;
-    }
+    home = platform::HomeDirectory();
   }
   if (home.empty()) {
     throw Error(ErrorCode::FailedPrecondition,
@@ -78,31 +50,17 @@ void EnsureServiceStateDir(const fs::path& dir) {
                     (ec ? ec.message() : "not a folder") +
                     "; fix its permissions or set $EBB_HOME to another folder");
   }
-  ::chmod(dir.c_str(), 0700);  // pid, log and options of one user's service: keep them private
+  // pid, log and options of one user's service: keep them private (mode 0700)
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
 }
 
 fs::path ServiceStateFile(const fs::path& dir) { return dir / "service.json"; }
 fs::path ServiceLogFile(const fs::path& dir) { return dir / "service.log"; }
 fs::path ServiceLockFile(const fs::path& dir) { return dir / "service.lock"; }
 
-std::optional<uint64_t> ProcessStartTime(int pid) {
-  if (pid <= 0) return std::nullopt;
-  const auto f = StatFields(pid);
-  // f[0] is field 3 (state), so field 22 (starttime) is f[19].
-  if (f.size() < 20) return std::nullopt;
-  if (f[0] == "Z" || f[0] == "X") return std::nullopt;  // exited; not yet reaped
-  try {
-    return std::stoull(f[19]);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
+std::optional<uint64_t> ProcessStartTime(int pid) { return platform::ProcessStartTime(pid); }
 
-std::string ProcessName(int pid) {
-  std::string name = ReadSmallFile("/proc/" + std::to_string(pid) + "/comm");
-  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
-  return name;
-}
+std::string ProcessName(int pid) { return platform::ProcessName(pid); }
 
 std::string ServiceStateJson(const ServiceState& s) {
   nlohmann::ordered_json j;
@@ -182,31 +140,16 @@ std::optional<ServiceState> ReadRunningService() {
 
 void WriteServiceState(const fs::path& dir, const ServiceState& s) {
   const fs::path file = ServiceStateFile(dir);
-  const fs::path tmp = dir / (".service.json." + std::to_string(getpid()) + ".tmp");
-  const std::string text = ServiceStateJson(s);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  auto fail = [&](const std::string& what, int err) {
-    ::unlink(tmp.c_str());
-    return Error(ErrorCode::FailedPrecondition, "cannot write " + file.string() + " (" + what +
-                                                    ": " + internal::DescribeErrno(err) +
-                                                    "); check the state directory's permissions "
-                                                    "or set --state-dir/$EBB_HOME elsewhere");
-  };
-  if (fd < 0) throw fail("open", errno);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      throw fail("write", err);
-    }
-    done += static_cast<size_t>(n);
+  const fs::path tmp = dir / (".service.json." + std::to_string(platform::CurrentPid()) + ".tmp");
+  // A reader sees the old file or the new one, never a partial one.
+  const platform::FileStepResult r = platform::WriteFileAtomically(file, tmp, ServiceStateJson(s));
+  if (!r.ok()) {
+    throw Error(ErrorCode::FailedPrecondition,
+                "cannot write " + file.string() + " (" + r.step + ": " +
+                    internal::DescribeErrno(r.error) +
+                    "); check the state directory's permissions or set --state-dir/$EBB_HOME "
+                    "elsewhere");
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) throw fail("fsync", errno);
-  // rename() replaces atomically: a reader sees the old file or the new one, never a partial one.
-  if (::rename(tmp.c_str(), file.c_str()) != 0) throw fail("rename", errno);
 }
 
 bool RemoveServiceStateOf(const fs::path& dir, int pid) {
@@ -216,20 +159,17 @@ bool RemoveServiceStateOf(const fs::path& dir, int pid) {
   } catch (const std::exception&) {
     return false;
   }
-  return ::unlink(ServiceStateFile(dir).c_str()) == 0;
+  std::error_code ec;
+  return fs::remove(ServiceStateFile(dir), ec);
 }
 
-void RemoveServiceState(const fs::path& dir) { ::unlink(ServiceStateFile(dir).c_str()); }
+void RemoveServiceState(const fs::path& dir) {
+  std::error_code ec;
+  fs::remove(ServiceStateFile(dir), ec);
+}
 
 std::vector<std::string> ServeArgsOfThisProcess() {
-  const std::string raw = ReadSmallFile("/proc/self/cmdline");
-  std::vector<std::string> argv;
-  for (size_t i = 0; i < raw.size();) {
-    const size_t end = raw.find('\0', i);
-    argv.push_back(raw.substr(i, end == std::string::npos ? std::string::npos : end - i));
-    if (end == std::string::npos) break;
-    i = end + 1;
-  }
+  const std::vector<std::string> argv = platform::SelfCommandLine();
   std::vector<std::string> out;
   bool after_serve = false;
   for (size_t i = 1; i < argv.size(); ++i) {
@@ -257,25 +197,18 @@ std::string ServiceUrl(const std::string& host, int port) {
 
 ServiceLock::ServiceLock(const fs::path& dir) {
   const fs::path file = ServiceLockFile(dir);
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd_ < 0) {
+  const platform::FileStepResult r = lock_.Lock(file);
+  if (r.ok()) return;
+  if (std::string_view(r.step) == "open") {
     throw Error(ErrorCode::FailedPrecondition,
-                "cannot open " + file.string() + ": " + internal::DescribeErrno(errno) +
+                "cannot open " + file.string() + ": " + internal::DescribeErrno(r.error) +
                     "; check the state directory's permissions or set $EBB_HOME elsewhere");
   }
-  while (::flock(fd_, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      const int err = errno;
-      ::close(fd_);
-      throw Error(ErrorCode::FailedPrecondition,
-                  "cannot lock " + file.string() + ": " + internal::DescribeErrno(err));
-    }
-  }
+  throw Error(ErrorCode::FailedPrecondition,
+              "cannot lock " + file.string() + ": " + internal::DescribeErrno(r.error));
 }
 
-ServiceLock::~ServiceLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-}
+ServiceLock::~ServiceLock() = default;  // releasing the lock file's lock
 
 std::optional<std::string> ServeFlagValue(const std::vector<std::string>& args,
                                           const std::string& name) {

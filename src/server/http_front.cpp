@@ -1,16 +1,9 @@
 #include "server/http_front.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <strings.h>
-#include <sys/eventfd.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -21,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "platform/net.h"
 #include "server/api_error.h"
 #include "server/http_framing.h"
 #include "server/request_log.h"
@@ -119,43 +113,27 @@ std::string ErrorResponse(int status, const std::string& code, const std::string
 void SendNow(int fd, const std::string& data) {
   size_t off = 0;
   while (off < data.size()) {
-    const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
+    const platform::IoResult r = platform::SendNow(fd, data.data() + off, data.size() - off);
+    if (r.bytes <= 0) return;
+    off += static_cast<size_t>(r.bytes);
   }
 }
 
-// The address and port of a socket's end: f is ::getpeername or ::getsockname.
-template <class F>
-void SocketAddress(int fd, F f, std::string& ip, int& port) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  ip.clear();
-  port = 0;
-  if (f(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-  char text[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
-    inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text));
-    port = ntohs(a->sin_port);
-  } else if (addr.ss_family == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
-    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
-    port = ntohs(a->sin6_port);
-  }
-  ip = text;
+// Whether `a` and `b` are equal ignoring ASCII case (header names).
+bool EqualsAsciiCaseless(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
 }
 
 // Whether bytes wait in the socket's receive buffer (a request the loop has not read yet).
-bool Pending(int fd) {
-  int n = 0;
-  return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0;
-}
+bool Pending(int fd) { return platform::BytesPending(fd); }
 
 std::string PeerAddress(int fd) {
   std::string ip;
   int port = 0;
-  SocketAddress(fd, ::getpeername, ip, port);
+  platform::PeerAddress(fd, ip, port);
   return ip;
 }
 
@@ -169,16 +147,9 @@ class ConnStream final : public httplib::Stream {
 
   bool is_readable() const override { return pos_ < c_.request_len; }
   bool is_writable() const override {
-    pollfd p{c_.fd, POLLOUT, 0};
-    if (::poll(&p, 1, static_cast<int>(write_timeout_.count())) <= 0) return false;
-    if ((p.revents & (POLLERR | POLLHUP)) != 0) return false;
+    if (!platform::WaitWritable(c_.fd, static_cast<int>(write_timeout_.count()))) return false;
     // A peer that closed: readable with nothing to read (pipelined bytes keep it alive).
-    pollfd r{c_.fd, POLLIN, 0};
-    if (::poll(&r, 1, 0) > 0) {
-      char b;
-      if (::recv(c_.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) return false;
-    }
-    return true;
+    return !platform::PeerClosed(c_.fd);
   }
   ssize_t read(char* ptr, size_t size) override {
     const size_t n = std::min(size, c_.request_len - pos_);
@@ -197,18 +168,18 @@ class ConnStream final : public httplib::Stream {
     }
     size_t off = 0;
     while (off < size) {
-      const ssize_t n = ::send(c_.fd, ptr + off, size - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return -1;
-      off += static_cast<size_t>(n);
+      const platform::IoResult r = platform::Send(c_.fd, ptr + off, size - off);
+      if (r.error == EINTR) continue;
+      if (r.bytes <= 0) return -1;
+      off += static_cast<size_t>(r.bytes);
     }
     return static_cast<ssize_t>(size);
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    SocketAddress(c_.fd, ::getpeername, ip, port);
+    platform::PeerAddress(c_.fd, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    SocketAddress(c_.fd, ::getsockname, ip, port);
+    platform::LocalAddress(c_.fd, ip, port);
   }
   socket_t socket() const override { return c_.fd; }
 
@@ -250,7 +221,7 @@ class HttpFront::Impl {
     if (started_) return;
     started_ = true;
     stop_ = false;
-    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    wake_.Open();
     loop_ = std::thread([this] { Loop(); });
     for (int i = 0; i < limits_.workers; ++i) workers_.emplace_back([this] { Work(main_); });
     for (int i = 0; i < limits_.probe_workers; ++i) {
@@ -265,7 +236,7 @@ class HttpFront::Impl {
       if (!started_) return;
       started_ = false;
       stop_ = true;
-      for (int fd : busy_fds_) ::shutdown(fd, SHUT_RDWR);
+      for (int fd : busy_fds_) platform::ShutdownSocket(fd, platform::Shutdown::kBoth);
     }
     Wake();
     for (auto* q : {&main_, &probes_}) {
@@ -283,8 +254,7 @@ class HttpFront::Impl {
     for (auto& c : incoming_) Close(std::move(c));
     incoming_.clear();
     in_progress_ = 0;  // what the queues held is closed unanswered
-    if (wake_fd_ >= 0) ::close(wake_fd_);
-    wake_fd_ = -1;
+    wake_.Close();
   }
 
   // On the accept thread. Past max_connections plus the eviction headroom the answer is 503 at
@@ -293,8 +263,8 @@ class HttpFront::Impl {
     if (open_.load() >= limits_.max_connections + kAdmitHeadroom) {
       SendNow(fd, TooManyConnections());
       Refused(503, "too many connections");
-      ::shutdown(fd, SHUT_RDWR);
-      ::close(fd);
+      platform::ShutdownSocket(fd, platform::Shutdown::kBoth);
+      platform::CloseSocket(fd);
       return;
     }
     auto c = std::make_unique<Conn>();
@@ -307,7 +277,7 @@ class HttpFront::Impl {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) {
-        ::close(fd);
+        platform::CloseSocket(fd);
         return;
       }
       // unadmitted_ first: Admitted() never counts a connection that it does not also subtract.
@@ -332,11 +302,7 @@ class HttpFront::Impl {
     std::deque<std::unique_ptr<Conn>> items;
   };
 
-  void Wake() {
-    if (wake_fd_ < 0) return;
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
-  }
+  void Wake() { wake_.Signal(); }
 
   size_t Reserved() const { return std::max<size_t>(1, limits_.max_connections / 8); }
   size_t UnprovenCap() const { return limits_.max_connections - Reserved(); }
@@ -445,7 +411,7 @@ class HttpFront::Impl {
   bool KeyValid(const RequestHead& h) const {
     if (!key_check) return true;
     for (const auto& [name, value] : h.headers) {
-      if (name.size() == 13 && strncasecmp(name.c_str(), "authorization", 13) == 0) {
+      if (name.size() == 13 && EqualsAsciiCaseless(name, "authorization")) {
         // httplib decodes header values (%XX) before the handlers see them: so does this.
         return key_check(httplib::detail::decode_url(value, false));
       }
@@ -458,8 +424,8 @@ class HttpFront::Impl {
     Uncount(*c);
     if (c->unadmitted) --unadmitted_;
     buffered_ -= c->accounted;
-    ::shutdown(c->fd, SHUT_RDWR);
-    ::close(c->fd);
+    platform::ShutdownSocket(c->fd, platform::Shutdown::kBoth);
+    platform::CloseSocket(c->fd);
     --open_;
   }
 
@@ -471,7 +437,7 @@ class HttpFront::Impl {
   // sending its body then reads the answer instead of a reset.
   void Answer(Conn& c, const Verdict& v) {
     SendNow(c.fd, ErrorResponse(v.status, v.code, v.message));
-    ::shutdown(c.fd, SHUT_WR);
+    platform::ShutdownSocket(c.fd, platform::Shutdown::kWrite);
     Refused(v.status, v.message);
     c.lingering = true;
     c.buf.clear();
@@ -578,7 +544,8 @@ class HttpFront::Impl {
     char tmp[16384];
     const size_t cap = BufferCap();
     while (true) {
-      const ssize_t n = ::recv(c.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+      const platform::IoResult r = platform::ReceiveNow(c.fd, tmp, sizeof(tmp));
+      const int64_t n = r.bytes;
       if (n > 0) {
         if (!c.lingering) {
           if (c.buf.empty() && c.head_len == 0 && !c.reserve) {
@@ -597,14 +564,14 @@ class HttpFront::Impl {
         if (static_cast<size_t>(n) < sizeof(tmp)) return true;
         continue;
       }
-      if (n == 0) return false;
-      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+      if (r.error == 0) return false;
+      return r.error == EAGAIN || r.error == EWOULDBLOCK || r.error == EINTR;
     }
   }
 
   void Loop() {
     std::vector<std::unique_ptr<Conn>> conns;
-    std::vector<pollfd> fds;
+    platform::PollSet fds;
     while (true) {
       std::vector<std::unique_ptr<Conn>> fresh;
       {
@@ -637,27 +604,23 @@ class HttpFront::Impl {
       conns.erase(std::remove(conns.begin(), conns.end(), nullptr), conns.end());  // evicted
       const auto now = Clock::now();
       auto next = now + std::chrono::seconds(1);
-      fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
+      fds.Clear();
+      fds.AddWake(wake_);
       for (auto& c : conns) {
-        fds.push_back(pollfd{c->fd, POLLIN, 0});
+        fds.AddReadable(c->fd);
         next = std::min(next, c->deadline);
       }
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now);
       const int rc =
-          ::poll(fds.data(), fds.size(),
-                 static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wait.count(), 1000))));
-      if (rc < 0 && errno != EINTR) break;
-      if ((fds[0].revents & POLLIN) != 0) {
-        uint64_t v;
-        [[maybe_unused]] ssize_t n = ::read(wake_fd_, &v, sizeof(v));
-      }
+          fds.Wait(static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wait.count(), 1000))));
+      if (rc < 0) break;
+      if (fds.Readable(0)) wake_.Drain();
       std::vector<std::unique_ptr<Conn>> keep;
       const auto t = Clock::now();
       for (size_t i = 0; i < conns.size(); ++i) {
         std::unique_ptr<Conn>& c = conns[i];
-        const short ev = fds[i + 1].revents;
-        if (ev != 0) {
-          if (!Fill(*c) || (ev & (POLLERR | POLLNVAL)) != 0) {
+        if (fds.Ready(i + 1)) {
+          if (!Fill(*c) || fds.Failed(i + 1)) {
             Close(std::move(c));
             continue;
           }
@@ -775,7 +738,7 @@ class HttpFront::Impl {
   std::mutex mu_;
   bool started_ = false;
   bool stop_ = false;
-  int wake_fd_ = -1;
+  platform::WakeEvent wake_;  // wakes the loop: a connection arrived or came back, or Stop
   std::deque<std::unique_ptr<Conn>> incoming_;  // new or returned connections for the loop
   std::unordered_set<int> busy_fds_;
   std::thread loop_;
@@ -809,8 +772,7 @@ void HttpFront::set_key_check(std::function<bool(const std::string&)> fn) {
 }
 
 void HttpFront::RaiseListenBacklog() {
-  const int sock = svr_sock_.load();
-  if (sock >= 0) ::listen(sock, SOMAXCONN);  // a second listen() only resizes the backlog
+  platform::RaiseListenBacklog(svr_sock_.load());  // a second listen() only resizes the backlog
 }
 
 size_t HttpFront::open_connections() const { return impl_->open(); }

@@ -1,7 +1,6 @@
 #include "server/server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "memory/heap_trim.h"
+#include "platform/net.h"
 #include "server/admin_only.h"
 #include "server/admission.h"
 #include "server/api_error.h"
@@ -105,10 +105,7 @@ Server::Server(ServeOptions options) : options_(std::move(options)) {
   http_ = std::move(front);
   // Kernel socket options: reuse the address so that a restart binds at once after the old
   // process is gone (a live listener still makes bind fail: SO_REUSEPORT is not set).
-  http_->set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
+  http_->set_socket_options([](int sock) { platform::SetReuseAddress(sock); });
 
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     BeginRequest();  // the request line's figures (request_log.h)
