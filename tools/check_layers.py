@@ -69,6 +69,20 @@ BENCH_BAND = max(BANDS.values()) + 1
 # runtime/ see a model through the views of model/model_views.h (issue 38).
 PRIVATE_HEADERS = {"model/model_impl.h": {"model"}}
 
+# System headers only src/platform/ may include (docs/architecture.md "The platform seam"): the
+# calls into the operating system live behind platform/'s interfaces, so a port is one folder.
+OS_HEADERS = {
+    "unistd.h", "fcntl.h", "dirent.h", "dlfcn.h", "malloc.h", "netdb.h", "poll.h", "pwd.h",
+    "sched.h", "signal.h", "csignal", "termios.h", "spawn.h", "strings.h",
+    "sys/mman.h", "sys/epoll.h", "sys/stat.h", "sys/file.h", "sys/resource.h", "sys/syscall.h",
+    "sys/socket.h", "sys/eventfd.h", "sys/ioctl.h", "sys/wait.h", "sys/prctl.h", "sys/sysinfo.h",
+    "sys/statvfs.h", "sys/un.h", "sys/utsname.h", "sys/uio.h", "sys/types.h", "sys/time.h",
+    "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
+}
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
+# A string literal that starts with a /proc or /sys path: a read of the kernel's files.
+PROC_PATH = re.compile(r'"/(?:proc|sys)(?:/|")')
+
 # Namespaces, never classes: skipped when finding the class a qualified definition belongs to.
 NAMESPACES = {"ebb", "internal", "std", "detail", "proto", "onnx", "Ort", "httplib", "nlohmann"}
 
@@ -268,6 +282,21 @@ def main(root: pathlib.Path) -> int:
             top = inc.split("/")[0]
             if "/" in inc and top not in BANDS and top != "ebb" and not (root / "bench" / inc).exists():
                 problems.append(f"{f.relative_to(root)} includes \"{inc}\": no such part of ebb")
+    # The platform seam: OS headers and /proc or /sys paths only in src/platform/.
+    for base in (src, root / "include", root / "python" / "src"):
+        for f in sorted(base.rglob("*")) if base.is_dir() else []:
+            if f.suffix not in (".h", ".cpp", ".c", ".inc") or "platform" in f.relative_to(root).parts[:2]:
+                continue
+            text = f.read_text(errors="replace")
+            for inc in SYSTEM_INCLUDE.findall(text):
+                if inc in OS_HEADERS:
+                    problems.append(f"{f.relative_to(root)} includes <{inc}>: only src/platform/ "
+                                    "calls the operating system (add what you need to a "
+                                    "platform/ interface)")
+            code = re.sub(r"//[^\n]*", "", text)
+            if PROC_PATH.search(code):
+                problems.append(f"{f.relative_to(root)} names a /proc or /sys path: only "
+                                "src/platform/ reads the kernel's files")
     # A private header stays private outside src/ too: the root bench/ and the tests use the
     # narrow headers (model/model_views.h), as the folders above model/ do.
     for top in ("bench", "tests"):

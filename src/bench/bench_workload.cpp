@@ -1,6 +1,6 @@
 #include "bench/bench_workload.h"
 
-#include <malloc.h>
+#include "platform/heap.h"
 
 namespace ebb::bench {
 
@@ -17,6 +17,6 @@ RequestTiming TokenClock::Finish(int32_t prompt_tokens) const {
   return t;
 }
 
-void Workload::Shrink() { malloc_trim(0); }
+void Workload::Shrink() { platform::ReturnFreeHeap(); }
 
 }  // namespace ebb::bench

@@ -18,7 +18,7 @@
 #include "cli/service_names.h"
 #include "core/files.h"
 #include "core/strings.h"
-#include "platform/atomic_file.h"
+#include "platform/file.h"
 #include "platform/process.h"
 
 namespace ebb::cli {

@@ -1,12 +1,11 @@
 #include "memory/process_memory.h"
 
-#include <malloc.h>
-
 #include <cstdlib>
 #include <string>
 
 #include "ebb/stats.h"
 #include "memory/heap_trim.h"
+#include "platform/heap.h"
 #include "platform/system_info.h"
 
 namespace ebb {
@@ -47,14 +46,14 @@ ProcessMemory ParseProcessStatus(std::string_view text) {
 
 void TrimHeap() {
   // glibc keeps freed memory resident (top pad, fastbins, unmerged arenas); give it back.
-  malloc_trim(0);
+  platform::ReturnFreeHeap();
 }
 
 int LimitMallocArenas(int n) {
   if (const char* env = std::getenv("MALLOC_ARENA_MAX"); env != nullptr && *env != '\0') {
     return std::atoi(env);  // the user's choice wins (glibc read it at startup)
   }
-  return mallopt(M_ARENA_MAX, n) == 1 ? n : 0;
+  return platform::LimitHeapArenas(n) ? n : 0;
 }
 
 }  // namespace internal

@@ -17,7 +17,7 @@
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
 #include "ort/webgpu_options.h"
-#include "platform/atomic_file.h"
+#include "platform/file.h"
 #include "platform/system_info.h"
 
 namespace ebb::internal {
@@ -369,7 +369,7 @@ Ort::SessionOptions BuildSessionOptions(const EffectiveSessionOptions& session,
           const std::filesystem::path dir = std::filesystem::path(prefix).parent_path().empty()
                                                 ? std::filesystem::path(".")
                                                 : std::filesystem::path(prefix).parent_path();
-          if (!std::filesystem::is_directory(dir) || !platform::MayWrite(dir)) {
+          if (!std::filesystem::is_directory(dir) || !platform::CanWrite(dir)) {
             Bad(key, value,
                 "the folder '" + dir.string() +
                     "' does not exist or is not writable; name a "

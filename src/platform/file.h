@@ -37,6 +37,11 @@ enum class OpenMode {
                      // terminal; File::SetBlocking() before reading
   kWriteTruncate,    // write only; created (0644) or emptied
   kReadWriteCreate,  // read and write; created (0644) when missing, kept when present
+  // As kWriteTruncate and kReadWriteCreate, created owner-only (0600): files that hold a secret
+  // (the service's API key) or a lock only its owner takes.
+  kWriteTruncatePrivate,
+  kReadWriteCreatePrivate,
+  kCreateNewPrivate,  // write only; created (0600), failing with EEXIST when it exists
 };
 
 // Bytes moved by one read, or why none: err != 0 only on failure (bytes == 0 at end of file).
@@ -133,9 +138,11 @@ class FileLock {
  public:
   enum class Wait { kNo, kYes };
 
-  // Opens `path` (created 0644 when missing) and locks it. With Wait::kNo, a lock held elsewhere
-  // fails at once with busy(); with Wait::kYes it waits for it.
-  FileLock(const std::filesystem::path& path, Wait wait);
+  // Opens `path` (created when missing: 0644, or 0600 with owner_only) and locks it. With
+  // Wait::kNo, a lock held elsewhere fails at once with busy(); with Wait::kYes it waits for it
+  // (an interrupted wait is retried). The descriptor is close-on-exec: a started child does not
+  // inherit the lock.
+  FileLock(const std::filesystem::path& path, Wait wait, bool owner_only = false);
   FileLock(FileLock&&) noexcept = default;
   FileLock& operator=(FileLock&&) noexcept = default;
   ~FileLock() = default;  // closing the file releases the lock
@@ -145,11 +152,35 @@ class FileLock {
   bool busy() const { return busy_; }
   // 0 when held; else the errno of the open or of the lock (EWOULDBLOCK when busy()).
   int err() const { return err_; }
+  // When not held: whether the open failed (else the lock did).
+  bool open_failed() const { return open_failed_; }
 
  private:
   File file_;
   bool busy_ = false;
+  bool open_failed_ = false;
   int err_ = 0;
 };
+
+// The outcome of a file operation of several steps: `error` is 0 on success, else the errno of
+// the step named by `step` ("open", "write", "fsync", "rename").
+struct FileStepResult {
+  int error = 0;
+  const char* step = "";
+  bool ok() const { return error == 0; }
+};
+
+// Writes `contents` to `target` atomically: into `temp` (created or truncated, owner-only 0600;
+// it should be in the target's folder), fsync, then rename over `target`. A reader sees the old
+// file or the new one, never a partial one. On failure `temp` is removed and the failing step is
+// one of "open", "write", "fsync" (which covers close) and "rename".
+FileStepResult WriteFileAtomically(const std::filesystem::path& target,
+                                   const std::filesystem::path& temp, std::string_view contents);
+
+// Whether a folder takes a write: creates `probe` (new, 0600), writes `bytes` bytes into it,
+// fsyncs, closes and removes it. 0 when all of that worked, else the errno of the first failure
+// (ENOSPC for a write that makes no progress): what a full file system, a quota or a read-only
+// mount answers.
+int ProbeWrite(const std::filesystem::path& probe, size_t bytes);
 
 }  // namespace ebb::platform

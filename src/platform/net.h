@@ -18,17 +18,17 @@ namespace ebb::platform {
 // A read or a write: `bytes` > 0 moved that many; 0 with `error` 0: the peer closed (a read) or
 // nothing moved; `error` != 0: the errno (EAGAIN/EWOULDBLOCK: nothing there without waiting,
 // EINTR: interrupted).
-struct IoResult {
+struct SocketResult {
   int64_t bytes = 0;
   int error = 0;
 };
 
 // Sends without waiting and without SIGPIPE (the peer gone is an error, EPIPE).
-IoResult SendNow(int socket, const void* data, size_t size);
+SocketResult SendNow(int socket, const void* data, size_t size);
 // Sends, waiting while the socket buffer is full, without SIGPIPE.
-IoResult Send(int socket, const void* data, size_t size);
+SocketResult Send(int socket, const void* data, size_t size);
 // Receives what the socket has, without waiting.
-IoResult ReceiveNow(int socket, void* data, size_t size);
+SocketResult ReceiveNow(int socket, void* data, size_t size);
 
 // Waits up to `timeout_ms` for the socket to take a write: false on timeout, error or hang-up.
 bool WaitWritable(int socket, int timeout_ms);
@@ -57,6 +57,9 @@ void RaiseListenBacklog(int socket);
 
 // Whether this process could listen on host:port now: binds a socket with SO_REUSEADDR (as ebb
 // serve does) to each address `host` resolves to, and closes it.
+// Whether `name` is a numeric IPv4 or IPv6 address (not a host name to resolve).
+bool IsNumericAddress(const std::string& name);
+
 struct ListenProbe {
   bool ok = false;
   std::string resolve_error;  // non-empty: `host` did not resolve (the resolver's words)

@@ -9,7 +9,7 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/service.h"
-#include "platform/atomic_file.h"
+#include "platform/file.h"
 #include "platform/process.h"
 
 namespace ebb::internal {
@@ -195,17 +195,17 @@ std::string ServiceUrl(const std::string& host, int port) {
   return "http://" + h + ":" + std::to_string(port);
 }
 
-ServiceLock::ServiceLock(const fs::path& dir) {
+ServiceLock::ServiceLock(const fs::path& dir)
+    : lock_(ServiceLockFile(dir), platform::FileLock::Wait::kYes, /*owner_only=*/true) {
+  if (lock_.held()) return;
   const fs::path file = ServiceLockFile(dir);
-  const platform::FileStepResult r = lock_.Lock(file);
-  if (r.ok()) return;
-  if (std::string_view(r.step) == "open") {
+  if (lock_.open_failed()) {
     throw Error(ErrorCode::FailedPrecondition,
-                "cannot open " + file.string() + ": " + internal::DescribeErrno(r.error) +
+                "cannot open " + file.string() + ": " + internal::DescribeErrno(lock_.err()) +
                     "; check the state directory's permissions or set $EBB_HOME elsewhere");
   }
   throw Error(ErrorCode::FailedPrecondition,
-              "cannot lock " + file.string() + ": " + internal::DescribeErrno(r.error));
+              "cannot lock " + file.string() + ": " + internal::DescribeErrno(lock_.err()));
 }
 
 ServiceLock::~ServiceLock() = default;  // releasing the lock file's lock

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/atomic_file.h"
+#include "platform/file.h"
 
 namespace ebb::internal {
 
@@ -94,10 +94,10 @@ std::vector<std::string> ServeArgsOfThisProcess();
 // The URL clients use for a service bound to host:port (see ServiceState::url).
 std::string ServiceUrl(const std::string& host, int port);
 
-// An exclusive lock (flock() on Linux: platform/atomic_file.h) on dir/service.lock for the lifetime
-// of the object: the `ebb service` commands that start or stop take it, so two of them do not race.
-// Blocks while another holds it. The descriptor is close-on-exec, so a started service does not
-// inherit the lock.
+// An exclusive lock (flock() on Linux: platform/file.h FileLock) on dir/service.lock for the
+// lifetime of the object: the `ebb service` commands that start or stop take it, so two of them do
+// not race. Blocks while another holds it. The descriptor is close-on-exec, so a started service
+// does not inherit the lock.
 class ServiceLock {
  public:
   explicit ServiceLock(const std::filesystem::path& dir);
@@ -106,7 +106,7 @@ class ServiceLock {
   ServiceLock& operator=(const ServiceLock&) = delete;
 
  private:
-  platform::ExclusiveFileLock lock_;
+  platform::FileLock lock_;
 };
 
 // The value of `name` among `ebb serve` flags ("--port 8080" or "--port=8080"); the last wins.

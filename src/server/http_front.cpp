@@ -113,7 +113,7 @@ std::string ErrorResponse(int status, const std::string& code, const std::string
 void SendNow(int fd, const std::string& data) {
   size_t off = 0;
   while (off < data.size()) {
-    const platform::IoResult r = platform::SendNow(fd, data.data() + off, data.size() - off);
+    const platform::SocketResult r = platform::SendNow(fd, data.data() + off, data.size() - off);
     if (r.bytes <= 0) return;
     off += static_cast<size_t>(r.bytes);
   }
@@ -168,7 +168,7 @@ class ConnStream final : public httplib::Stream {
     }
     size_t off = 0;
     while (off < size) {
-      const platform::IoResult r = platform::Send(c_.fd, ptr + off, size - off);
+      const platform::SocketResult r = platform::Send(c_.fd, ptr + off, size - off);
       if (r.error == EINTR) continue;
       if (r.bytes <= 0) return -1;
       off += static_cast<size_t>(r.bytes);
@@ -544,7 +544,7 @@ class HttpFront::Impl {
     char tmp[16384];
     const size_t cap = BufferCap();
     while (true) {
-      const platform::IoResult r = platform::ReceiveNow(c.fd, tmp, sizeof(tmp));
+      const platform::SocketResult r = platform::ReceiveNow(c.fd, tmp, sizeof(tmp));
       const int64_t n = r.bytes;
       if (n > 0) {
         if (!c.lingering) {

@@ -1,9 +1,9 @@
 #include "server/request_guard.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <cctype>
+
+#include "platform/net.h"
 
 namespace ebb::server {
 namespace {
@@ -13,10 +13,7 @@ std::string Lower(std::string s) {
   return s;
 }
 
-bool IsIpLiteral(const std::string& name) {
-  unsigned char buf[16];
-  return inet_pton(AF_INET, name.c_str(), buf) == 1 || inet_pton(AF_INET6, name.c_str(), buf) == 1;
-}
+bool IsIpLiteral(const std::string& name) { return platform::IsNumericAddress(name); }
 
 bool IsWildcard(const std::string& host) {
   return host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty();

@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "platform/atomic_file.h"
 #include "platform/dynlib.h"
+#include "platform/file.h"
 #include "platform/linux/proc_text.h"
 #include "platform/memory_pressure.h"
 #include "platform/net.h"
@@ -239,7 +239,7 @@ TEST(PlatformMemoryPressure, ReadsAFakeMachineTree) {
   EXPECT_EQ(x.events_high, -1);
 }
 
-TEST(PlatformAtomicFile, WritesReplacesAndReportsTheFailingStep) {
+TEST(PlatformFile, AtomicWritesLocksAndWriteProbes) {
   TempDir dir;
   const fs::path target = dir.path() / "state.json";
   const fs::path temp = dir.path() / ".state.json.tmp";
@@ -252,22 +252,29 @@ TEST(PlatformAtomicFile, WritesReplacesAndReportsTheFailingStep) {
   EXPECT_FALSE(r.ok());
   EXPECT_STREQ(r.step, "open");
 
-  ExclusiveFileLock lock;
-  EXPECT_FALSE(lock.locked());
-  ASSERT_TRUE(lock.Lock(dir.path() / "lock").ok());
-  EXPECT_TRUE(lock.locked());
-  ExclusiveFileLock moved(std::move(lock));
-  EXPECT_TRUE(moved.locked());
-  ExclusiveFileLock missing;
-  const FileStepResult m = missing.Lock(dir.path() / "missing" / "lock");
-  EXPECT_STREQ(m.step, "open");
-  EXPECT_FALSE(missing.locked());
+  // The temp file of a state file that holds a secret is owner-only.
+  FileInfo info;
+  ASSERT_EQ(WriteFileAtomically(target, temp, "three").error, 0);
+  EXPECT_EQ(fs::status(target).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  ASSERT_EQ(StatPath(target, &info), 0);
+
+  FileLock lock(dir.path() / "lock", FileLock::Wait::kYes, /*owner_only=*/true);
+  EXPECT_TRUE(lock.held());
+  EXPECT_EQ(fs::status(dir.path() / "lock").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  FileLock moved(std::move(lock));
+  EXPECT_TRUE(moved.held());
+  FileLock missing(dir.path() / "missing" / "lock", FileLock::Wait::kYes, true);
+  EXPECT_FALSE(missing.held());
+  EXPECT_TRUE(missing.open_failed());
+  EXPECT_EQ(missing.err(), ENOENT);
 
   EXPECT_EQ(ProbeWrite(dir.path() / "probe", 4096), 0);
   EXPECT_FALSE(fs::exists(dir.path() / "probe"));
   EXPECT_NE(ProbeWrite(dir.path() / "missing" / "probe", 4096), 0);
-  EXPECT_TRUE(MayWrite(dir.path()));
-  EXPECT_FALSE(MayWrite(dir.path() / "missing"));
+  EXPECT_TRUE(CanWrite(dir.path()));
+  EXPECT_FALSE(CanWrite(dir.path() / "missing"));
 }
 
 TEST(PlatformNet, ProbeListenAndAWakeEventInAPollSet) {

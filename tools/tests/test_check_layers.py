@@ -197,3 +197,23 @@ def test_tests_and_benchmarks_use_the_views_too(tmp_path):
     assert r.returncode == 1, r.stdout
     assert 'tests/integration/planted_test.cpp includes "model/model_impl.h"' in r.stdout
     assert 'bench/planted_bench.cpp includes "model/model_impl.h"' in r.stdout
+
+
+def test_only_the_platform_folder_calls_the_operating_system(tmp_path):
+    # Issue 38: the platform seam. An OS header or a /proc read anywhere else is refused; the
+    # same in src/platform/ is its job.
+    root = copy_of_the_tree(tmp_path)
+    kv = root / "src" / "kv" / "kv_pool.cpp"
+    kv.write_text("#include <sys/mman.h>\n" + kv.read_text())
+    mem = root / "src" / "memory" / "process_memory.cpp"
+    mem.write_text(mem.read_text() + '\nstatic const char* kStatus = "/proc/self/status";\n')
+    comment = root / "src" / "core" / "pages.cpp"
+    comment.write_text(comment.read_text() + '\n// reads "/proc/self/smaps" through platform/\n')
+    plat = root / "src" / "platform" / "linux" / "vm.cpp"
+    plat.write_text("#include <sys/mman.h>\n" + plat.read_text())
+    r = run(root)
+    assert r.returncode == 1, r.stdout
+    assert "src/kv/kv_pool.cpp includes <sys/mman.h>: only src/platform/" in r.stdout
+    assert "src/memory/process_memory.cpp names a /proc or /sys path" in r.stdout
+    assert "pages.cpp" not in r.stdout
+    assert "platform/linux/vm.cpp" not in r.stdout

@@ -90,6 +90,15 @@ File File::Open(const std::filesystem::path& path, OpenMode mode, int* err) {
     case OpenMode::kReadWriteCreate:
       fd = OpenFd(path, O_RDWR | O_CREAT, 0644);
       break;
+    case OpenMode::kWriteTruncatePrivate:
+      fd = OpenFd(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      break;
+    case OpenMode::kReadWriteCreatePrivate:
+      fd = OpenFd(path, O_RDWR | O_CREAT, 0600);
+      break;
+    case OpenMode::kCreateNewPrivate:
+      fd = OpenFd(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+      break;
   }
   *err = fd < 0 ? errno : 0;
   return File(fd);
@@ -198,9 +207,13 @@ void PrefetchFile(const std::filesystem::path& path) {
   ::close(fd);
 }
 
-FileLock::FileLock(const std::filesystem::path& path, Wait wait) {
-  file_ = File::Open(path, OpenMode::kReadWriteCreate, &err_);
-  if (!file_.is_open()) return;
+FileLock::FileLock(const std::filesystem::path& path, Wait wait, bool owner_only) {
+  file_ = File::Open(
+      path, owner_only ? OpenMode::kReadWriteCreatePrivate : OpenMode::kReadWriteCreate, &err_);
+  if (!file_.is_open()) {
+    open_failed_ = true;
+    return;
+  }
   int r;
   do {
     r = ::flock(file_.native_handle(), LOCK_EX | (wait == Wait::kNo ? LOCK_NB : 0));
@@ -210,6 +223,33 @@ FileLock::FileLock(const std::filesystem::path& path, Wait wait) {
     busy_ = err_ == EWOULDBLOCK;
     file_.Close();
   }
+}
+
+FileStepResult WriteFileAtomically(const std::filesystem::path& target,
+                                   const std::filesystem::path& temp, std::string_view contents) {
+  auto fail = [&](const char* step, int err) {
+    ::unlink(temp.c_str());
+    return FileStepResult{err, step};
+  };
+  int err = 0;
+  File f = File::Open(temp, OpenMode::kWriteTruncatePrivate, &err);
+  if (!f.is_open()) return fail("open", err);
+  if ((err = f.WriteAll(contents)) != 0) return fail("write", err);
+  if ((err = f.Sync()) != 0 || (err = f.Close()) != 0) return fail("fsync", err);
+  // rename() replaces atomically: a reader sees the old file or the new one, never a partial one.
+  if (::rename(temp.c_str(), target.c_str()) != 0) return fail("rename", errno);
+  return {};
+}
+
+int ProbeWrite(const std::filesystem::path& probe, size_t bytes) {
+  int err = 0;
+  File f = File::Open(probe, OpenMode::kCreateNewPrivate, &err);
+  if (!f.is_open()) return err;
+  err = f.WriteAll(std::string(bytes, '\n'));
+  if (err == 0) err = f.Sync();
+  f.Close();
+  ::unlink(probe.c_str());
+  return err;
 }
 
 }  // namespace ebb::platform

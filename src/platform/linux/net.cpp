@@ -16,8 +16,8 @@
 namespace ebb::platform {
 namespace {
 
-IoResult Result(ssize_t n) {
-  IoResult r;
+SocketResult Result(ssize_t n) {
+  SocketResult r;
   if (n < 0) {
     r.error = errno;
   } else {
@@ -51,15 +51,15 @@ bool SocketAddress(int fd, F f, std::string& ip, int& port) {
 
 }  // namespace
 
-IoResult SendNow(int socket, const void* data, size_t size) {
+SocketResult SendNow(int socket, const void* data, size_t size) {
   return Result(::send(socket, data, size, MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
-IoResult Send(int socket, const void* data, size_t size) {
+SocketResult Send(int socket, const void* data, size_t size) {
   return Result(::send(socket, data, size, MSG_NOSIGNAL));
 }
 
-IoResult ReceiveNow(int socket, void* data, size_t size) {
+SocketResult ReceiveNow(int socket, void* data, size_t size) {
   return Result(::recv(socket, data, size, MSG_DONTWAIT));
 }
 
@@ -177,5 +177,10 @@ int PollSet::Wait(int timeout_ms) {
 }
 
 bool PollSet::Failed(size_t i) const { return (entries_[i].revents & (POLLERR | POLLNVAL)) != 0; }
+
+bool IsNumericAddress(const std::string& name) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, name.c_str(), buf) == 1 || inet_pton(AF_INET6, name.c_str(), buf) == 1;
+}
 
 }  // namespace ebb::platform
