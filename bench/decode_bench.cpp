@@ -18,6 +18,7 @@
 
 #include "ebb/generator.h"
 #include "ebb/model.h"
+#include "ebb/process_memory.h"
 #include "ebb/runtime.h"
 
 namespace {
@@ -35,12 +36,8 @@ int MaxLength() {
 }
 
 double PeakRssMiB() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
+  const int64_t peak = ebb::ReadProcessMemory().peak_rss_bytes;
+  return peak > 0 ? static_cast<double>(peak) / (1024.0 * 1024.0) : 0;
 }
 
 std::vector<int32_t> Prompt(int n, int vocab) {
