@@ -155,7 +155,7 @@ def wait_quiet(threshold, max_wait):
     return idle
 
 
-def run_probe(exe, model, threads, prompt, gen, extra=()):
+def run_probe(exe, model, threads, prompt, gen, extra=(), first_token=True):
     """One process: returns its JSON plus, measured from outside, start_to_first_token_s, wall_s
     (spawn -> reaped), probe_cpu_s (its user + system time, os.wait4) and the other processes' CPU
     time during the run: other_cpu_s = /proc/stat busy seconds (all CPUs) across the run - the
@@ -182,14 +182,14 @@ def run_probe(exe, model, threads, prompt, gen, extra=()):
         p.stdout.close()
         err.seek(0)
         err_text = err.read()
-    if p.returncode != 0 or last is None or t_first is None:
+    if p.returncode != 0 or last is None or (first_token and t_first is None):
         raise SystemExit(f"{' '.join(cmd)} failed (exit {p.returncode}):\n{err_text}")
     r = json.loads(last)
     wall = t1 - t0
     probe_cpu = ru.ru_utime + ru.ru_stime
     self_cpu = (self1.ru_utime - self0.ru_utime) + (self1.ru_stime - self0.ru_stime)
     other = max(0.0, (busy1 - busy0) - probe_cpu - self_cpu)
-    r.update(start_to_first_token_s=t_first - t0, wall_s=wall, probe_cpu_s=probe_cpu,
+    r.update(start_to_first_token_s=(t_first - t0) if t_first else None, wall_s=wall, probe_cpu_s=probe_cpu,
              runner_cpu_s=self_cpu, other_cpu_s=other, other_cpu_frac=other / (wall * NCPU),
              other_cpu_resolution_s=2.0 * NCPU / CLK_TCK, command=cmd)
     return r
@@ -548,6 +548,147 @@ def check(a):
     return 1 if failed else 0
 
 
+# Concurrent streams (--streams; docs/benchmarks.md "Concurrent streams"): every figure is
+# computed here from the probes' per-stream token times, on one clock per run.
+STREAM_KEYS = [
+    ("agg_decode_tok_s", "aggregate decode tok/s (all streams decoding)", "{:.2f}", max),
+    ("agg_tok_s", "aggregate tok/s, end to end (prefill included)", "{:.2f}", max),
+    ("tpot_p50_ms", "per-stream time per output token p50 (ms)", "{:.1f}", min),
+    ("tpot_p99_ms", "per-stream time per output token p99 (ms)", "{:.1f}", min),
+    ("ttft_max_s", "last stream's first token (s)", "{:.3f}", min),
+    ("peak_rss_mib", "peak RSS (MiB)", "{:.1f}", min),
+]
+
+
+def percentile(xs, q):
+    xs = sorted(xs)
+    if not xs:
+        return 0.0
+    k = (len(xs) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def stream_figures(r):
+    """Adds the STREAM_KEYS figures to a --streams run. The aggregate decode rate counts the
+    tokens sampled while every stream was decoding (after the last stream's first token and up to
+    the first stream's last token) over that window, so that neither engine's prefill
+    arrangement (ebb: each stream's own, concurrently; llama.cpp: every prompt in one batch)
+    enters it; with no such window (one stream, or streams that never overlap) it is
+    sum(tokens - 1) / (last token - first first token)."""
+    times = [t for t in r["stream_times_s"] if t]
+    firsts, lasts = [t[0] for t in times], [t[-1] for t in times]
+    w0, w1 = max(firsts), min(lasts)
+    n = sum(1 for t in times for x in t[1:] if w0 < x <= w1)
+    if w1 > w0 and n > 0:
+        r["agg_decode_tok_s"] = n / (w1 - w0)
+    else:
+        span = max(lasts) - min(firsts)
+        r["agg_decode_tok_s"] = sum(len(t) - 1 for t in times) / span if span > 0 else 0.0
+    r["agg_tok_s"] = sum(len(t) for t in times) / max(lasts) if max(lasts) > 0 else 0.0
+    gaps = [1000.0 * (b - a) for t in times for a, b in zip(t, t[1:])]
+    r["tpot_p50_ms"] = percentile(gaps, 0.5)
+    r["tpot_p99_ms"] = percentile(gaps, 0.99)
+    r["ttft_max_s"] = w0
+
+
+def stream_variants(a):
+    vs = [{"name": f"ebb {m}", "engine": "ebb", "stream_mode": m} for m in a.ebb_stream_modes]
+    for b in a.llama_backends:
+        for fa in a.llama_fa:
+            for ku in a.llama_kv_unified:
+                vs.append({"name": f"llama.cpp {b} fa={fa} kv_unified={ku}", "engine": "llama.cpp",
+                           "backend": b, "flash_attn": fa, "kv_unified": ku})
+    return vs
+
+
+def run_stream_variant(v, paths, folder, gg, a, n):
+    extra = ["--streams", str(n), "--warm-steps", "0"]
+    if v["engine"] == "ebb":
+        return run_probe(paths["ebb_probe"], folder, a.threads, a.prompt_tokens, a.gen_tokens,
+                         extra + ["--stream-mode", v["stream_mode"]], first_token=False)
+    extra += ["--cpu-backend", v["backend"], "--flash-attn", v["flash_attn"], "--kv-unified", v["kv_unified"]]
+    return run_probe(paths["llamacpp_probe"], gg, a.threads, a.prompt_tokens, a.gen_tokens, extra,
+                     first_token=False)
+
+
+def streams_bench(a):
+    """N = each of --streams concurrent sequences, every variant, --pairs rounds in rotated order;
+    one table per N, and the scaling of each variant against its own N = 1."""
+    paths, missing = probes(a.build_dir)
+    if missing:
+        raise SystemExit(f"missing {', '.join(missing)}: run `make bench-llamacpp` first")
+    name = f"{a.family}-{a.preset}-int4" + (f"-b{a.block_size}" if a.block_size else "") + \
+        (f"-v{a.vocab}" if a.vocab else "") + f"-s{a.seed}"
+    folder, gg = (a.model_dir, a.gguf) if a.model_dir else synth(
+        os.path.join(a.models, name), a.family, a.preset, a.vocab, a.seed, block_size=a.block_size)
+    cpu = cpu_info()
+    vs = stream_variants(a)
+    print(f"CPU {cpu['model']} ({' '.join(cpu['flags'])}); streams {a.streams}; {len(vs)} variants",
+          file=sys.stderr)
+    warm([folder, gg])
+    runs = []
+    for n in a.streams:
+        for i in range(a.pairs):
+            k = i % len(vs)
+            for v in vs[k:] + vs[:k]:
+                idle = wait_quiet(a.quiet, a.quiet_wait)
+                r = run_stream_variant(v, paths, folder, gg, a, n)
+                stream_figures(r)
+                r.update(variant=v["name"], n=n, pair=i, cpu_idle_before=idle)
+                runs.append(r)
+                print(f"N={n} pair {i} {v['name']}: aggregate decode {r['agg_decode_tok_s']:.2f} tok/s, "
+                      f"end to end {r['agg_tok_s']:.2f}, TPOT p50 {r['tpot_p50_ms']:.1f} ms p99 "
+                      f"{r['tpot_p99_ms']:.1f} ms, peak {r['peak_rss_mib']:.0f} MiB, others "
+                      f"{100 * r['other_cpu_frac']:.1f} % of the CPUs", file=sys.stderr)
+                if a.json:
+                    with open(a.json, "w") as f:
+                        json.dump({"partial": True, "runs": runs}, f, indent=1)
+    med = {(v["name"], n): {key: statistics.median(r[key] for r in runs if r["variant"] == v["name"] and r["n"] == n)
+                            for key, *_ in STREAM_KEYS} for v in vs for n in a.streams}
+    ebb_run = next((r for r in runs if r["engine"] == "ebb"), {})
+    print(f"\n{os.path.basename(os.path.normpath(folder))}: {a.prompt_tokens}-token prompt and {a.gen_tokens} "
+          f"tokens per stream, {a.threads} threads; medians of {a.pairs} rounds")
+    print(f"CPU: {cpu['model']}; ISA flags: {' '.join(cpu['flags'])}")
+    print(f"ebb kernels: ONNX Runtime {ebb_run.get('ort_version', '?')}, {ebb_run.get('model_kernels', '?')}")
+    for n in a.streams:
+        print(f"\n### {n} concurrent stream(s)\n")
+        print("| | " + " | ".join(v["name"] for v in vs) + " |")
+        print("|---|" + "---:|" * len(vs))
+        for key, label, fmt, _ in STREAM_KEYS:
+            print(f"| {label} | " + " | ".join(fmt.format(med[(v['name'], n)][key]) for v in vs) + " |")
+        if a.streams[0] != n:
+            base = a.streams[0]
+            print(f"| aggregate decode vs N={base} | " + " | ".join(
+                f"{med[(v['name'], n)]['agg_decode_tok_s'] / med[(v['name'], base)]['agg_decode_tok_s']:.2f}x"
+                if med[(v['name'], base)]['agg_decode_tok_s'] else "-" for v in vs) + " |")
+        llama = [v for v in vs if v["engine"] == "llama.cpp"]
+        if llama:
+            best = max(llama, key=lambda v: med[(v["name"], n)]["agg_decode_tok_s"])
+            bl = med[(best["name"], n)]["agg_decode_tok_s"]
+            for v in vs:
+                if v["engine"] == "ebb" and bl:
+                    print(f"\n{v['name']} / llama.cpp's best ({best['name']}), aggregate decode: "
+                          f"{med[(v['name'], n)]['agg_decode_tok_s'] / bl:.2f}")
+    # Batched rows against plain generators (each its own batch-1 Run, as a solo generation).
+    modes = {v["stream_mode"] for v in vs if v["engine"] == "ebb"}
+    if {"batched", "threads"} <= modes:
+        for n in a.streams:
+            b = [r for r in runs if r["variant"] == "ebb batched" and r["n"] == n]
+            t = [r for r in runs if r["variant"] == "ebb threads" and r["n"] == n]
+            worst = min(leading_agreement(x, y) for rb in b for rt in t
+                        for x, y in zip(rb["stream_tokens"], rt["stream_tokens"]))
+            print(f"greedy tokens, N={n}: batched rows against plain generators, the first {worst} of "
+                  f"{a.gen_tokens} agree in every stream (worst pair of runs)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"model_dir": folder, "gguf": gg, "cpu": cpu, "threads": a.threads,
+                       "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens, "streams": a.streams,
+                       "variants": vs, "medians": {f"{k[0]} N={k[1]}": m for k, m in med.items()},
+                       "runs": runs}, f, indent=1)
+
+
 def csv_choices(allowed=None):
     """An argparse type: a comma-separated list (each in `allowed`, if given), duplicates dropped."""
     def parse(s):
@@ -594,6 +735,14 @@ def main():
     ap.add_argument("--llama-mmap", type=csv_choices(("on", "off", "auto")), default=["on"],
                     help="llama.cpp load modes to run (default on; on,off doubles the llama.cpp variants "
                     "and reports the memory rows for both)")
+    ap.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")],
+                    help="concurrent mode: these numbers of sequences (e.g. 1,2,4,8), each with its own "
+                    "prompt of --prompt-tokens and --gen-tokens generated; see docs/benchmarks.md")
+    ap.add_argument("--ebb-stream-modes", type=csv_choices(("batched", "threads")), default=["batched", "threads"],
+                    help="--streams: ebb through the batched decode (decode_batch.max_rows = N) and/or as N "
+                    "plain concurrent generators")
+    ap.add_argument("--llama-kv-unified", type=csv_choices(("on", "off")), default=["on"],
+                    help="--streams: llama.cpp's kv_unified settings to run (default on, llama-server's)")
     ap.add_argument("--max-other-cpu", type=float, default=0.05,
                     help="drop and rerun a pair when other processes used more than this fraction of the "
                     "CPUs during one of its runs")
@@ -605,6 +754,11 @@ def main():
     a = ap.parse_args()
     if a.check:
         sys.exit(check(a))
+    if a.streams:
+        if any(n < 1 or n > 64 for n in a.streams):
+            raise SystemExit("--streams: each number must be 1 to 64")
+        streams_bench(a)
+        return
     bench(a)
 
 

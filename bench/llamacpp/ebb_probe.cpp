@@ -15,11 +15,19 @@
 // over. The JSON adds "ort_version" (the ONNX Runtime loaded at run time) and "cpu_kernels"
 // (ebb::CpuKernels(): the MLAS kernel family this CPU's flags select) and "model_kernels"
 // (ModelInfo::kernels: what this model's matmuls and attention run on, a custom op included).
+//
+// --streams N (probe_util.h): N threads, each with its own Generator and prompt, started together
+// after the load (and the --warmup generation); --stream-mode batched (default) loads the model
+// with decode_batch.max_rows=N so that their decode steps run as one batched Run, threads with
+// max_rows=1 (N independent Runs). Prints the streams JSON (PrintStreamsJson).
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <latch>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "ebb/error.h"
 #include "ebb/generator.h"
@@ -43,6 +51,72 @@ void Warmup(const std::shared_ptr<ebb::Model>& model, const probe::Args& a) {
   for (int i = 0; i < n_gen && !g.done(); ++i) g.GenerateNextToken();
 }
 
+// Concurrent mode: N generators on N threads, released together; returns the process exit code.
+int RunStreams(const probe::Args& args) {
+  probe::StreamsResult r;
+  r.engine = "ebb";
+  r.args = args;
+  const int n = args.streams;
+  r.tokens.resize(static_cast<size_t>(n));
+  r.times.resize(static_cast<size_t>(n));
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  try {
+    ebb::ModelOptions mo;
+    mo.session_options["intra_op_num_threads"] = std::to_string(args.threads);
+    mo.Set("decode_batch.max_rows", args.stream_mode == "batched" ? std::to_string(n) : "1");
+    const auto t0 = probe::Clock::now();
+    std::shared_ptr<ebb::Model> model = ebb::LoadModel(args.model, mo);
+    r.load_s = probe::Seconds(t0, probe::Clock::now());
+    r.after_load = probe::Memory::Now();
+    if (args.warmup) Warmup(model, args);
+    const int vocab = model->info().vocab_size;
+    std::latch ready(n + 1);
+    probe::Clock::time_point start;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        const auto prompt = probe::Prompt(args.prompt_tokens, vocab, probe::StreamSalt(i));
+        ebb::GeneratorParams gp;
+        gp.max_length = args.prompt_tokens + args.gen_tokens;
+        gp.do_sample = false;
+        auto& toks = r.tokens[static_cast<size_t>(i)];
+        auto& times = r.times[static_cast<size_t>(i)];
+        try {
+          ebb::Generator g(model, gp);
+          ready.arrive_and_wait();  // every generator exists; `start` is set before the release
+          g.AppendTokens(prompt);
+          while (static_cast<int>(toks.size()) < args.gen_tokens && !g.done()) {
+            g.GenerateNextToken();
+            toks.push_back(g.GetNextTokens()[0]);
+            times.push_back(probe::Seconds(start, probe::Clock::now()));
+          }
+        } catch (const std::exception& e) {
+          errors[static_cast<size_t>(i)] = e.what();
+        }
+      });
+    }
+    start = probe::Clock::now();
+    ready.arrive_and_wait();
+    for (auto& t : threads) t.join();
+    r.at_end = probe::Memory::Now();
+    r.extra_json = "\"stream_mode\": " + probe::JsonString(args.stream_mode) +
+                   ", \"ort_version\": " + probe::JsonString(ebb::OrtVersion()) +
+                   ", \"cpu_kernels\": " + probe::JsonString(ebb::CpuKernels()) +
+                   ", \"model_kernels\": " + probe::JsonString(model->info().kernels) + ", ";
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ebb_probe: %s\n", e.what());
+    return 1;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!errors[static_cast<size_t>(i)].empty()) {
+      std::fprintf(stderr, "ebb_probe: stream %d: %s\n", i, errors[static_cast<size_t>(i)].c_str());
+      return 1;
+    }
+  }
+  probe::PrintStreamsJson(r);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,6 +124,7 @@ int main(int argc, char** argv) {
   probe::Result r;
   r.engine = "ebb";
   r.args = probe::ParseArgs(argc, argv, /*llama=*/false);
+  if (r.args.streams > 0) return RunStreams(r.args);
   try {
     r.extra_json = "\"ort_version\": " + probe::JsonString(ebb::OrtVersion()) +
                    ", \"ebb_version\": " + probe::JsonString(ebb::Version()) +

@@ -30,6 +30,13 @@
 // buffer types llama.cpp's log names with their MiB ("CPU_REPACK" / "AMX": weights repacked;
 // "CPU_Mapped": the mapped file; "CPU": read into memory), weights_repacked, and the flash
 // attention and load modes as resolved (from the log when requested as auto).
+//
+// --streams N (probe_util.h): N sequences in one context (n_seq_max = N; --kv-unified on, the
+// default: one KV buffer of N x (prompt + gen) cells, as llama-server's parallel slots; off: a
+// buffer per sequence, which llama.h suggests for unrelated prompts), n_ctx = N x (prompt +
+// gen), n_batch = n_ubatch = max(N x prompt, 512): every prompt in one llama_decode (logits at
+// each sequence's last token), then one llama_decode of N tokens (one per sequence) per step.
+// Every stream's token of a step gets the step's time. Prints the streams JSON.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -200,6 +207,85 @@ bool Decode(llama_context* ctx, llama_batch& batch, const int32_t* ids, int n, i
   return llama_decode(ctx, batch) == 0;
 }
 
+// Concurrent mode: N sequences decoded together; returns the process exit code.
+int RunStreams(llama_model* model, const probe::Args& args, double load_s,
+               const probe::Memory& after_load) {
+  probe::StreamsResult r;
+  r.engine = "llama.cpp";
+  r.args = args;
+  r.load_s = load_s;
+  r.after_load = after_load;
+  const int n = args.streams, n_prompt = args.prompt_tokens;
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(n * (n_prompt + args.gen_tokens));
+  cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(std::max(n * n_prompt, 512));
+  cp.n_seq_max = static_cast<uint32_t>(n);
+  cp.kv_unified = args.kv_unified == "on";
+  cp.n_threads = cp.n_threads_batch = args.threads;
+  cp.no_perf = true;
+  cp.flash_attn_type = args.flash_attn == "on"    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                       : args.flash_attn == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                                  : LLAMA_FLASH_ATTN_TYPE_AUTO;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (!ctx) {
+    std::fprintf(stderr, "llamacpp_probe: could not create a context (--verbose shows why)\n");
+    return 1;
+  }
+  const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  llama_batch batch = llama_batch_init(std::max(n * n_prompt, n), 0, 1);
+  r.tokens.resize(static_cast<size_t>(n));
+  r.times.resize(static_cast<size_t>(n));
+  const auto start = probe::Clock::now();
+  // Every prompt in one batch: sequence s at batch rows [s * n_prompt, (s + 1) * n_prompt).
+  batch.n_tokens = n * n_prompt;
+  for (int s = 0; s < n; ++s) {
+    const auto prompt = probe::Prompt(n_prompt, n_vocab, probe::StreamSalt(s));
+    for (int i = 0; i < n_prompt; ++i) {
+      const int row = s * n_prompt + i;
+      batch.token[row] = prompt[static_cast<size_t>(i)];
+      batch.pos[row] = i;
+      batch.n_seq_id[row] = 1;
+      batch.seq_id[row][0] = s;
+      batch.logits[row] = i == n_prompt - 1;
+    }
+  }
+  if (llama_decode(ctx, batch) != 0) {
+    std::fprintf(stderr, "llamacpp_probe: llama_decode failed on the prompts\n");
+    return 1;
+  }
+  auto record = [&](auto row_of) {
+    const double t = probe::Seconds(start, probe::Clock::now());
+    for (int s = 0; s < n; ++s) {
+      r.tokens[static_cast<size_t>(s)].push_back(
+          Argmax(llama_get_logits_ith(ctx, row_of(s)), n_vocab));
+      r.times[static_cast<size_t>(s)].push_back(t);
+    }
+  };
+  record([&](int s) { return s * n_prompt + n_prompt - 1; });
+  for (int k = 1; k < args.gen_tokens; ++k) {
+    batch.n_tokens = n;
+    for (int s = 0; s < n; ++s) {
+      batch.token[s] = r.tokens[static_cast<size_t>(s)].back();
+      batch.pos[s] = n_prompt + k - 1;
+      batch.n_seq_id[s] = 1;
+      batch.seq_id[s][0] = s;
+      batch.logits[s] = true;
+    }
+    if (llama_decode(ctx, batch) != 0) {
+      std::fprintf(stderr, "llamacpp_probe: llama_decode failed at step %d\n", k);
+      return 1;
+    }
+    record([](int s) { return s; });
+  }
+  r.at_end = probe::Memory::Now();
+  r.extra_json = "\"kv_unified\": " + probe::JsonString(args.kv_unified) + ", " +
+                 SettingsJson(args) + BackendJson();
+  llama_batch_free(batch);
+  llama_free(ctx);
+  probe::PrintStreamsJson(r);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,6 +312,12 @@ int main(int argc, char** argv) {
   auto t1 = probe::Clock::now();
   r.load_s = probe::Seconds(t0, t1);
   r.after_load = probe::Memory::Now();
+  if (r.args.streams > 0) {
+    const int rc = RunStreams(model, r.args, r.load_s, r.after_load);
+    llama_model_free(model);
+    llama_backend_free();
+    return rc;
+  }
 
   const int n_prompt = r.args.prompt_tokens;
   llama_context_params cp = llama_context_default_params();

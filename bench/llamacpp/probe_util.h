@@ -34,10 +34,19 @@ struct Args {
   int warm_steps = 8;    // decode_warm_tok_s leaves out the first this many decode steps
   bool warmup = false;   // one short untimed generation before the timed one
   bool verbose = false;  // llama.cpp: its own log on stderr
+  // Concurrent mode (--streams N, N >= 1; docs/benchmarks.md "Concurrent streams"): N sequences,
+  // each with its own prompt (Prompt(..., StreamSalt(i))), generated at once. ebb: N threads,
+  // each with its own Generator, through the batched decode (--stream-mode batched:
+  // decode_batch.max_rows = N) or as N plain concurrent generators (--stream-mode threads);
+  // llama.cpp: N sequences in one llama_decode per step (n_seq_max = N, unified KV). 0: the
+  // single-generation mode above.
+  int streams = 0;
+  std::string stream_mode = "batched";  // ebb only: batched | threads
   // llama.cpp only (llamacpp_probe; ebb_probe rejects them):
   std::string flash_attn = "auto";     // on | off | auto: llama_context_params.flash_attn_type
   std::string mmap = "auto";           // on | off | auto: llama_model_params.load_mode
   std::string cpu_backend = "native";  // native | an ISA name (haswell, ...) | a .so path
+  std::string kv_unified = "on";       // on | off: llama_context_params.kv_unified (--streams)
 };
 
 // Parses the command line (see usage below); exits 2 on error. llama: whether the llama.cpp-only
@@ -47,11 +56,12 @@ inline Args ParseArgs(int argc, char** argv, bool llama) {
   auto usage = [&](const std::string& why) {
     std::fprintf(stderr,
                  "%s: %s\nusage: %s --model PATH [--threads 2] [--prompt-tokens 128] "
-                 "[--gen-tokens 32] [--warm-steps 8] [--warmup] [--verbose]%s\n",
+                 "[--gen-tokens 32] [--warm-steps 8] [--warmup] [--verbose] [--streams N]%s\n",
                  argv[0], why.c_str(), argv[0],
                  llama ? " [--flash-attn on|off|auto] [--mmap on|off|auto] "
-                         "[--cpu-backend native|<isa>|<path to libggml-cpu-*.so>]"
-                       : "");
+                         "[--cpu-backend native|<isa>|<path to libggml-cpu-*.so>] "
+                         "[--kv-unified on|off]"
+                       : " [--stream-mode batched|threads]");
     std::exit(2);
   };
   for (int i = 1; i < argc; ++i) {
@@ -89,10 +99,21 @@ inline Args ParseArgs(int argc, char** argv, bool llama) {
       a.gen_tokens = num(1);
     } else if (k == "--warm-steps") {
       a.warm_steps = num(0);
+    } else if (k == "--streams") {
+      a.streams = num(1);
+      if (a.streams > 64) usage("--streams needs 1 to 64, got '" + v + "'");
+    } else if (!llama && k == "--stream-mode") {
+      if (v != "batched" && v != "threads") {
+        usage("--stream-mode needs batched or threads, got '" + v + "'");
+      }
+      a.stream_mode = v;
     } else if (llama && k == "--flash-attn") {
       a.flash_attn = choice();
     } else if (llama && k == "--mmap") {
       a.mmap = choice();
+    } else if (llama && k == "--kv-unified") {
+      if (v != "on" && v != "off") usage("--kv-unified needs on or off, got '" + v + "'");
+      a.kv_unified = v;
     } else if (llama && k == "--cpu-backend") {
       if (v.empty()) usage("--cpu-backend needs a value");
       a.cpu_backend = v;
@@ -134,6 +155,10 @@ inline double StatusMiB(const char* field) {
   }
   return -1;
 }
+
+// The prompt salt of concurrent stream i: stream 0 gets the single-generation mode's prompt, so
+// that its greedy tokens can be compared with a solo run; the others get ids of their own.
+inline int StreamSalt(int i) { return i == 0 ? 0 : 100 + i; }
 
 struct Memory {
   double anon_mib = 0, file_mib = 0;
@@ -196,6 +221,48 @@ inline double DecodeRate(const Result& r, int skip) {
   if (n - 1 - skip < 1) return 0.0;
   const double dt = r.token_times[n - 1] - r.token_times[skip];
   return dt > 0 ? (n - 1 - skip) / dt : 0.0;
+}
+
+// Concurrent mode (--streams): every stream's sampled tokens and when each was sampled, in
+// seconds after `start` (taken once, just before every stream's prompt is fed), so that the
+// harness can compute the aggregate and per-stream rates on one clock.
+struct StreamsResult {
+  const char* engine = "";
+  Args args;
+  double load_s = 0;
+  Memory after_load, at_end;
+  std::vector<std::vector<int32_t>> tokens;  // [stream][i]
+  std::vector<std::vector<double>> times;    // [stream][i], seconds after the common start
+  std::string extra_json;                    // as Result::extra_json
+};
+
+inline void PrintStreamsJson(const StreamsResult& r) {
+  std::printf("{\"engine\": \"%s\", \"mode\": \"streams\", \"model\": %s, \"threads\": %d, ",
+              r.engine, JsonString(r.args.model).c_str(), r.args.threads);
+  std::printf("\"streams\": %d, \"prompt_tokens\": %d, \"gen_tokens\": %d, ", r.args.streams,
+              r.args.prompt_tokens, r.args.gen_tokens);
+  std::printf("\"load_s\": %.6f, \"peak_rss_mib\": %.1f, \"rss_anon_after_load_mib\": %.1f, ",
+              r.load_s, StatusMiB("VmHWM"), r.after_load.anon_mib);
+  std::printf("\"rss_file_after_load_mib\": %.1f, \"rss_anon_end_mib\": %.1f, %s",
+              r.after_load.file_mib, r.at_end.anon_mib, r.extra_json.c_str());
+  std::printf("\"stream_times_s\": [");
+  for (size_t s = 0; s < r.times.size(); ++s) {
+    std::printf(s ? ", [" : "[");
+    for (size_t i = 0; i < r.times[s].size(); ++i) {
+      std::printf(i ? ", %.6f" : "%.6f", r.times[s][i]);
+    }
+    std::printf("]");
+  }
+  std::printf("], \"stream_tokens\": [");
+  for (size_t s = 0; s < r.tokens.size(); ++s) {
+    std::printf(s ? ", [" : "[");
+    for (size_t i = 0; i < r.tokens[s].size(); ++i) {
+      std::printf(i ? ", %d" : "%d", r.tokens[s][i]);
+    }
+    std::printf("]");
+  }
+  std::printf("]}\n");
+  std::fflush(stdout);
 }
 
 inline void PrintJson(const Result& r) {
