@@ -81,8 +81,10 @@ int RunStreams(const probe::Args& args) {
         gp.do_sample = false;
         auto& toks = r.tokens[static_cast<size_t>(i)];
         auto& times = r.times[static_cast<size_t>(i)];
+        bool arrived = false;
         try {
           ebb::Generator g(model, gp);
+          arrived = true;
           ready.arrive_and_wait();  // every generator exists; `start` is set before the release
           g.AppendTokens(prompt);
           while (static_cast<int>(toks.size()) < args.gen_tokens && !g.done()) {
@@ -92,6 +94,7 @@ int RunStreams(const probe::Args& args) {
           }
         } catch (const std::exception& e) {
           errors[static_cast<size_t>(i)] = e.what();
+          if (!arrived) ready.count_down();  // a generator that could not start releases the rest
         }
       });
     }

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <thread>
 
-#include "bench/peak_rss.h"
 #include "ebb/process_memory.h"
 #include "ebb/stats.h"
+#include "platform/system_info.h"
 
 namespace ebb::bench {
 namespace {
@@ -206,7 +206,7 @@ RunResult RunWorkload(Workload& workload, const BenchOptions& options, const Pro
       rec.warmup = i < options.warmup;
       rec.before = Sample(workload);
       workload.SetLastTokenHook([&rec, &workload] { rec.last_token = Sample(workload); });
-      run.peak_rss_reset = ResetPeakRss() && (i == 0 || run.peak_rss_reset);
+      run.peak_rss_reset = platform::ResetPeakRss() && (i == 0 || run.peak_rss_reset);
       rec.timing = workload.RunIteration(i);
       if (options.shrink_every > 0 && (i + 1) % options.shrink_every == 0) workload.Shrink();
       rec.after = Sample(workload);

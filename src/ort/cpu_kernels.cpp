@@ -5,8 +5,6 @@
 
 namespace ebb::internal {
 
-std::set<std::string> CpuFlags() { return platform::CpuFlags(); }
-
 std::string MlasInt4Kernel(const std::set<std::string>& flags) {
   auto has = [&](const char* f) { return flags.count(f) > 0; };
 #if defined(__aarch64__)

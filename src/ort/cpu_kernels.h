@@ -6,12 +6,13 @@
 #include <set>
 #include <string>
 
+#include "platform/system_info.h"
+
 namespace ebb::internal {
 
-// The CPU's feature flags as the kernel reports them (/proc/cpuinfo "flags" on x86-64,
-// "Features" on Arm; lower case, e.g. "avx2", "avx512_vnni", "amx_int8"), read through the
-// platform seam (platform/system_info.h). Empty if unreadable.
-std::set<std::string> CpuFlags();
+// The CPU's feature flags (platform/system_info.h: lower case, e.g. "avx2", "avx512_vnni",
+// "amx_int8"; empty if unknown), the input of the functions below.
+using platform::CpuFlags;
 
 // The kernel family MLAS (ORT 1.30, onnxruntime/core/mlas/lib/platform.cpp) dispatches its int4
 // MatMulNBits (QNBitGemm) to, given `flags`: "AVX512VNNI" (avx512f + bw/dq/vl + avx512_vnni),

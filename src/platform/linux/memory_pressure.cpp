@@ -3,9 +3,10 @@
 
 #include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <string_view>
+
+#include "platform/linux/proc_text.h"
 
 namespace ebb::platform {
 namespace {
@@ -16,11 +17,9 @@ namespace fs = std::filesystem;
 constexpr uint64_t kUnlimited = uint64_t{1} << 62;
 
 bool ReadSmallFile(const fs::path& p, std::string& out) {
-  std::ifstream f(p);
-  if (!f) return false;
-  std::ostringstream s;
-  s << f.rdbuf();
-  out = s.str();
+  std::optional<std::string> text = linux_text::ReadKernelText(p);
+  if (!text) return false;
+  out = std::move(*text);
   return true;
 }
 

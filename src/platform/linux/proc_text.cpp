@@ -1,9 +1,18 @@
 // The parsers of platform/linux/proc_text.h.
 #include "platform/linux/proc_text.h"
 
+#include <fstream>
 #include <sstream>
 
 namespace ebb::platform::linux_text {
+
+std::optional<std::string> ReadKernelText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 std::set<std::string> ParseCpuFlags(std::string_view cpuinfo) {
   std::istringstream in{std::string(cpuinfo)};

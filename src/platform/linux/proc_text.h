@@ -1,10 +1,11 @@
-// platform/linux/proc_text: pure parsers of the text formats of Linux's /proc, used by the Linux
-// implementation of the platform seam and tested on made-up text
-// (tests/unit/platform_system_test.cpp). Not part of the seam's interface: a port to another
-// system does not implement these.
+// platform/linux/proc_text: reading the kernel's small text files (/proc, /sys, cgroup files) and
+// pure parsers of /proc's text formats, used by the Linux implementation of the platform seam; the
+// parsers are tested on made-up text (tests/unit/platform_system_test.cpp). Not part of the
+// seam's interface: a port to another system does not implement these.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +13,10 @@
 #include <vector>
 
 namespace ebb::platform::linux_text {
+
+// The whole text of a small kernel file (read at once: /proc files are generated on read);
+// nullopt when it cannot be opened.
+std::optional<std::string> ReadKernelText(const std::filesystem::path& path);
 
 // The words of the first "flags" (x86-64) or "Features" (Arm) line of /proc/cpuinfo text; empty
 // when there is none.

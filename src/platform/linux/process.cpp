@@ -14,20 +14,15 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "platform/linux/proc_text.h"
 
 namespace ebb::platform {
 namespace {
 
+// A kernel file's text; "" when it cannot be read (the parsers then find nothing).
 std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return linux_text::ReadKernelText(path).value_or("");
 }
 
 int ToNative(ProcessSignal signal) {

@@ -7,21 +7,12 @@
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "platform/linux/proc_text.h"
 
 namespace ebb::platform {
 namespace {
-
-std::optional<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::optional<int> ReadInt(const std::string& path) {
   std::ifstream in(path);
@@ -59,7 +50,9 @@ std::vector<int> AffinityCpus() {
 
 }  // namespace
 
-std::optional<std::string> ReadSelfMemoryStatus() { return ReadText("/proc/self/status"); }
+std::optional<std::string> ReadSelfMemoryStatus() {
+  return linux_text::ReadKernelText("/proc/self/status");
+}
 
 bool ResetPeakRss() {
   std::ofstream out("/proc/self/clear_refs");
@@ -70,11 +63,11 @@ bool ResetPeakRss() {
 }
 
 std::set<std::string> CpuFlags() {
-  return linux_text::ParseCpuFlags(ReadText("/proc/cpuinfo").value_or(""));
+  return linux_text::ParseCpuFlags(linux_text::ReadKernelText("/proc/cpuinfo").value_or(""));
 }
 
 std::optional<std::string> CpuModelName() {
-  return linux_text::ParseCpuModelName(ReadText("/proc/cpuinfo").value_or(""));
+  return linux_text::ParseCpuModelName(linux_text::ReadKernelText("/proc/cpuinfo").value_or(""));
 }
 
 uint64_t PhysicalMemoryBytes() {
@@ -123,10 +116,8 @@ CpuTopology ReadCpuTopology() {
     const auto package = ReadInt(dir + "physical_package_id");
     if (core && package) t.core_of[cpu] = {*package, *core};
   }
-  std::ifstream self("/proc/self/cgroup");
-  const std::string cgroup((std::istreambuf_iterator<char>(self)),
-                           std::istreambuf_iterator<char>());
-  t.cpu_quota = CgroupCpuQuota(cgroup, "/sys/fs/cgroup");
+  t.cpu_quota = CgroupCpuQuota(linux_text::ReadKernelText("/proc/self/cgroup").value_or(""),
+                               "/sys/fs/cgroup");
   return t;
 }
 
