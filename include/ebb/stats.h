@@ -79,6 +79,16 @@ struct WeightsMemory {
   uint64_t file_backed_bytes = 0;    // size of the mapped entry data file (0 when anonymous)
   uint64_t file_resident_bytes = 0;  // resident pages of those mappings now (/proc/self/smaps)
   uint64_t num_releases = 0;         // ReleaseWeights that handed pages back
+  // The load (docs/memory.md "The first load"). A runtime's Stats(): the highest of its models'.
+  uint64_t load_ms = 0;               // from the start of the load to the model being ready
+  uint64_t load_peak_anon_bytes = 0;  // this process's highest anonymous memory (RssAnon +
+                                      // VmSwap, sampled every 10 ms) while the load ran
+  // The compiled-model cache for this load: "off", "loaded" (the session maps an entry),
+  // "building" (this load is finishing the entry in the background), "built", "not built" (the
+  // build stopped; the log says why), "mixed" (a runtime whose models differ).
+  std::string cache;
+  uint64_t cache_build_peak_anon_bytes = 0;  // the same figure while the background build ran;
+                                             // 0 until it finished
 };
 
 // What ModelControls::ReleaseWeights did.

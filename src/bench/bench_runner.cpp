@@ -219,6 +219,7 @@ RunResult RunWorkload(Workload& workload, const BenchOptions& options, const Pro
       if (progress) progress(run, i + 1, total);
     }
     run.prefix_cache = workload.PrefixCacheSample();
+    run.first_load = workload.FirstLoad();
     run.device = workload.Device();
   } catch (...) {
     workload.Teardown();

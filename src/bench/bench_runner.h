@@ -116,6 +116,8 @@ struct RunResult {
   std::optional<PrefixCacheStats> prefix_cache;
   // The accelerator the run's model ran on (Workload::Device); absent on the CPU.
   std::optional<DeviceInfo> device;
+  // The run's first load (Workload::FirstLoad), read after the last iteration.
+  std::optional<WeightsMemory> first_load;
 };
 
 // Whether the device KV was back to 0 after every measured request: nullopt when the run has no

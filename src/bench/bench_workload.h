@@ -134,6 +134,10 @@ class Workload {
   // The accelerator the workload's model ran on (the last one loaded, kept after an unload);
   // absent for a workload on the CPU.
   virtual std::optional<DeviceInfo> Device() const { return std::nullopt; }
+  // The run's first model load (WeightsMemory's load figures: time, anonymous peak, the cache,
+  // and the background cache build's peak once it finished); absent for workloads without an
+  // ebb model (naive-ort).
+  virtual std::optional<WeightsMemory> FirstLoad() const { return std::nullopt; }
   // --shrink-every: give memory back between iterations. The default calls malloc_trim(0); ebb
   // workloads use Model::runtime().ShrinkArena().
   virtual void Shrink();

@@ -29,6 +29,14 @@ json Memory(const MemorySample& m) {
           {"device_driver_process_bytes", Opt(m.device.driver_process_bytes)}};
 }
 
+json FirstLoad(const std::optional<WeightsMemory>& w) {
+  if (!w) return nullptr;
+  return {{"load_ms", w->load_ms},
+          {"load_peak_anon_bytes", w->load_peak_anon_bytes},
+          {"cache", w->cache},
+          {"cache_build_peak_anon_bytes", w->cache_build_peak_anon_bytes}};
+}
+
 json PrefixCache(const std::optional<PrefixCacheStats>& p) {
   if (!p) return nullptr;
   return {{"max_bytes", p->max_bytes},
@@ -153,6 +161,7 @@ json Run(const RunResult& r) {
           {"iterations", its},
           {"summary", summary},
           {"prefix_cache", PrefixCache(r.prefix_cache)},
+          {"first_load", FirstLoad(r.first_load)},
           {"device", DeviceInfoJson(r.device)}};
 }
 

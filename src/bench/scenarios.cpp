@@ -58,6 +58,7 @@ class EbbWorkload final : public Workload {
     const auto t = std::chrono::steady_clock::now();
     model_ = ebb::LoadModel(options_.model_dir, options_.model_options);
     const double seconds = SecondsSince(t);
+    first_model_alive_ = true;
     RememberDevice();
     return seconds;
   }
@@ -68,6 +69,7 @@ class EbbWorkload final : public Workload {
       const auto t = std::chrono::steady_clock::now();
       model_ = ebb::LoadModel(options_.model_dir, options_.model_options);
       load_s = SecondsSince(t);
+      if (!first_load_ && !first_model_alive_) first_model_alive_ = true;
       if (!device_checked_) RememberDevice();
     }
     const PromptKind kind = mode_ == Mode::kRag         ? PromptKind::kRag
@@ -150,6 +152,13 @@ class EbbWorkload final : public Workload {
 
   std::optional<DeviceInfo> Device() const override { return device_; }
 
+  // The first load's figures: from the model while it is the first one (a background cache
+  // build's peak arrives when the build ends), else as the first model left them.
+  std::optional<WeightsMemory> FirstLoad() const override {
+    if (model_ && first_model_alive_) return model_->runtime().Stats().weights;
+    return first_load_;
+  }
+
   // The prefix cache of the model alive now, with the counters of the models this run unloaded
   // (load-unload, recycle:K) added; after the run's last iteration, the run's totals.
   std::optional<PrefixCacheStats> PrefixCacheSample() const override {
@@ -171,6 +180,8 @@ class EbbWorkload final : public Workload {
 
   void Teardown() override {
     reused_.reset();
+    if (model_ && first_model_alive_) first_load_ = model_->runtime().Stats().weights;
+    first_model_alive_ = false;
     model_.reset();
   }
 
@@ -186,6 +197,8 @@ class EbbWorkload final : public Workload {
 
   // Unloads the model, keeping its prefix cache's counters for PrefixCacheSample().
   void Retire() {
+    if (first_model_alive_) first_load_ = model_->runtime().Stats().weights;
+    first_model_alive_ = false;
     const PrefixCacheStats s = model_->runtime().Stats().prefix_cache;
     retired_.max_bytes = s.max_bytes;
     retired_.block_tokens = s.block_tokens;
@@ -212,9 +225,11 @@ class EbbWorkload final : public Workload {
   const BenchOptions& options_;  // not owned
   const PromptSet& prompts_;     // not owned
   std::shared_ptr<Model> model_;
-  std::unique_ptr<Generator> reused_;  // reuse only
-  PrefixCacheStats retired_;           // counters of the models unloaded so far
-  std::optional<DeviceInfo> device_;   // the model's accelerator (RememberDevice)
+  bool first_model_alive_ = false;           // model_ is the run's first load
+  std::optional<WeightsMemory> first_load_;  // its figures once it is gone
+  std::unique_ptr<Generator> reused_;        // reuse only
+  PrefixCacheStats retired_;                 // counters of the models unloaded so far
+  std::optional<DeviceInfo> device_;         // the model's accelerator (RememberDevice)
   bool device_checked_ = false;
 };
 

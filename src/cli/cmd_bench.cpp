@@ -251,6 +251,27 @@ void PrintEmbedSummary(std::FILE* f, const std::vector<bench::RunResult>& runs, 
   }
 }
 
+// Each ebb run's first load: its time and anonymous peak, and the compiled-model cache's part
+// (docs/memory.md "The first load": a load that builds the entry finishes it in the background).
+void PrintFirstLoad(std::FILE* f, const std::vector<bench::RunResult>& runs, int w) {
+  bool any = false;
+  for (const auto& r : runs) any = any || r.first_load.has_value();
+  if (!any) return;
+  std::fprintf(f, "first load (anonymous peak: this process's RssAnon, sampled every 10 ms):\n");
+  for (const auto& r : runs) {
+    if (!r.first_load) continue;
+    const WeightsMemory& l = *r.first_load;
+    std::string build;
+    if (l.cache == "built" || l.cache == "not built") {
+      build = ", while building: " + internal::FormatBytes(l.cache_build_peak_anon_bytes);
+    }
+    std::fprintf(f, "  %-*s %.2fs, anonymous peak %s; cache %s%s\n", w, r.name.c_str(),
+                 static_cast<double>(l.load_ms) / 1000.0,
+                 internal::FormatBytes(l.load_peak_anon_bytes).c_str(), l.cache.c_str(),
+                 build.c_str());
+  }
+}
+
 // The prefix cache of each ebb run (rag-prefix runs, and any run with prefix_cache.max_bytes):
 // its counters over the whole run, and the prompt tokens it gave the measured requests.
 void PrintPrefixCache(std::FILE* f, const std::vector<bench::RunResult>& runs, int w,
@@ -396,6 +417,7 @@ void PrintSummary(std::FILE* f, const std::vector<bench::RunResult>& runs,
                  s.constraint_ms_per_token->p90,
                  s.constraint_share ? s.constraint_share->p50 * 100 : 0.0);
   }
+  PrintFirstLoad(f, runs, w);
   PrintPrefixCache(f, runs, w, o);
   PrintDevice(f, runs);
 }

@@ -87,9 +87,10 @@ constexpr std::array kTable = {
                "graph is rewritten at load; kept as it is, logged, when its LM head is not a "
                "MatMul); all: the graph as it is"},
     OptionSpec{"model_cache.dir", T::kString, kMo, "", "auto", "auto, off or a folder",
-               "cache of ORT's optimised graph and prepacked weights, built in the background "
-               "after a load and memory-mapped (file-backed, shareable) by later loads; auto = "
-               "$EBB_MODEL_CACHE_DIR if set, else $XDG_CACHE_HOME/ebb/models"},
+               "cache of ORT's optimised graph and prepacked weights, built by the first load "
+               "(the graph before it, the prepacked weights in the background after it, never "
+               "a second copy of the weights) and memory-mapped (file-backed, shareable) by "
+               "later loads; auto = $EBB_MODEL_CACHE_DIR if set, else $XDG_CACHE_HOME/ebb/models"},
     OptionSpec{"model_cache.max_bytes", T::kSize, kMo, "bytes", "16GiB", "",
                "disk budget of the cache folder: least recently used entries are removed "
                "beyond it; 0 = no budget"},

@@ -3,12 +3,13 @@
 #include <chrono>
 
 #include "core/log.h"
+#include "memory/anon_peak.h"
 #include "platform/thread.h"
 
 namespace ebb::internal {
 
 CacheBuilder::CacheBuilder(ModelCache cache, ModelCache::BuildJob job, std::string what,
-                           std::function<void(bool committed)> on_finish)
+                           std::function<void(bool, uint64_t)> on_finish)
     : cache_(std::move(cache)),
       job_(std::move(job)),
       what_(std::move(what)),
@@ -18,12 +19,14 @@ CacheBuilder::CacheBuilder(ModelCache cache, ModelCache::BuildJob job, std::stri
     // runs the build's session on this thread (one intra-op thread). Best effort.
     platform::LowerThreadPriority();
     bool committed = false;
+    AnonPeakSampler memory;
     try {
       committed = cache_.BuildEntry(job_);
     } catch (...) {
       // BuildEntry never throws; a cache must never take the process down.
     }
-    if (on_finish_) on_finish_(committed);
+    const uint64_t peak = memory.Stop();
+    if (on_finish_) on_finish_(committed, peak);
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
     committed_ = committed;

@@ -1,11 +1,13 @@
 // CacheBuilder — runs ModelCache::BuildEntry on a background thread at low priority, after the
-// load that needed the entry has returned (model_cache.h).
+// load that needed the entry has returned (model_cache.h), and samples the process's anonymous
+// memory while it runs (memory/anon_peak.h).
 //
 // Ownership: a ModelImpl owns its builder; the job's functions reference the model's live
 // session, so the model destroys the builder (which waits for the build) before it frees the
 // session. Why wait rather than cancel: a short-lived process (one `ebb generate`) would
 // otherwise never get its entry, and the next run would pay the full anonymous copy again. The
-// wait is one prepacking pass plus the check; it is logged when it takes more than half a second.
+// wait is the chunks' prepacking and saving plus the check; it is logged when it takes more than
+// half a second.
 // Thread-safety: done() and Wait() may be called from any thread; the destructor from one.
 #pragma once
 
@@ -19,10 +21,11 @@ namespace ebb::internal {
 
 class CacheBuilder {
  public:
-  // Starts the thread. `what` names the model in log lines. `on_finish(committed)` runs on the
-  // builder thread at the end (releases the budget the build's temporary copy was charged).
+  // Starts the thread. `what` names the model in log lines. `on_finish(committed, peak)` runs on
+  // the builder thread at the end, with the process's highest anonymous memory (bytes) during the
+  // build (releases the budget the build was charged, records the figures).
   CacheBuilder(ModelCache cache, ModelCache::BuildJob job, std::string what,
-               std::function<void(bool committed)> on_finish);
+               std::function<void(bool committed, uint64_t peak_anon_bytes)> on_finish);
   ~CacheBuilder();  // waits for the build to finish
   CacheBuilder(const CacheBuilder&) = delete;
   CacheBuilder& operator=(const CacheBuilder&) = delete;
@@ -36,7 +39,7 @@ class CacheBuilder {
   ModelCache cache_;
   ModelCache::BuildJob job_;
   std::string what_;
-  std::function<void(bool)> on_finish_;
+  std::function<void(bool, uint64_t)> on_finish_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;       // guarded by mu_

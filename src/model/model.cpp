@@ -19,6 +19,7 @@
 #include "ebb/error.h"
 #include "ebb/process_memory.h"
 #include "ebb/version.h"
+#include "memory/anon_peak.h"
 #include "memory/file_pages.h"
 #include "memory/heap_trim.h"
 #include "memory/mapped_file_guard.h"
@@ -172,37 +173,51 @@ uint64_t EstimateWeightsBytes(const std::filesystem::path& dir) {
   return WeightsBytes(LoadModelFolderConfig(dir).model_path);
 }
 
-// Builds the model's cache entry in the background (cache_builder.h). The build's own session
-// holds a second, temporary copy of the weights, and ORT's saver about one more while it writes
-// (measured on the phi shape: peak RSS 6.3 GiB with 2.2 GiB of weights during the build, against
-// 2.2 GiB without): twice the weights are charged to memory.limit for the build's duration, and
-// no build starts when the budget has no room for them.
-void StartCacheBuild(ModelImpl& mi, const Ort::SessionOptions& so, ModelCache cache) {
-  MemoryGovernor& gov = mi.host->governor();
-  const uint64_t transient = 2 * mi.weights_bytes;
-  try {
-    gov.Admit(transient);
-  } catch (const Error& e) {
-    EBB_LOG_INFO("model cache: not building an entry for {} now: {}", mi.config.dir.string(),
-                 e.what());
-    return;
-  }
+// What the cache build needs from this load (model_cache.h). The probes read the model's graph
+// IO and KV layout when they run, after the load has resolved them.
+ModelCache::BuildJob MakeCacheBuildJob(ModelImpl& mi, const Ort::SessionOptions& so) {
   ModelCache::BuildJob job;
   job.session_options = so.Clone();
   job.create_source = [cfg = mi.config,
                        last = mi.options.last_position_logits](Ort::SessionOptions o) {
     return CreateSourceSession(cfg, last, std::move(o));
   };
-  const bool shared = mi.info.past_present_share_buffer;
-  job.probe = [&mi, shared](Ort::Session& s) {
-    return ProbeOutputs(s, mi.config, mi.io, mi.encoder, shared);
+  job.probe = [&mi](Ort::Session& s) {
+    return ProbeOutputs(s, mi.config, mi.io, mi.encoder, mi.info.past_present_share_buffer);
   };
-  job.reference = [&mi, shared] {
-    return ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder, shared);
+  job.reference = [&mi] {
+    return ProbeOutputs(*mi.session, mi.config, mi.io, mi.encoder,
+                        mi.info.past_present_share_buffer);
   };
-  mi.cache_builder =
-      std::make_unique<CacheBuilder>(std::move(cache), std::move(job), mi.config.dir.string(),
-                                     [&gov, transient](bool) { gov.Release(transient); });
+  // A 32nd of the weights per chunk: few sessions, and little held beside the live session.
+  const uint64_t weights = WeightsBytes(mi.config.model_path);
+  job.chunk_bytes = std::clamp<uint64_t>(weights / 32, 16ull << 20, 128ull << 20);
+  return job;
+}
+
+// Finishes the model's cache entry in the background (cache_builder.h). The build holds one
+// chunk's prepacked weights and ORT's saver's copy of one of its initializers at a time, then the
+// check session (a load from the entry: its prepacking pass keeps one weight at a time): twice a
+// chunk plus 128 MiB are charged to memory.limit for the build's duration, and no build starts
+// when the budget has no room for them (docs/memory.md "The first load").
+bool StartCacheBuild(ModelImpl& mi, ModelCache cache, ModelCache::BuildJob job) {
+  MemoryGovernor& gov = mi.host->governor();
+  const uint64_t transient = 2 * job.chunk_bytes + (128ull << 20);
+  try {
+    gov.Admit(transient);
+  } catch (const Error& e) {
+    EBB_LOG_INFO("model cache: not building an entry for {} now: {}", mi.config.dir.string(),
+                 e.what());
+    return false;  // ~ModelCache removes the optimised graph and releases the lock
+  }
+  mi.cache_builder = std::make_unique<CacheBuilder>(
+      std::move(cache), std::move(job), mi.config.dir.string(),
+      [&mi, &gov, transient](bool committed, uint64_t peak_anon_bytes) {
+        gov.Release(transient);
+        mi.cache_build_peak_anon_bytes = peak_anon_bytes;
+        mi.cache_build_result = committed ? 1 : 0;
+      });
+  return true;
 }
 
 namespace {
@@ -255,12 +270,14 @@ Ort::SessionOptions PrepareSessionOptions(ModelImpl& mi, const EffectiveSessionO
 }
 
 // Step 1b, the session: from the model cache's entry (the graph already optimised, the weights
-// mapped from it) or from the model file. A cache problem never fails a load. `placement`
-// receives which nodes an accelerator runs (ep_placement.h).
+// mapped from it) or from the model file; when the load builds the entry, the optimised graph is
+// written first (model_cache.h). A cache problem never fails a load. `placement` receives which
+// nodes an accelerator runs (ep_placement.h).
 void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
-                   const Ort::SessionOptions& so, ModelCache& cache, std::string* placement) {
+                   const Ort::SessionOptions& so, ModelCache& cache, ModelCache::BuildJob& job,
+                   std::string* placement) {
   const GenaiConfig& cfg = mi.config;
-  if (cache.action() == ModelCache::Action::kLoad) {
+  auto load_entry = [&] {
     cache.Prefetch();
     Ort::SessionOptions cached_so = so.Clone();
     cached_so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
@@ -274,6 +291,11 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
     } catch (const Ort::Exception& e) {
       cache.RebuildAfterFailedLoad(e.what());
     }
+  };
+  if (cache.action() == ModelCache::Action::kLoad) load_entry();
+  if (!mi.session && cache.action() == ModelCache::Action::kBuild) {
+    cache.WriteOptimizedGraph(job);
+    if (cache.action() == ModelCache::Action::kLoad) load_entry();  // built meanwhile
   }
   if (!mi.session) {
     try {
@@ -507,8 +529,7 @@ void LogLoad(const ModelImpl& mi, std::chrono::steady_clock::time_point load_sta
 
 // Step 6, after the load: give back what loading left resident, guard mapped weights, start the
 // weights-release thread and the cache build.
-void FinishLoad(ModelImpl& mi, PressureSource pressure, const Ort::SessionOptions& so,
-                ModelCache cache) {
+void FinishLoad(ModelImpl& mi, PressureSource pressure) {
   const ModelOptions& options = mi.options;
   // Parsing and optimising the graph leaves freed heap behind (about the size of the model
   // file's protobuf); glibc keeps it resident unless asked.
@@ -538,7 +559,6 @@ void FinishLoad(ModelImpl& mi, PressureSource pressure, const Ort::SessionOption
                           .count();
   mi.StartWeightsRelease(options.release_weights_after_s, options.release_weights_on_pressure,
                          std::move(pressure));
-  if (cache.action() == ModelCache::Action::kBuild) StartCacheBuild(mi, so, std::move(cache));
 }
 
 }  // namespace
@@ -548,6 +568,7 @@ std::shared_ptr<Model> BuildModel(std::shared_ptr<ModelHost> host, std::string i
                                   ModelSteps steps) {
   EnsureOrtApi();
   const auto load_start = std::chrono::steady_clock::now();
+  AnonPeakSampler load_memory;  // the load's anonymous peak (WeightsMemory::load_peak_anon_bytes)
   auto impl = std::make_shared<ModelImpl>();
   ModelImpl& mi = *impl;
   mi.id = std::move(id);
@@ -562,19 +583,30 @@ std::shared_ptr<Model> BuildModel(std::shared_ptr<ModelHost> host, std::string i
   // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
   CheckRegularFile(cfg.model_path, "the model's ONNX file");
   const std::optional<std::map<OpId, int>> graph_ops = TryGraphOps(cfg.model_path);
-  // The compiled-model cache (model_cache.h): load from its entry, or load the model normally
-  // and build the entry in the background once the load is done.
+  // The compiled-model cache (model_cache.h): load from its entry, or write the optimised graph,
+  // load the model normally and finish the entry in the background once the load is done.
   ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, session,
                                       cfg.provider_options, options);
+  ModelCache::BuildJob job;
+  if (cache.action() != ModelCache::Action::kOff) job = MakeCacheBuildJob(mi, so);
   std::string placement;
-  CreateSession(mi, session, so, cache, &placement);
+  CreateSession(mi, session, so, cache, job, &placement);
   ResolveGraphIo(mi);
   ChargeWeights(mi, session);
   const ProviderPlan providers = ResolveProviders(cfg.provider_options, options);
   BuildInfo(mi, session, graph_ops, providers, placement);
   WireMemory(mi, providers, std::move(steps));
   LogLoad(mi, load_start);
-  FinishLoad(mi, std::move(pressure), so, std::move(cache));
+  FinishLoad(mi, std::move(pressure));
+  mi.load_peak_anon_bytes = load_memory.Stop();
+  mi.load_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::steady_clock::now() - load_start)
+                                         .count());
+  mi.cache_state = !mi.weights_entry.empty()                               ? "loaded"
+                   : cache.action() == ModelCache::Action::kOff            ? "off"
+                   : !cache.has_optimized_graph()                          ? "not built"
+                   : StartCacheBuild(mi, std::move(cache), std::move(job)) ? "building"
+                                                                           : "not built";
   return impl;
 }
 

@@ -17,12 +17,14 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "ebb/version.h"
+#include "model/prepack_chunks.h"
 #include "model/prepacked_align.h"
 #include "model/probe_run.h"
 #include "ort/cpu_kernels.h"
 #include "ort/ort_env.h"
 #include "ort/provider_plan.h"
 #include "platform/file.h"
+#include "platform/heap.h"
 #include "platform/process.h"
 
 namespace ebb::internal {
@@ -200,7 +202,8 @@ ModelCache::ModelCache(ModelCache&& o) noexcept
       fingerprint_(std::move(o.fingerprint_)),
       inputs_(std::move(o.inputs_)),
       max_bytes_(o.max_bytes_),
-      build_started_ms_(o.build_started_ms_) {
+      build_started_ms_(o.build_started_ms_),
+      lock_(std::move(o.lock_)) {
   o.action_ = Action::kOff;
   o.temp_.clear();
 }
@@ -300,8 +303,8 @@ bool ModelCache::StartBuild() {
   action_ = Action::kBuild;
   build_started_ms_ = NowMs();
   EBB_LOG_INFO(
-      "model cache: building {} for {} in the background (first load with these options; "
-      "later loads map it)",
+      "model cache: building {} for {} (first load with these options: the optimised graph "
+      "now, the prepacked weights in the background; later loads map it)",
       entry_.string(), model_path_.string());
   return true;
 }
@@ -397,10 +400,8 @@ void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
   action_ = root_.empty() ? Action::kOff : Action::kBuild;
 }
 
-namespace {
-
-// An advisory lock on <root>/.lock-<key>, held for the duration of a build. When the lock file
-// cannot be opened, it is not held and not busy: the build goes ahead unlocked.
+// An advisory lock on <root>/.lock-<key>, held from the optimised graph's write to the commit.
+// When the lock file cannot be opened, it is not held and not busy: the build goes ahead unlocked.
 class BuildLock {
  public:
   explicit BuildLock(const fs::path& path)
@@ -412,7 +413,6 @@ class BuildLock {
   }
   BuildLock(const BuildLock&) = delete;
   BuildLock& operator=(const BuildLock&) = delete;
-  bool held() const { return lock_.held(); }
   bool busy() const { return lock_.busy(); }  // another process holds it
 
  private:
@@ -420,48 +420,104 @@ class BuildLock {
   platform::FileLock lock_;
 };
 
+namespace {
+
+// Session options for a session whose only product is the files ORT saves: its graph, with every
+// initializer of 1 KiB or more in `dir`/kDataFile. ORT warns that an optimised graph may hold
+// hardware-specific optimisations: expected (the key carries the ISA level); errors still show.
+Ort::SessionOptions SavingOptions(const Ort::SessionOptions& base, const fs::path& dir) {
+  Ort::SessionOptions so = base.Clone();
+  so.SetLogSeverityLevel(ORT_LOGGING_LEVEL_ERROR);
+  so.SetOptimizedModelFilePath((dir / ModelCache::kGraphFile).c_str());
+  so.AddConfigEntry("session.optimized_model_external_initializers_file_name",
+                    ModelCache::kDataFile);
+  so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
+  return so;
+}
+
+constexpr const char* kOptimizedDir = "optimized";
+
 }  // namespace
 
-bool ModelCache::BuildEntry(BuildJob& job) {
+bool ModelCache::WriteOptimizedGraph(BuildJob& job) {
   if (action_ != Action::kBuild) return false;
-  const BuildLock lock(root_ / (".lock-" + key_));
-  if (lock.busy()) {
+  auto lock = std::make_unique<BuildLock>(root_ / (".lock-" + key_));
+  if (lock->busy()) {
     EBB_LOG_INFO("model cache: another process is building {}; not building it twice",
                  entry_.string());
+    action_ = Action::kOff;
     return false;
   }
   std::error_code ec;
   if (fs::is_directory(entry_, ec) && VerifyEntry(entry_, key_).empty()) {
-    EBB_LOG_INFO("model cache: {} was built meanwhile; nothing to do", entry_.string());
+    EBB_LOG_INFO("model cache: {} was built meanwhile; loading it", entry_.string());
+    action_ = Action::kLoad;
     return false;
   }
-  if (!StartBuild()) return false;
-  const fs::path ort_dir = temp_ / "ort";
-  std::string step = "writing the optimised graph";
+  if (!StartBuild()) {
+    action_ = Action::kOff;
+    return false;
+  }
+  lock_ = std::move(lock);
+  const fs::path dir = temp_ / kOptimizedDir;
   try {
-    fs::create_directories(ort_dir);
-    {
-      // ORT writes the graph with every initializer of 1 KiB or more and every prepacked blob in
-      // one data file; one intra-op thread, so the build takes one core at most.
-      Ort::SessionOptions so = job.session_options.Clone();
+    fs::create_directories(dir);
+    // No prepacking: the session holds the graph and what its optimisers made, and ORT's saver
+    // copies one initializer at a time (measured on the phi shape: 389 MiB anonymous at most,
+    // against 2.0 GiB for a session that prepacks).
+    Ort::SessionOptions so = SavingOptions(job.session_options, dir);
+    so.AddConfigEntry("session.disable_prepacking", "1");
+    job.create_source(std::move(so));  // the session itself is not needed: ORT wrote the files
+    platform::ReturnFreeHeap();
+    return true;
+  } catch (const std::exception& e) {
+    EBB_LOG_WARN(
+        "model cache: not caching {}: writing the optimised graph failed ({}); loads "
+        "stay uncached",
+        model_path_.string(), EscapeForMessage(OneLine(e.what()), 400));
+    RemoveAll(temp_);
+    temp_.clear();
+    lock_.reset();
+    action_ = Action::kOff;
+    return false;
+  }
+}
+
+bool ModelCache::BuildEntry(BuildJob& job) {
+  if (action_ != Action::kBuild || temp_.empty()) return false;
+  const fs::path optimized = temp_ / kOptimizedDir / kGraphFile;
+  std::string step = "splitting the prepacking nodes";
+  try {
+    // Each chunk's session prepacks its weights and ORT saves them with their blobs; one chunk
+    // at a time, one intra-op thread, so the build holds about `chunk` of weights beside the
+    // live session's.
+    const PrepackChunks chunks = WritePrepackChunks(optimized, job.chunk_bytes);
+    std::vector<fs::path> overlays;
+    for (size_t i = 0; i < chunks.graphs.size(); ++i) {
+      step = "prepacking chunk " + std::to_string(i + 1) + " of " +
+             std::to_string(chunks.graphs.size());
+      const fs::path out = temp_ / ("prepacked-" + std::to_string(i));
+      fs::create_directories(out);
+      Ort::SessionOptions so = SavingOptions(job.session_options, out);
       so.SetIntraOpNumThreads(1);
-      // ORT warns that an optimised graph may hold hardware-specific optimisations: expected,
-      // the key carries the ISA level. Errors still come through.
-      so.SetLogSeverityLevel(ORT_LOGGING_LEVEL_ERROR);
-      so.SetOptimizedModelFilePath((ort_dir / kGraphFile).c_str());
-      so.AddConfigEntry("session.optimized_model_external_initializers_file_name", kDataFile);
-      so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
+      so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
       so.AddConfigEntry("session.save_external_prepacked_constant_initializers", "1");
-      job.create_source(std::move(so));  // the session itself is not needed: ORT wrote the files
+      { Ort::Session saved(OrtEnvironment(), chunks.graphs[i].c_str(), so); }
+      platform::ReturnFreeHeap();
+      overlays.push_back(out / kGraphFile);
     }
     step = "aligning the prepacked blobs";
     const AlignedExternalData a =
-        AlignExternalData(ort_dir / kGraphFile, temp_ / kGraphFile, kDataFile, kAlignment);
-    fs::remove_all(ort_dir);
+        AlignExternalData(optimized, temp_ / kGraphFile, kDataFile, kAlignment, overlays);
+    fs::remove_all(temp_ / kOptimizedDir);
+    for (const auto& o : overlays) fs::remove_all(o.parent_path());
     EBB_LOG_DEBUG(
-        "model cache: aligned {} tensors, {} prepacked blobs ({} regions, {} were misaligned) "
-        "to {} bytes",
-        a.num_tensors, a.num_prepacked_blobs, a.num_regions, a.num_were_misaligned, kAlignment);
+        "model cache: {} prepacking nodes in {} chunks (largest {}; {} not carried); aligned {} "
+        "tensors, {} from the chunks, {} prepacked blobs ({} regions, {} were misaligned) to {} "
+        "bytes",
+        chunks.num_nodes, chunks.graphs.size(), FormatBytes(chunks.largest_chunk_bytes),
+        chunks.num_skipped, a.num_tensors, a.num_from_overlays, a.num_prepacked_blobs,
+        a.num_regions, a.num_were_misaligned, kAlignment);
     step = "checking the entry against the normal load";
     {
       Ort::SessionOptions so = job.session_options.Clone();
@@ -476,14 +532,18 @@ bool ModelCache::BuildEntry(BuildJob& job) {
                                  ")");
       }
     }
+    platform::ReturnFreeHeap();
   } catch (const std::exception& e) {
     EBB_LOG_WARN("model cache: not caching {}: {} failed ({}); loads stay uncached",
                  model_path_.string(), step, EscapeForMessage(OneLine(e.what()), 400));
     RemoveAll(temp_);
     temp_.clear();
+    lock_.reset();
     return false;
   }
-  if (!Commit()) return false;
+  const bool committed = Commit();
+  lock_.reset();
+  if (!committed) return false;
   EnforceBudget();
   return true;
 }

@@ -16,9 +16,14 @@
 // PrePack() on a cached load (it looks the saved blob up by a hash of the packed bytes), so the
 // cache saves memory and graph optimisation, not the prepacking time.
 //
-// When: Plan() finds an entry (kLoad) or decides one should be built (kBuild). A build never
-// slows the load that needs it: the model loads normally, then BuildEntry() runs on a background
-// thread at low priority (cache_builder.h), and the next load maps the entry.
+// When: Plan() finds an entry (kLoad) or decides one should be built (kBuild). A build is split so
+// that it never holds a second copy of the weights beside the load's (docs/memory.md "The first
+// load"): before the load, WriteOptimizedGraph() has ORT save the optimised graph from a session
+// that does not prepack (a few hundred MiB at most); the model then loads normally; then
+// BuildEntry() runs on a background thread at low priority (cache_builder.h): it cuts the
+// prepacking nodes into chunks of about BuildJob::chunk_bytes of weights (prepack_chunks.h), has
+// ORT prepack and save each chunk in turn, merges their blobs into the aligned entry, checks it
+// and commits it. The next load maps the entry.
 //
 // Layout: <root>/<model file name>-<key>/ holds model.onnx (the optimised graph),
 // model.onnx.data (its initializers and prepacked blobs) and manifest.json, written last. The
@@ -65,12 +70,14 @@
 
 namespace ebb::internal {
 
+class BuildLock;  // model_cache.cpp: the advisory lock of one entry's build
+
 class ModelCache {
  public:
   enum class Action {
     kOff,    // load the model as before (cache off, not applicable, or no usable folder)
     kLoad,   // load cached_model() with ORT_DISABLE_ALL
-    kBuild,  // load the model normally; BuildEntry() afterwards (in the background)
+    kBuild,  // WriteOptimizedGraph(), load the model normally, BuildEntry() in the background
   };
 
   // Decides what this load does. `setting` is model_cache.dir: "" (the default:
@@ -91,6 +98,8 @@ class ModelCache {
   Action action() const { return action_; }
   // kLoad: the cached optimised graph.
   std::filesystem::path cached_model() const { return entry_ / kGraphFile; }
+  // kBuild after WriteOptimizedGraph wrote the graph: BuildEntry has work to do.
+  bool has_optimized_graph() const { return action_ == Action::kBuild && !temp_.empty(); }
   // The entry folder (where an entry is or will be); empty when the cache is off.
   const std::filesystem::path& entry() const { return entry_; }
 
@@ -114,13 +123,21 @@ class ModelCache {
     // The fixed probe (probe_run.h) on a session, and on the model's live session.
     std::function<std::vector<float>(Ort::Session&)> probe;
     std::function<std::vector<float>()> reference;
+    // Weights per prepacking chunk (bytes): what the build holds beside the live session.
+    uint64_t chunk_bytes = 64ull << 20;
   };
-  // kBuild: takes the advisory lock, has ORT write the optimised graph with its prepacked blobs
-  // into a temp folder (one intra-op thread), aligns every blob (prepacked_align.h), loads the
-  // result and compares its probe with the reference, then commits (manifest, read-only files,
-  // rename) and applies the disk budget. Returns true when an entry was committed; otherwise
-  // logs why (another builder, a failed check, disk full, a read-only folder) and
-  // leaves nothing behind. Never throws. Runs on the calling thread.
+  // kBuild, before the load: takes the advisory lock and has ORT write the optimised graph (no
+  // prepacking) into a temp folder, with the load's options. Returns true when it did (call
+  // BuildEntry after the load). Otherwise logs why and changes the action: kOff (another process
+  // is building, no writable folder, the write failed: nothing left behind) or kLoad (another
+  // process finished the entry meanwhile). Never throws.
+  bool WriteOptimizedGraph(BuildJob& job);
+  // kBuild, after WriteOptimizedGraph and the load: prepacks and saves the chunks (one intra-op
+  // thread), merges and aligns every tensor and blob (prepacked_align.h), loads the result and
+  // compares its probe with the reference, then commits (manifest, read-only files, rename),
+  // releases the lock and applies the disk budget. Returns true when an entry was committed;
+  // otherwise logs why (a failed check, disk full) and leaves nothing behind. Never throws. Runs
+  // on the calling thread.
   bool BuildEntry(BuildJob& job);
 
   static constexpr const char* kGraphFile = "model.onnx";
@@ -146,6 +163,7 @@ class ModelCache {
   std::string inputs_;       // readable text of the graph-changing inputs (manifest)
   uint64_t max_bytes_ = 0;
   double build_started_ms_ = 0;
+  std::unique_ptr<BuildLock> lock_;  // held from WriteOptimizedGraph to the end of BuildEntry
 };
 
 }  // namespace ebb::internal

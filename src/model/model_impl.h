@@ -84,6 +84,13 @@ class ModelImpl final : public Model {
   std::unique_ptr<MappedFileGuard> weights_guard;
   // Builds the cache entry after a load without one; reset (it waits) before the session.
   std::unique_ptr<CacheBuilder> cache_builder;
+  // The load's figures (ebb::WeightsMemory): set by BuildModel, then by the build's end.
+  uint64_t load_ms = 0;
+  uint64_t load_peak_anon_bytes = 0;
+  std::string cache_state;  // WeightsMemory::cache, as the load left it
+  // -1 while a build runs (or none started), else 1 (built) or 0 (not built); with its peak.
+  std::atomic<int> cache_build_result{-1};
+  std::atomic<uint64_t> cache_build_peak_anon_bytes{0};
   Ort::MemoryInfo cpu_memory{nullptr};
   bool has_cpu_arena = true;     // enable_cpu_mem_arena (config, then user)
   bool registered = false;       // counted by the host's MemoryGovernor

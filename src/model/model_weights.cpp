@@ -84,6 +84,16 @@ WeightsMemory ModelImpl::WeightsStats() const {
     MutexLock lock(slot_mu_);
     w.num_releases = num_weight_releases_;
   }
+  w.load_ms = load_ms;
+  w.load_peak_anon_bytes = load_peak_anon_bytes;
+  w.cache = cache_state;
+  if (cache_state == "building") {
+    const int built = cache_build_result.load();
+    if (built >= 0) {
+      w.cache = built == 1 ? "built" : "not built";
+      w.cache_build_peak_anon_bytes = cache_build_peak_anon_bytes.load();
+    }
+  }
   if (weights_entry.empty()) {
     w.anon_bytes = weights_bytes;
     return w;

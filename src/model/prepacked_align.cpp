@@ -1,5 +1,6 @@
 #include "model/prepacked_align.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -25,9 +26,10 @@ using namespace proto::onnx;  // the field numbers (proto_wire.h)
 
 using Range = std::pair<uint64_t, uint64_t>;
 
-struct Entry {
-  std::string key, value;
-};
+using proto::Entry;
+using proto::FindGraph;
+using proto::LocationOf;
+using proto::ReadEntries;
 
 uint64_t ParseU64(std::string_view s, const char* what) {
   if (s.empty() || s.size() > 19)
@@ -51,22 +53,6 @@ std::vector<std::string_view> SplitView(std::string_view s, char sep) {
     if (at == std::string_view::npos) return out;
     start = at + 1;
   }
-}
-
-// The external-data records of one TensorProto payload, in file order.
-std::vector<Entry> ReadEntries(Span& s, Range tensor) {
-  std::vector<Entry> entries;
-  ForEachField(s, tensor.first, tensor.second, [&](uint64_t field, int wt, uint64_t, Range v) {
-    if (field != kTensorExternalData || wt != kLen) return;
-    Entry e;
-    ForEachField(s, v.first, v.second, [&](uint64_t f, int w, uint64_t, Range r) {
-      if (w != kLen) return;
-      if (f == kEntryKey) e.key = std::string(s.Str(r));
-      if (f == kEntryValue) e.value = std::string(s.Str(r));
-    });
-    entries.push_back(std::move(e));
-  });
-  return entries;
 }
 
 // Calls fn(offset, length) for each region an initializer's records reference: the tensor's own
@@ -94,13 +80,6 @@ void ForEachRegion(const std::vector<Entry>& entries, F&& fn) {
   }
 }
 
-std::string LocationOf(const std::vector<Entry>& entries) {
-  for (const auto& e : entries) {
-    if (e.key == "location") return e.value;
-  }
-  return {};
-}
-
 // Calls fn(tensor_payload) for each main-graph initializer, after checking that no node carries
 // a subgraph (whose initializers this rewrite would not see).
 template <typename F>
@@ -123,34 +102,21 @@ void ForEachInitializer(Span& s, Range graph, F&& fn) {
   });
 }
 
-Range FindGraph(Span& s) {
-  Range graph{0, 0};
-  int graphs = 0;
-  ForEachField(s, 0, s.size(), [&](uint64_t field, int wt, uint64_t, Range v) {
-    if (field == kModelGraph && wt == kLen) {
-      graph = v;
-      ++graphs;
-    }
-  });
-  if (graphs != 1) throw Malformed{"expected one graph, found " + std::to_string(graphs)};
-  return graph;
-}
-
-// Writes regions of `src` into `out` at aligned offsets, each distinct region once.
+// Writes regions of source data files into `out` at aligned offsets, each distinct region (of one
+// source) once.
 class RegionWriter {
  public:
-  RegionWriter(platform::File& out, const Mapping* src, uint64_t alignment)
-      : out_(out), src_(src), alignment_(alignment) {}
+  RegionWriter(platform::File& out, uint64_t alignment) : out_(out), alignment_(alignment) {}
 
-  uint64_t Place(uint64_t offset, uint64_t length) {
-    if (src_ == nullptr)
+  uint64_t Place(const Mapping* src, uint64_t offset, uint64_t length) {
+    if (src == nullptr)
       throw Malformed{"a tensor references external data, but there is no data file"};
-    if (offset > src_->size() || length > src_->size() - offset) {
+    if (offset > src->size() || length > src->size() - offset) {
       throw Malformed{"a record references bytes [" + std::to_string(offset) + ", +" +
                       std::to_string(length) + ") past the data file's end (" +
-                      std::to_string(src_->size()) + " bytes)"};
+                      std::to_string(src->size()) + " bytes)"};
     }
-    const auto [it, inserted] = placed_.try_emplace({offset, length}, 0);
+    const auto [it, inserted] = placed_.try_emplace({src, {offset, length}}, 0);
     if (!inserted) return it->second;
     static const char kZeros[4096] = {};
     uint64_t pad = (alignment_ - pos_ % alignment_) % alignment_;
@@ -161,7 +127,7 @@ class RegionWriter {
       pos_ += n;
       pad -= n;
     }
-    if (const int err = out_.WriteAll(src_->data() + offset, length); err != 0)
+    if (const int err = out_.WriteAll(src->data() + offset, length); err != 0)
       throw Malformed{"write failed: " + DescribeErrno(err)};
     it->second = pos_;
     pos_ += length;
@@ -175,22 +141,23 @@ class RegionWriter {
 
  private:
   platform::File& out_;
-  const Mapping* src_;
   uint64_t alignment_;
   uint64_t pos_ = 0;
   uint64_t num_regions_ = 0;
   uint64_t num_were_misaligned_ = 0;
-  std::map<Range, uint64_t> placed_;
+  std::map<std::pair<const Mapping*, Range>, uint64_t> placed_;
 };
 
 // The TensorProto payload [tensor) with its external-data records re-emitted for new offsets.
+// `src` is the data file the records point into; `location` the data file name to write.
 std::string RewriteTensor(Span& s, Range tensor, const std::vector<Entry>& entries,
-                          RegionWriter& out, AlignedExternalData& stats) {
+                          const Mapping* src, const std::string& location, RegionWriter& out,
+                          AlignedExternalData& stats) {
   std::vector<Entry> rewritten = entries;
   uint64_t new_offset = 0;
   std::vector<uint64_t> blob_offsets;
   ForEachRegion(entries, [&](uint64_t off, uint64_t len, bool prepacked) {
-    const uint64_t at = out.Place(off, len);
+    const uint64_t at = out.Place(src, off, len);
     if (prepacked) {
       blob_offsets.push_back(at);
       ++stats.num_prepacked_blobs;
@@ -200,6 +167,7 @@ std::string RewriteTensor(Span& s, Range tensor, const std::vector<Entry>& entri
   });
   size_t blob = 0;
   for (auto& e : rewritten) {
+    if (e.key == "location") e.value = location;
     if (e.key == "offset") e.value = std::to_string(new_offset);
     if (!e.key.starts_with("prepacked")) continue;
     const auto fields = SplitView(e.value, '|');
@@ -249,9 +217,44 @@ std::string RewriteTensor(Span& s, Range tensor, const std::vector<Entry>& entri
 
 }  // namespace
 
+namespace {
+
+// A graph whose initializers carry prepacked blobs (one saved prepacking chunk): its files stay
+// mapped while the output is written.
+struct Overlay {
+  std::unique_ptr<Mapping> graph, data;
+  std::map<std::string, Range> tensors;  // name -> TensorProto payload, those with blobs only
+};
+
+Overlay ReadOverlay(const std::filesystem::path& graph_path, const std::string& data_name) {
+  Overlay o;
+  o.graph = std::make_unique<Mapping>(graph_path);
+  const std::filesystem::path data_path = graph_path.parent_path() / data_name;
+  std::error_code ec;
+  if (std::filesystem::exists(data_path, ec)) o.data = std::make_unique<Mapping>(data_path);
+  Span s(o.graph->data(), o.graph->size());
+  const Range graph = FindGraph(s);
+  ForEachInitializer(s, graph, [&](Range v) {
+    const std::vector<Entry> entries = ReadEntries(s, v);
+    const bool has_blobs = std::any_of(entries.begin(), entries.end(), [](const Entry& e) {
+      return e.key.starts_with("prepacked");
+    });
+    if (!has_blobs) return;
+    if (LocationOf(entries) != data_name) {
+      throw Malformed{graph_path.string() + ": prepacked initializer data not in '" + data_name +
+                      "'"};
+    }
+    o.tensors.emplace(proto::TensorName(s, v), v);
+  });
+  return o;
+}
+
+}  // namespace
+
 AlignedExternalData AlignExternalData(const std::filesystem::path& graph_in,
                                       const std::filesystem::path& graph_out,
-                                      const std::string& data_name, uint64_t alignment) {
+                                      const std::string& data_name, uint64_t alignment,
+                                      const std::vector<std::filesystem::path>& overlays) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
     throw Error(ErrorCode::InvalidArgument, "AlignExternalData: alignment must be a power of two");
   }
@@ -268,11 +271,13 @@ AlignedExternalData AlignExternalData(const std::filesystem::path& graph_in,
     const Range graph = FindGraph(s);
     // Subgraphs: refused (their initializers would keep stale offsets).
     ForEachInitializer(s, graph, [](Range) {});
+    std::vector<Overlay> layers;
+    for (const auto& o : overlays) layers.push_back(ReadOverlay(o, data_name));
     int err = 0;
     data_file = platform::File::Open(data_out, platform::OpenMode::kWriteTruncate, &err);
     if (!data_file.is_open())
       throw Malformed{"cannot create " + data_out.string() + ": " + DescribeErrno(err)};
-    RegionWriter out(data_file, data.get(), alignment);
+    RegionWriter out(data_file, alignment);
 
     // The graph with every external initializer re-emitted; everything else verbatim.
     std::string new_graph;
@@ -287,7 +292,23 @@ AlignedExternalData AlignExternalData(const std::filesystem::path& graph_in,
                                 "'"};
               }
               ++stats.num_tensors;
-              PutLen(new_graph, kGraphInitializer, RewriteTensor(s, v, entries, out, stats));
+              // A tensor a chunk saved with its blobs comes from that chunk, blobs and all.
+              if (!layers.empty()) {
+                const std::string name = proto::TensorName(s, v);
+                for (const Overlay& layer : layers) {
+                  const auto it = layer.tensors.find(name);
+                  if (it == layer.tensors.end()) continue;
+                  Span os(layer.graph->data(), layer.graph->size());
+                  const std::vector<Entry> from = ReadEntries(os, it->second);
+                  ++stats.num_from_overlays;
+                  PutLen(
+                      new_graph, kGraphInitializer,
+                      RewriteTensor(os, it->second, from, layer.data.get(), data_name, out, stats));
+                  return;
+                }
+              }
+              PutLen(new_graph, kGraphInitializer,
+                     RewriteTensor(s, v, entries, data.get(), data_name, out, stats));
               return;
             }
           }

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace ebb::internal {
 
@@ -35,13 +36,20 @@ struct AlignedExternalData {
   uint64_t num_regions = 0;          // distinct regions written
   uint64_t num_were_misaligned = 0;  // regions whose original offset was not aligned
   uint64_t data_bytes = 0;           // size of the written data file (padding included)
+  uint64_t num_from_overlays = 0;    // initializers taken, with their blobs, from an overlay
 };
 
 // Reads `graph_in` and the data file its records name (`data_name`, in graph_in's folder) and
 // writes `graph_out` and `graph_out.parent_path() / data_name`. `alignment` is a power of two.
+//
+// `overlays`: graphs ORT saved with prepacked blobs from parts of `graph_in` (prepack_chunks.h),
+// each with its data file `data_name` beside it. A `graph_in` initializer that an overlay holds
+// with prepacked records is written from the overlay (its bytes and its blobs) instead: the
+// output is `graph_in` as if ORT had saved it whole with its blobs.
 AlignedExternalData AlignExternalData(const std::filesystem::path& graph_in,
                                       const std::filesystem::path& graph_out,
-                                      const std::string& data_name, uint64_t alignment);
+                                      const std::string& data_name, uint64_t alignment,
+                                      const std::vector<std::filesystem::path>& overlays = {});
 
 // The offsets of every external region `graph`'s main-graph initializers reference (tensors and
 // prepacked blobs) that are not multiples of `alignment`; 0 when all are aligned. For tests and

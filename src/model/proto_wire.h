@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace ebb::internal::proto {
 
@@ -21,20 +22,22 @@ constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
 // The ONNX field numbers ebb reads or writes (onnx.proto3), in one list so that the readers
 // (model/graph_ops.cpp, model/last_logits.cpp, model/prepacked_align.cpp) agree.
 namespace onnx {
-constexpr uint64_t kModelGraph = 7;                                          // ModelProto.graph
-constexpr uint64_t kGraphNode = 1, kGraphInitializer = 5, kGraphInput = 11;  // GraphProto
+constexpr uint64_t kModelGraph = 7;  // ModelProto.graph
+constexpr uint64_t kGraphNode = 1, kGraphName = 2, kGraphInitializer = 5, kGraphInput = 11,
+                   kGraphOutput = 12;  // GraphProto
 constexpr uint64_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
                    kNodeAttribute = 5, kNodeDomain = 7;  // NodeProto
 constexpr uint64_t kAttrName = 1, kAttrInt = 3, kAttrTensor = 5, kAttrGraph = 6, kAttrGraphs = 11,
                    kAttrType = 20;                         // AttributeProto
 constexpr uint64_t kAttrTypeInt = 2, kAttrTypeTensor = 4;  // AttributeProto.AttributeType
-constexpr uint64_t kTensorDims = 1, kTensorDataType = 2, kTensorRawData = 9,
+constexpr uint64_t kTensorDims = 1, kTensorDataType = 2, kTensorName = 8, kTensorRawData = 9,
                    kTensorExternalData = 13;                // TensorProto
 constexpr uint64_t kEntryKey = 1, kEntryValue = 2;          // StringStringEntryProto
 constexpr uint64_t kValueInfoName = 1, kValueInfoType = 2;  // ValueInfoProto
 constexpr uint64_t kTypeTensor = 1, kTensorElemType = 1, kTensorShape = 2, kShapeDim = 1,
                    kDimParam = 2;  // TypeProto, TypeProto.Tensor, TensorShapeProto, Dimension
 constexpr uint64_t kInt64 = 7;     // TensorProto.DataType.INT64
+constexpr uint64_t kFloat = 1, kFloat16 = 10, kBfloat16 = 16;  // TensorProto.DataType
 }  // namespace onnx
 
 // A malformed file: the caller falls back to loading it unchanged (ORT then says what is wrong).
@@ -128,6 +131,20 @@ inline void PutInt(std::string& out, uint64_t field, uint64_t v) {
   PutTag(out, field, kVarint);
   PutVarint(out, v);
 }
+
+// One StringStringEntryProto of a TensorProto's external_data ("location", "offset", "length",
+// ORT's "prepacked_N").
+struct Entry {
+  std::string key, value;
+};
+// The external-data records of one TensorProto payload [tensor), in file order.
+std::vector<Entry> ReadEntries(Span& s, std::pair<uint64_t, uint64_t> tensor);
+// The "location" record's value; "" for a tensor whose data is in the graph file.
+std::string LocationOf(const std::vector<Entry>& entries);
+// A TensorProto's name ("" when it has none).
+std::string TensorName(Span& s, std::pair<uint64_t, uint64_t> tensor);
+// The payload of the ModelProto's one graph; Malformed when there is not exactly one.
+std::pair<uint64_t, uint64_t> FindGraph(Span& s);
 
 // A read-only, private mapping of a whole file (platform::MapFileReadOnly). Throws Malformed when
 // the file cannot be opened, is empty, or cannot be mapped.

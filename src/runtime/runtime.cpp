@@ -297,6 +297,12 @@ MemoryStats Runtime::Stats() const {
     s.weights.file_backed_bytes += m.weights.file_backed_bytes;
     s.weights.file_resident_bytes += m.weights.file_resident_bytes;
     s.weights.num_releases += m.weights.num_releases;
+    s.weights.load_ms = std::max(s.weights.load_ms, m.weights.load_ms);
+    s.weights.load_peak_anon_bytes =
+        std::max(s.weights.load_peak_anon_bytes, m.weights.load_peak_anon_bytes);
+    s.weights.cache_build_peak_anon_bytes =
+        std::max(s.weights.cache_build_peak_anon_bytes, m.weights.cache_build_peak_anon_bytes);
+    s.weights.cache = first || s.weights.cache == m.weights.cache ? m.weights.cache : "mixed";
     PrefixCacheStats& c = s.prefix_cache;
     const PrefixCacheStats& mc = m.prefix_cache;
     c.max_bytes += mc.max_bytes;

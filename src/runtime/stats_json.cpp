@@ -43,7 +43,11 @@ StatsJson WeightsMemoryJson(const WeightsMemory& w) {
           {"anon_bytes", w.anon_bytes},
           {"file_backed_bytes", w.file_backed_bytes},
           {"file_resident_bytes", w.file_resident_bytes},
-          {"num_releases", w.num_releases}};
+          {"num_releases", w.num_releases},
+          {"load_ms", w.load_ms},
+          {"load_peak_anon_bytes", w.load_peak_anon_bytes},
+          {"cache", w.cache},
+          {"cache_build_peak_anon_bytes", w.cache_build_peak_anon_bytes}};
 }
 
 StatsJson PrefixCacheStatsJson(const PrefixCacheStats& c) {

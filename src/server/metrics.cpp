@@ -271,6 +271,27 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
                m.summary->weights.state == WeightsState::kReleased ? 1 : 0);
     }
   }
+  w.Family("ebb_model_load_peak_anon_bytes", "gauge",
+           "The process's highest anonymous memory while a loaded model's load ran (phase=load), "
+           "and while its compiled-model cache entry was built in the background "
+           "(phase=cache_build, once the build finished).");
+  for (const auto& m : list) {
+    if (!m.summary) continue;
+    const auto& wm = m.summary->weights;
+    w.Sample("ebb_model_load_peak_anon_bytes", L(m.id) + ",phase=\"load\"",
+             wm.load_peak_anon_bytes);
+    if (wm.cache == "built" || wm.cache == "not built") {
+      w.Sample("ebb_model_load_peak_anon_bytes", L(m.id) + ",phase=\"cache_build\"",
+               wm.cache_build_peak_anon_bytes);
+    }
+  }
+  w.Family("ebb_model_load_seconds", "gauge", "How long a loaded model's load took.");
+  for (const auto& m : list) {
+    if (m.summary) {
+      w.Sample("ebb_model_load_seconds", L(m.id),
+               static_cast<double>(m.summary->weights.load_ms) / 1000.0);
+    }
+  }
   w.Family("ebb_model_kv_bytes", "gauge",
            "KV cache bytes of a loaded model: in_use (live requests), reserved (held by its "
            "pool), peak (most in use).");

@@ -33,6 +33,7 @@
 #include "ebb/model_manager.h"
 #include "ebb/runtime.h"
 #include "model/model_views.h"
+#include "model/prepack_chunks.h"
 #include "model/prepacked_align.h"
 #include "model/probe_run.h"
 #include "ort/ort_env.h"
@@ -559,6 +560,108 @@ TEST(ModelCache, SmallPrepackedBlobsAtUnalignedOffsetsMisreadAndAlignedTheyMatch
   EXPECT_NE(internal::CompareProbeOutputs(want, probe(raw / "model.onnx")), "")
       << "the misaligned blobs read back correctly: MLAS no longer derives its layout from the "
          "address";
+}
+
+// The entry's blobs come from chunks (prepack_chunks.h): the optimised graph saved without
+// prepacking, its MatMulNBits nodes cut into chunks of a few weights, each chunk prepacked and
+// saved by ORT, and the blobs merged back (AlignExternalData's overlays). The merged graph computes
+// exactly what the normal load computes, every weight has its blob (one per MatMulNBits), and a
+// chunk holds no more than its byte budget unless one weight alone is larger.
+TEST(ModelCache, ChunkedPrepackedBlobsMergeIntoAGraphThatComputesTheSame) {
+  ModelCopy m("llama-int4-extdata");
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  off.Set("prefill_logits", "all");  // the graph as ORT's saver sees it, no ebb rewrite
+  auto model = ebb::LoadModel(m.dir(), off);
+  const internal::RunView mi(*model);
+  const std::vector<float> want = internal::ProbeOutputs(
+      mi.session(), mi.config(), mi.io(), mi.encoder(), mi.info().past_present_share_buffer);
+
+  auto save = [](const fs::path& model_file, const fs::path& dir, bool prepacked) {
+    fs::create_directories(dir);
+    Ort::SessionOptions so;
+    so.SetIntraOpNumThreads(1);
+    so.SetOptimizedModelFilePath((dir / "model.onnx").c_str());
+    so.AddConfigEntry("session.optimized_model_external_initializers_file_name", "model.onnx.data");
+    so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
+    if (prepacked) {
+      so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
+      so.AddConfigEntry("session.save_external_prepacked_constant_initializers", "1");
+    } else {
+      so.AddConfigEntry("session.disable_prepacking", "1");
+    }
+    Ort::Session writer(internal::OrtEnvironment(), model_file.c_str(), so);
+  };
+  const fs::path opt = m.base() / "optimized";
+  save(mi.config().model_path, opt, /*prepacked=*/false);
+  const uint64_t budget = 64 << 10;
+  const internal::PrepackChunks chunks = internal::WritePrepackChunks(opt / "model.onnx", budget);
+  ASSERT_GT(chunks.graphs.size(), 1u) << "the test model should need several chunks";
+  EXPECT_GT(chunks.num_nodes, 0u);
+  EXPECT_EQ(chunks.num_skipped, 0u);
+  std::vector<fs::path> overlays;
+  for (size_t i = 0; i < chunks.graphs.size(); ++i) {
+    EXPECT_EQ(chunks.graphs[i].parent_path(), opt);
+    const fs::path dir = m.base() / ("chunk-" + std::to_string(i));
+    save(chunks.graphs[i], dir, /*prepacked=*/true);
+    overlays.push_back(dir / "model.onnx");
+  }
+  const fs::path merged = m.base() / "merged";
+  fs::create_directories(merged);
+  const internal::AlignedExternalData a = internal::AlignExternalData(
+      opt / "model.onnx", merged / "model.onnx", "model.onnx.data", 4096, overlays);
+  EXPECT_EQ(a.num_prepacked_blobs, chunks.num_nodes);  // one blob per MatMulNBits weight
+  EXPECT_EQ(a.num_from_overlays, chunks.num_nodes);
+  EXPECT_EQ(internal::CountMisalignedRegions(merged / "model.onnx", 4096), 0u);
+
+  Ort::SessionOptions so;
+  so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
+  Ort::Session s(internal::OrtEnvironment(), (merged / "model.onnx").c_str(), so);
+  EXPECT_EQ(internal::CompareProbeOutputs(
+                want, internal::ProbeOutputs(s, mi.config(), mi.io(), mi.encoder(),
+                                             mi.info().past_present_share_buffer)),
+            "");
+  // Without the overlays the graph has no blobs: what the merge added is what the chunks saved.
+  const internal::AlignedExternalData bare = internal::AlignExternalData(
+      opt / "model.onnx", m.base() / "bare.onnx", "model.onnx.data", 4096);
+  EXPECT_EQ(bare.num_prepacked_blobs, 0u);
+  EXPECT_EQ(bare.num_tensors, a.num_tensors);
+}
+
+// An fp32 graph's MatMul weights are carried too (MLAS packs B), and the whole build through the
+// load path reports its figures: the cache state, the load's time and its anonymous peak, then
+// the background build's.
+TEST(ModelCache, Fp32MatMulWeightsAreChunkedAndTheLoadReportsItsFigures) {
+  ModelCopy m("llama-tiny-fp32");
+  const auto want = Uncached(m.dir());
+  {
+    auto model = ebb::LoadModel(m.dir(), AutoCache());
+    WeightsMemory w = model->runtime().Stats().weights;
+    EXPECT_THAT(w.cache, ::testing::AnyOf("building", "built"));
+    EXPECT_GT(w.load_ms, 0u);
+    EXPECT_GT(w.load_peak_anon_bytes, 0u);
+    EXPECT_EQ(Greedy(model), want);
+    // The build finishes in the background while the model serves.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (w.cache == "building" && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      w = model->runtime().Stats().weights;
+    }
+    EXPECT_EQ(w.cache, "built");
+    EXPECT_GT(w.cache_build_peak_anon_bytes, 0u);
+    EXPECT_EQ(w.state, WeightsState::kAnonymous);  // this load still runs from its own copies
+  }
+  auto model = ebb::LoadModel(m.dir(), AutoCache());
+  const WeightsMemory w = model->runtime().Stats().weights;
+  EXPECT_EQ(w.cache, "loaded");
+  EXPECT_EQ(w.state, WeightsState::kFileBacked);
+  EXPECT_EQ(Greedy(model), want);
+  // The entry holds prepacked blobs for the fp32 weights (ORT's "prepacked_N" records).
+  const fs::path entry = Entries(m.cache_root()).at(0);
+  std::ifstream graph(entry / "model.onnx", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(graph)),
+                          std::istreambuf_iterator<char>());
+  EXPECT_THAT(bytes, HasSubstr("prepacked_"));
 }
 
 TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical) {
