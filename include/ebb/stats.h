@@ -83,12 +83,14 @@ struct WeightsMemory {
   uint64_t load_ms = 0;               // from the start of the load to the model being ready
   uint64_t load_peak_anon_bytes = 0;  // this process's highest anonymous memory (RssAnon +
                                       // VmSwap, sampled every 10 ms) while the load ran
-  // The compiled-model cache for this load: "off", "loaded" (the session maps an entry),
-  // "building" (this load is finishing the entry in the background), "built", "not built" (the
-  // build stopped; the log says why), "mixed" (a runtime whose models differ).
+  // The compiled-model cache for this load: "off" (model_cache.dir=off, or no usable folder),
+  // "loaded" (the session maps an entry), "building" (this load is finishing the entry in the
+  // background), "built", "failed" (the background build stopped; the log says why), "skipped"
+  // (a build was due but did not run: another process is building it, memory.limit has no room
+  // for it, or the optimised graph could not be written), "mixed" (a runtime whose models differ).
   std::string cache;
   uint64_t cache_build_peak_anon_bytes = 0;  // the same figure while the background build ran;
-                                             // 0 until it finished
+                                             // 0 until it finished ("built" or "failed")
 };
 
 // What ModelControls::ReleaseWeights did.

@@ -262,7 +262,7 @@ void PrintFirstLoad(std::FILE* f, const std::vector<bench::RunResult>& runs, int
     if (!r.first_load) continue;
     const WeightsMemory& l = *r.first_load;
     std::string build;
-    if (l.cache == "built" || l.cache == "not built") {
+    if (l.cache == "built" || l.cache == "failed") {
       build = ", while building: " + internal::FormatBytes(l.cache_build_peak_anon_bytes);
     }
     std::fprintf(f, "  %-*s %.2fs, anonymous peak %s; cache %s%s\n", w, r.name.c_str(),

@@ -195,14 +195,12 @@ ModelCache::BuildJob MakeCacheBuildJob(ModelImpl& mi, const Ort::SessionOptions&
   return job;
 }
 
-// Finishes the model's cache entry in the background (cache_builder.h). The build holds one
-// chunk's prepacked weights and ORT's saver's copy of one of its initializers at a time, then the
-// check session (a load from the entry: its prepacking pass keeps one weight at a time): twice a
-// chunk plus 128 MiB are charged to memory.limit for the build's duration, and no build starts
-// when the budget has no room for them (docs/memory.md "The first load").
+// Finishes the model's cache entry in the background (cache_builder.h). What the build holds
+// beside the live session (ModelCache::build_transient_bytes) is charged to memory.limit for its
+// duration, and no build starts when the budget has no room for it.
 bool StartCacheBuild(ModelImpl& mi, ModelCache cache, ModelCache::BuildJob job) {
   MemoryGovernor& gov = mi.host->governor();
-  const uint64_t transient = 2 * job.chunk_bytes + (128ull << 20);
+  const uint64_t transient = cache.build_transient_bytes();
   try {
     gov.Admit(transient);
   } catch (const Error& e) {
@@ -602,11 +600,13 @@ std::shared_ptr<Model> BuildModel(std::shared_ptr<ModelHost> host, std::string i
   mi.load_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                          std::chrono::steady_clock::now() - load_start)
                                          .count());
-  mi.cache_state = !mi.weights_entry.empty()                               ? "loaded"
-                   : cache.action() == ModelCache::Action::kOff            ? "off"
-                   : !cache.has_optimized_graph()                          ? "not built"
-                   : StartCacheBuild(mi, std::move(cache), std::move(job)) ? "building"
-                                                                           : "not built";
+  if (!mi.weights_entry.empty()) {
+    mi.cache_state = "loaded";
+  } else if (cache.has_optimized_graph()) {
+    mi.cache_state = StartCacheBuild(mi, std::move(cache), std::move(job)) ? "building" : "skipped";
+  } else {
+    mi.cache_state = cache.build_skipped() ? "skipped" : "off";
+  }
   return impl;
 }
 

@@ -203,7 +203,10 @@ ModelCache::ModelCache(ModelCache&& o) noexcept
       inputs_(std::move(o.inputs_)),
       max_bytes_(o.max_bytes_),
       build_started_ms_(o.build_started_ms_),
-      lock_(std::move(o.lock_)) {
+      lock_(std::move(o.lock_)),
+      chunks_(std::move(o.chunks_)),
+      chunk_bytes_(o.chunk_bytes_),
+      build_skipped_(o.build_skipped_) {
   o.action_ = Action::kOff;
   o.temp_.clear();
 }
@@ -264,7 +267,7 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
     EBB_LOG_WARN("model cache: rebuilding {}: {}", entry.string(), bad);
     RemoveAll(entry);
   }
-  // Build into the first root that can be created (the entry itself is built after the load).
+  // Build into the first root that can be created (WriteOptimizedGraph, then BuildEntry).
   for (const auto& root : roots) {
     std::error_code mk;
     fs::create_directories(root, mk);
@@ -379,8 +382,8 @@ bool ModelCache::Commit() {
     }
     temp_.clear();
     platform::SyncDirectory(root_);
-    EBB_LOG_INFO("model cache: built {} ({} in {} files) in {:.0f} ms", entry_.string(),
-                 FormatBytes(total), files.size(), NowMs() - build_started_ms_);
+    EBB_LOG_INFO("model cache: built {} ({} in {} files) {:.0f} ms after the load began",
+                 entry_.string(), FormatBytes(total), files.size(), NowMs() - build_started_ms_);
     return true;
   } catch (const std::exception& e) {
     EBB_LOG_WARN(
@@ -423,11 +426,15 @@ class BuildLock {
 namespace {
 
 // Session options for a session whose only product is the files ORT saves: its graph, with every
-// initializer of 1 KiB or more in `dir`/kDataFile. ORT warns that an optimised graph may hold
-// hardware-specific optimisations: expected (the key carries the ISA level); errors still show.
+// initializer of 1 KiB or more in `dir`/kDataFile, and nothing left allocated once it is gone. ORT
+// warns that an optimised graph may hold hardware-specific optimisations: expected (the key carries
+// the ISA level); errors still show.
 Ort::SessionOptions SavingOptions(const Ort::SessionOptions& base, const fs::path& dir) {
   Ort::SessionOptions so = base.Clone();
   so.SetLogSeverityLevel(ORT_LOGGING_LEVEL_ERROR);
+  // The session's own arena, freed with it: memory it took from a shared env arena would stay
+  // there after the session is gone.
+  so.AddConfigEntry("session.use_env_allocators", "0");
   so.SetOptimizedModelFilePath((dir / ModelCache::kGraphFile).c_str());
   so.AddConfigEntry("session.optimized_model_external_initializers_file_name",
                     ModelCache::kDataFile);
@@ -446,6 +453,7 @@ bool ModelCache::WriteOptimizedGraph(BuildJob& job) {
     EBB_LOG_INFO("model cache: another process is building {}; not building it twice",
                  entry_.string());
     action_ = Action::kOff;
+    build_skipped_ = true;
     return false;
   }
   std::error_code ec;
@@ -456,6 +464,7 @@ bool ModelCache::WriteOptimizedGraph(BuildJob& job) {
   }
   if (!StartBuild()) {
     action_ = Action::kOff;
+    build_skipped_ = true;
     return false;
   }
   lock_ = std::move(lock);
@@ -469,29 +478,43 @@ bool ModelCache::WriteOptimizedGraph(BuildJob& job) {
     so.AddConfigEntry("session.disable_prepacking", "1");
     job.create_source(std::move(so));  // the session itself is not needed: ORT wrote the files
     platform::ReturnFreeHeap();
+    chunk_bytes_ = job.chunk_bytes;
+    chunks_ = WritePrepackChunks(dir / kGraphFile, chunk_bytes_);
+    EBB_LOG_INFO(
+        "model cache: wrote the optimised graph of {} in {:.0f} ms ({} prepacking nodes in {} "
+        "chunks for the background build)",
+        model_path_.string(), NowMs() - build_started_ms_, chunks_.num_nodes,
+        chunks_.graphs.size());
     return true;
   } catch (const std::exception& e) {
-    EBB_LOG_WARN(
-        "model cache: not caching {}: writing the optimised graph failed ({}); loads "
-        "stay uncached",
+    // Info, not a warning: a model ORT cannot load fails here first, and the load that follows
+    // reports its error (a full disk or a read-only folder says so in `e`).
+    EBB_LOG_INFO(
+        "model cache: not caching {}: writing the optimised graph failed ({}); loading it "
+        "without the cache",
         model_path_.string(), EscapeForMessage(OneLine(e.what()), 400));
     RemoveAll(temp_);
     temp_.clear();
     lock_.reset();
     action_ = Action::kOff;
+    build_skipped_ = true;
     return false;
   }
+}
+
+uint64_t ModelCache::build_transient_bytes() const {
+  return 2 * std::max(chunk_bytes_, chunks_.largest_chunk_bytes) + (128ull << 20);
 }
 
 bool ModelCache::BuildEntry(BuildJob& job) {
   if (action_ != Action::kBuild || temp_.empty()) return false;
   const fs::path optimized = temp_ / kOptimizedDir / kGraphFile;
-  std::string step = "splitting the prepacking nodes";
+  const PrepackChunks& chunks = chunks_;
+  std::string step;
   try {
     // Each chunk's session prepacks its weights and ORT saves them with their blobs; one chunk
-    // at a time, one intra-op thread, so the build holds about `chunk` of weights beside the
+    // at a time, one intra-op thread, so the build holds about a chunk of weights beside the
     // live session's.
-    const PrepackChunks chunks = WritePrepackChunks(optimized, job.chunk_bytes);
     std::vector<fs::path> overlays;
     for (size_t i = 0; i < chunks.graphs.size(); ++i) {
       step = "prepacking chunk " + std::to_string(i + 1) + " of " +
@@ -503,6 +526,9 @@ bool ModelCache::BuildEntry(BuildJob& job) {
       so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
       so.AddConfigEntry("session.save_external_prepacked_constant_initializers", "1");
       { Ort::Session saved(OrtEnvironment(), chunks.graphs[i].c_str(), so); }
+      // Per chunk: glibc raises its mmap threshold as large blocks are freed, so a chunk's
+      // buffers can come back from the heap, which only a trim returns. A trim holds the heap's
+      // locks for about a millisecond, 32 times over a build of tens of seconds.
       platform::ReturnFreeHeap();
       overlays.push_back(out / kGraphFile);
     }

@@ -65,6 +65,7 @@
 
 #include "ebb/options.h"
 #include "model/model_cache_key.h"
+#include "model/prepack_chunks.h"
 #include "ort/provider_options.h"
 #include "ort/session_options.h"
 
@@ -100,6 +101,12 @@ class ModelCache {
   std::filesystem::path cached_model() const { return entry_ / kGraphFile; }
   // kBuild after WriteOptimizedGraph wrote the graph: BuildEntry has work to do.
   bool has_optimized_graph() const { return action_ == Action::kBuild && !temp_.empty(); }
+  // WriteOptimizedGraph found a build due but could not start it (kOff since; logged).
+  bool build_skipped() const { return build_skipped_; }
+  // What BuildEntry holds beside the live session at most (bytes; has_optimized_graph()): one
+  // chunk's prepacked weights and ORT's saver's copy of one of its initializers, then the check
+  // session (a load from the entry, whose prepacking pass keeps one weight at a time: 128 MiB).
+  uint64_t build_transient_bytes() const;
   // The entry folder (where an entry is or will be); empty when the cache is off.
   const std::filesystem::path& entry() const { return entry_; }
 
@@ -126,15 +133,16 @@ class ModelCache {
     // Weights per prepacking chunk (bytes): what the build holds beside the live session.
     uint64_t chunk_bytes = 64ull << 20;
   };
-  // kBuild, before the load: takes the advisory lock and has ORT write the optimised graph (no
-  // prepacking) into a temp folder, with the load's options. Returns true when it did (call
-  // BuildEntry after the load). Otherwise logs why and changes the action: kOff (another process
-  // is building, no writable folder, the write failed: nothing left behind) or kLoad (another
-  // process finished the entry meanwhile). Never throws.
+  // kBuild, before the load: takes the advisory lock, has ORT write the optimised graph (no
+  // prepacking) into a temp folder with the load's options, and cuts its prepacking nodes into
+  // chunk graphs (prepack_chunks.h). Returns true when it did (call BuildEntry after the load).
+  // Otherwise logs why and changes the action: kOff (another process is building, no writable
+  // folder, the write failed: nothing left behind) or kLoad (another process finished the entry
+  // meanwhile). Never throws.
   bool WriteOptimizedGraph(BuildJob& job);
-  // kBuild, after WriteOptimizedGraph and the load: prepacks and saves the chunks (one intra-op
-  // thread), merges and aligns every tensor and blob (prepacked_align.h), loads the result and
-  // compares its probe with the reference, then commits (manifest, read-only files, rename),
+  // kBuild, after WriteOptimizedGraph and the load: prepacks and saves each chunk in turn (one
+  // intra-op thread), merges and aligns every tensor and blob (prepacked_align.h), loads the result
+  // and compares its probe with the reference, then commits (manifest, read-only files, rename),
   // releases the lock and applies the disk budget. Returns true when an entry was committed;
   // otherwise logs why (a failed check, disk full) and leaves nothing behind. Never throws. Runs
   // on the calling thread.
@@ -164,6 +172,9 @@ class ModelCache {
   uint64_t max_bytes_ = 0;
   double build_started_ms_ = 0;
   std::unique_ptr<BuildLock> lock_;  // held from WriteOptimizedGraph to the end of BuildEntry
+  PrepackChunks chunks_;             // written by WriteOptimizedGraph
+  uint64_t chunk_bytes_ = 0;         // BuildJob::chunk_bytes of that call
+  bool build_skipped_ = false;
 };
 
 }  // namespace ebb::internal

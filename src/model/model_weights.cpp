@@ -90,7 +90,7 @@ WeightsMemory ModelImpl::WeightsStats() const {
   if (cache_state == "building") {
     const int built = cache_build_result.load();
     if (built >= 0) {
-      w.cache = built == 1 ? "built" : "not built";
+      w.cache = built == 1 ? "built" : "failed";
       w.cache_build_peak_anon_bytes = cache_build_peak_anon_bytes.load();
     }
   }

@@ -176,11 +176,11 @@ PrepackChunks WritePrepackChunks(const std::filesystem::path& graph_path, uint64
       types[i] = CarriedType(nodes[i], inits);
       if (types[i] != 0) {
         carried.push_back(i);
-      } else if (IsPrepackingType(nodes[i].op_type)) {
-        // One on two activations prepacks nothing: not a loss.
-        const bool has_init = std::any_of(nodes[i].inputs.begin(), nodes[i].inputs.end(),
-                                          [&](const std::string& in) { return inits.count(in); });
-        if (has_init) ++result.num_skipped;
+      } else if (IsPrepackingType(nodes[i].op_type) && nodes[i].inputs.size() > 1 &&
+                 inits.count(nodes[i].inputs[1])) {
+        // These kernels prepack their input 1 (B, the weights); on two activations they prepack
+        // nothing, which is no loss.
+        ++result.num_skipped;
       }
     }
     if (carried.empty()) return result;

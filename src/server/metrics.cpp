@@ -280,7 +280,7 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
     const auto& wm = m.summary->weights;
     w.Sample("ebb_model_load_peak_anon_bytes", L(m.id) + ",phase=\"load\"",
              wm.load_peak_anon_bytes);
-    if (wm.cache == "built" || wm.cache == "not built") {
+    if (wm.cache == "built" || wm.cache == "failed") {
       w.Sample("ebb_model_load_peak_anon_bytes", L(m.id) + ",phase=\"cache_build\"",
                wm.cache_build_peak_anon_bytes);
     }
