@@ -212,6 +212,17 @@ HeadResult ParseField(std::string_view line, const FramingLimits& limits, Reques
                         ") are not accepted: send the body uncompressed, at most " +
                         std::to_string(limits.max_body_bytes) + " bytes (--max-body)");
     }
+  } else if (EqualsNoCase(name, "content-type")) {
+    // httplib parses a multipart/form-data body itself (into files, not the body the handlers
+    // read) and refuses one without a boundary: such a request would mean something else to the
+    // handlers than to the front. ebb's API takes JSON bodies only.
+    constexpr std::string_view kMultipart = "multipart/form-data";
+    if (value.size() >= kMultipart.size() &&
+        EqualsNoCase(value.substr(0, kMultipart.size()), kMultipart)) {
+      return Refuse(415, "unsupported_media_type",
+                    "multipart/form-data bodies are not accepted: send JSON (Content-Type: "
+                    "application/json)");
+    }
   } else if (EqualsNoCase(name, "expect")) {
     h.expect_continue = EqualsNoCase(value, "100-continue");
   } else if (EqualsNoCase(name, "host")) {

@@ -95,6 +95,26 @@ TEST(HttpFraming, ContentEncodingIsRefusedWhereverItIsAndHowEverItIsSpelled) {
       Framing::kComplete);
 }
 
+// Found by the fuzzer (fuzz/corpus/http_framing/multipart-no-boundary): httplib refuses a
+// multipart/form-data request without a boundary and parses one with a boundary into files, so
+// the front must not pass either on.
+TEST(HttpFraming, MultipartBodiesAreRefusedHoweverTheTypeIsSpelled) {
+  for (const char* type : {"multipart/form-data", "Multipart/Form-Data; boundary=x",
+                           "multipart/form-dataenco[dt-Length: 3"}) {
+    ExpectRefused(std::string(kPost) + "Content-Type: " + type + "\r\nContent-Length: 2\r\n\r\n{}",
+                  415, "unsupported_media_type");
+  }
+  const std::string fuzz_found =
+      "POST /v1/b%ds HTTP/1.1\r\nHost:2\r\nContent-Type: multipart/form-dataenco[dt-Length: "
+      "3\r\n\r\n{d";
+  ExpectRefused(fuzz_found, 415, "unsupported_media_type");
+  EXPECT_EQ(ebb::testing::Disagreement(fuzz_found, kLimits), "");
+  EXPECT_EQ(
+      Frame(std::string(kPost) + "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+          .kind,
+      Framing::kComplete);
+}
+
 TEST(HttpFraming, HeaderNamesMustBeTokensWithNoSpaceBeforeTheColon) {
   ExpectRefused(std::string(kPost) + "Content-Encoding : gzip\r\n\r\n", 400, "bad_request");
   ExpectRefused(std::string(kPost) + "Bad Name: x\r\n\r\n", 400, "bad_request");
