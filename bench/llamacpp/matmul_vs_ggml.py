@@ -102,7 +102,8 @@ def main():
                             "--out", prefix], check=True, stdout=subprocess.DEVNULL)
         if a.op and not os.path.exists(prefix + "_op.onnx"):
             subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llamacpp", "ggml_op_model.py"), "--onnx",
-                            prefix + ".onnx", "--out", prefix + "_op.onnx"], check=True, stdout=subprocess.DEVNULL)
+                            prefix + ".onnx", "--out", prefix + "_op.onnx", "--without-amx"],  # --op: measure it
+                           check=True, stdout=subprocess.DEVNULL)
         with open(prefix + ".json") as f:
             q4_bytes = json.load(f)["q4_0_bytes"]
         got = {}  # variant -> list of {m: result}
