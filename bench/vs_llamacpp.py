@@ -292,7 +292,8 @@ def variants(a):
 def run_variant(v, paths, folder, gg, a):
     extra = ["--warm-steps", str(a.warm_steps)] + (["--warmup"] if a.warmup else [])
     if v["engine"] == "ebb":
-        return run_probe(paths["ebb_probe"], folder, a.threads, a.prompt_tokens, a.gen_tokens, extra)
+        return run_probe(paths["ebb_probe"], folder, a.threads, a.prompt_tokens, a.gen_tokens,
+                         list(extra) + ebb_option_args(a))
     extra += ["--cpu-backend", v["backend"], "--flash-attn", v["flash_attn"], "--mmap", v["mmap"]]
     return run_probe(paths["llamacpp_probe"], gg, a.threads, a.prompt_tokens, a.gen_tokens, extra)
 
@@ -577,6 +578,12 @@ def percentile(xs, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+def ebb_option_args(a):
+    """--ebb-option K=V (repeatable) as ebb_probe's --option arguments: ebb model options for
+    every ebb run (not the llama.cpp ones), after the probe's own."""
+    return [x for kv in (a.ebb_option or []) for x in ("--option", kv)]
+
+
 def stream_figures(r):
     """Adds the STREAM_KEYS figures to a --streams run. The aggregate decode rate counts the
     tokens sampled while every stream was decoding (after the last stream's first token and up to
@@ -614,7 +621,7 @@ def run_stream_variant(v, paths, folder, gg, a, n):
     extra = ["--streams", str(n), "--warm-steps", "0"]
     if v["engine"] == "ebb":
         return run_probe(paths["ebb_probe"], folder, a.threads, a.prompt_tokens, a.gen_tokens,
-                         extra + ["--stream-mode", v["stream_mode"]], first_token=False)
+                         extra + ["--stream-mode", v["stream_mode"]] + ebb_option_args(a), first_token=False)
     extra += ["--cpu-backend", v["backend"], "--flash-attn", v["flash_attn"], "--kv-unified", v["kv_unified"]]
     return run_probe(paths["llamacpp_probe"], gg, a.threads, a.prompt_tokens, a.gen_tokens, extra,
                      first_token=False)
@@ -743,6 +750,8 @@ def main():
     ap.add_argument("--model-dir", help="use this ebb int4 folder instead of generating one (with --gguf)")
     ap.add_argument("--gguf", help="the GGUF written by the same synth run as --model-dir")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ebb-option", action="append", metavar="K=V",
+                    help="an ebb model option for every ebb run (repeatable), e.g. decode_batch.prefill_chunk=0")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--warm-steps", type=int, default=8,

@@ -3,7 +3,7 @@
 // probe_util.h for what each time covers). Used by bench/vs_llamacpp.py.
 //
 //   ebb_probe --model MODEL_DIR --threads 2 --prompt-tokens 512 --gen-tokens 64
-//             [--warm-steps 8] [--warmup]
+//             [--warm-steps 8] [--warmup] [--option K=V]...   (ebb model options, after its own)
 //
 // Threads: session option intra_op_num_threads (ORT's pool; inter-op 1). Greedy (do_sample
 // false), max_length = prompt + gen, ebb's defaults otherwise (static KV, prefill_chunk_size
@@ -64,6 +64,7 @@ int RunStreams(const probe::Args& args) {
     ebb::ModelOptions mo;
     mo.session_options["intra_op_num_threads"] = std::to_string(args.threads);
     mo.Set("decode_batch.max_rows", args.stream_mode == "batched" ? std::to_string(n) : "1");
+    for (const auto& [k, v] : args.ebb_options) mo.Set(k, v);
     const auto t0 = probe::Clock::now();
     std::shared_ptr<ebb::Model> model = ebb::LoadModel(args.model, mo);
     r.load_s = probe::Seconds(t0, probe::Clock::now());
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
                    ", \"cpu_kernels\": " + probe::JsonString(ebb::CpuKernels()) + ", ";
     ebb::ModelOptions mo;
     mo.session_options["intra_op_num_threads"] = std::to_string(r.args.threads);
+    for (const auto& [k, v] : r.args.ebb_options) mo.Set(k, v);
     const auto t0 = probe::Clock::now();
     std::shared_ptr<ebb::Model> model = ebb::LoadModel(r.args.model, mo);
     auto t1 = probe::Clock::now();

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace probe {
@@ -42,6 +43,8 @@ struct Args {
   // single-generation mode above.
   int streams = 0;
   std::string stream_mode = "batched";  // ebb only: batched | threads
+  // ebb only: --option K=V (repeatable), ModelOptions::Set after the probe's own settings.
+  std::vector<std::pair<std::string, std::string>> ebb_options;
   // llama.cpp only (llamacpp_probe; ebb_probe rejects them):
   std::string flash_attn = "auto";     // on | off | auto: llama_context_params.flash_attn_type
   std::string mmap = "auto";           // on | off | auto: llama_model_params.load_mode
@@ -61,7 +64,7 @@ inline Args ParseArgs(int argc, char** argv, bool llama) {
                  llama ? " [--flash-attn on|off|auto] [--mmap on|off|auto] "
                          "[--cpu-backend native|<isa>|<path to libggml-cpu-*.so>] "
                          "[--kv-unified on|off]"
-                       : " [--stream-mode batched|threads]");
+                       : " [--stream-mode batched|threads] [--option K=V]...");
     std::exit(2);
   };
   for (int i = 1; i < argc; ++i) {
@@ -107,6 +110,10 @@ inline Args ParseArgs(int argc, char** argv, bool llama) {
         usage("--stream-mode needs batched or threads, got '" + v + "'");
       }
       a.stream_mode = v;
+    } else if (!llama && k == "--option") {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) usage("--option needs K=V, got '" + v + "'");
+      a.ebb_options.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (llama && k == "--flash-attn") {
       a.flash_attn = choice();
     } else if (llama && k == "--mmap") {

@@ -109,6 +109,9 @@ struct EBB_API ModelOptions {
   int32_t decode_batch_max_rows = 1;        // decode_batch.max_rows: rows per batched step
   bool decode_batch_no_wait = false;        // decode_batch.policy: false = gather, true = no-wait
   int32_t decode_batch_max_wait_us = 2000;  // decode_batch.max_wait_us: gather window
+  // decode_batch.prefill_chunk: tokens per chunk of a member's prompt while other members are
+  // decoding (between chunks the batched steps run); 0 = prefill_chunk_size.
+  int32_t decode_batch_prefill_chunk = 32;
   // model_cache.dir: where compiled graphs and ORT's prepacked weights are cached, so that later
   // loads run from file-backed, shareable pages (docs/memory.md "Compiled-model cache").
   // "" (unset, the default) = $EBB_MODEL_CACHE_DIR when set, else "auto"; "auto" = the per-user

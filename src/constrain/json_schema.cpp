@@ -817,6 +817,15 @@ class FormatBuilder {
     char b[3] = {static_cast<char>('0' + v / 10), static_cast<char>('0' + v % 10), 0};
     return b;
   }
+  // "+hh:mm" / "-hh:mm" for `minutes` after midnight. Built by appends: GCC 12's -O2 -Wrestrict
+  // misreads "+" + std::string&& (a false positive, GCC bug 105329).
+  std::string Offset(char sign, int minutes) {
+    std::string s(1, sign);
+    s += Two(minutes / 60);
+    s += ':';
+    s += Two(minutes % 60);
+    return s;
+  }
 
   int32_t Date() {
     if (date_ >= 0) return date_;
@@ -857,8 +866,8 @@ class FormatBuilder {
         const int local = h * 60 + m;
         const int plus = (local + 1) % 1440, minus = 1439 - local;
         const Sequence head = Cat(L(Two(m) + ":60"), {R(frac)});
-        minutes.push_back(Cat(head, L("+" + Two(plus / 60) + ":" + Two(plus % 60))));
-        minutes.push_back(Cat(head, L("-" + Two(minus / 60) + ":" + Two(minus % 60))));
+        minutes.push_back(Cat(head, L(Offset('+', plus))));
+        minutes.push_back(Cat(head, L(Offset('-', minus))));
         if (local == 1439) minutes.push_back(Cat(head, {Set("Zz")}));
       }
       alts.push_back(Cat(L(Two(h) + ":"), {R(Alt(std::move(minutes), "leap"))}));
@@ -1805,7 +1814,8 @@ class Compiler {
 
   // ε (when the fraction may be zero) | "." digits, the digits in range.
   int32_t Fraction(const FracState& st) {
-    const std::string key = "." + st.Key();
+    std::string key = ".";  // appended, not "." + Key(): GCC 12's -Wrestrict false positive
+    key += st.Key();
     const auto it = fractions_.find(key);
     if (it != fractions_.end()) return it->second;
     std::vector<Sequence> alts;

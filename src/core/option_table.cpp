@@ -114,6 +114,11 @@ constexpr std::array kTable = {
     OptionSpec{"decode_batch.max_wait_us", T::kInt, kMo, "microseconds", "2000", "0 to 1000000",
                "gather policy: the longest a step waits for members still sampling their last "
                "token (a member that missed a step is not waited for again until it returns)"},
+    OptionSpec{"decode_batch.prefill_chunk", T::kInt, kMo, "tokens", "32", "0 to 2147483647",
+               "while the batched decode has other members, a member's prompt runs in chunks of "
+               "at most this many tokens and the batched steps run between them, so a new "
+               "request delays the others' next token by one chunk, not its whole prompt; 0 = "
+               "prefill_chunk_size"},
     // ---- ORT session options with typed setters ----
     OptionSpec{"custom_ops_library", T::kString, kSe, "", "none", "a shared library path",
                "an ONNX Runtime custom-op library (exports RegisterCustomOps) registered in the "
@@ -411,7 +416,10 @@ std::string CanonicalEnumValue(const OptionSpec& spec, std::string_view value) {
        spec.aliases.empty() ? std::vector<std::string>{} : Split(spec.aliases, '|')) {
     const auto eq = alias.find('=');
     if (eq != std::string::npos && alias.substr(0, eq) == value) return alias.substr(eq + 1);
-    aliases += " " + alias.substr(0, eq);
+    // Two appends, not " " + substr: GCC 12's -O2 -Wrestrict misreads that operator+ (a false
+    // positive, GCC bug 105329).
+    aliases += ' ';
+    aliases.append(alias, 0, eq);
   }
   std::string choices(spec.values);
   std::replace(choices.begin(), choices.end(), '|', ' ');

@@ -140,6 +140,8 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     decode_batch_no_wait = internal::Trim(v) == "no-wait";  // the table checked the value
   } else if (k == "decode_batch.max_wait_us") {
     decode_batch_max_wait_us = static_cast<int32_t>(table_int());
+  } else if (k == "decode_batch.prefill_chunk") {
+    decode_batch_prefill_chunk = static_cast<int32_t>(table_int());
   } else if (k == "memory.limit") {
     memory_limit_bytes = ParseByteSize(v, k);
   } else if (k == "memory.shrink_every") {

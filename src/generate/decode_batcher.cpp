@@ -154,6 +154,40 @@ uint64_t DecodeBatcher::resident_bytes() {
   return region_.ResidentBytes();
 }
 
+DecodeBatcher::PromptTurn DecodeBatcher::LockEngineForPrompt() {
+  // Steps and prompt chunks alternate by hand-off, not by who wins engine_mu_: std::mutex is not
+  // fair, and on 2 cores busy with a Run a woken thread is often the last to run, so a member
+  // that decodes without pause would win it every time (or the members' queued chunks would,
+  // against a step). Only the holder of the prompt turn competes with the steps.
+  PromptTurn t;
+  t.turn = std::unique_lock<std::mutex>(prompt_mu_);
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (step_wants_engine_) {
+      // A ready step goes first: wait until a step has run (steps_ only grows, so a late wake-up
+      // cannot miss it), not until the flag is down, which it may be again by then.
+      const uint64_t seen = steps_;
+      cv_.wait(lk, [&] { return steps_ != seen || !step_wants_engine_; });
+    }
+    prompt_wants_engine_ = true;  // the next step waits until this chunk holds the engine
+  }
+  t.engine = std::unique_lock<std::mutex>(engine_mu_);
+  {
+    std::lock_guard<std::mutex> lk(mu_);  // lock order: engine_mu_, then mu_
+    prompt_wants_engine_ = false;
+  }
+  cv_.notify_all();
+  return t;
+}
+
+bool DecodeBatcher::HasOtherMembers(int row) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int r = 0; r < max_rows_; ++r) {
+    if (r != row && rows_[r].used) return true;
+  }
+  return false;
+}
+
 bool DecodeBatcher::AllExpectedWaiting() const {
   for (const Row& r : rows_) {
     if (r.used && r.decoding && !r.missed && !r.waiting) return false;
@@ -211,6 +245,11 @@ void DecodeBatcher::Step(int row, int32_t token, int32_t pos, std::vector<float>
 }
 
 void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
+  // Announced before anything else, so that the next prompt chunk waits for this step even when
+  // this thread gets no CPU while the current chunk's Run() keeps both cores busy
+  // (LockEngineForPrompt); a chunk that already had its turn takes the engine first.
+  step_wants_engine_ = true;
+  cv_.wait(lk, [this] { return !prompt_wants_engine_; });
   // The rows of this step: every row waiting now.
   int lo = INT_MAX, hi = -1;
   std::vector<int> stepping;
@@ -222,7 +261,11 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
       hi = std::max(hi, r);
     }
   }
-  if (stepping.empty()) return;
+  if (stepping.empty()) {
+    step_wants_engine_ = false;
+    cv_.notify_all();
+    return;
+  }
   lk.unlock();
 
   const int64_t B = hi - lo + 1;
@@ -235,6 +278,8 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
     std::vector<int64_t> pos(B), valid(B);
     {
       std::lock_guard<std::mutex> lock(mu_);
+      step_wants_engine_ = false;  // this step holds the engine: prompt chunks queue behind it
+      cv_.notify_all();
       for (int64_t b = 0; b < B; ++b) {
         const Row& r = rows_[lo + b];
         const bool steps = std::find(stepping.begin(), stepping.end(), lo + b) != stepping.end();
@@ -272,6 +317,7 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
   }
 
   lk.lock();
+  step_wants_engine_ = false;  // also when the step failed before it took the engine
   ++steps_;
   for (int r : stepping) {
     Row& row = rows_[r];

@@ -18,6 +18,12 @@
 //
 // Steps: a member's prompt runs alone (its own Run()s on its row view, batch 1); each decode
 // token goes through Step(), which blocks until a batched Run() that includes it has finished.
+// Prompts and steps interleave: while the batcher has other members, a member's prompt runs in
+// chunks of decode_batch.prefill_chunk tokens (HasOtherMembers), and before each chunk it lets a
+// step that is ready to run go first (LockEngineForPrompt), so a new request delays the others'
+// next token by one chunk rather than by its whole prompt. (Other members, not only decoding
+// ones: requests that arrive together would otherwise each see nobody decoding yet and run
+// their prompts whole while the first of them waits for its second token.)
 // A step covers the contiguous rows [lo, hi] between the lowest and highest waiting row; a row
 // in that range that is not stepping (its thread is elsewhere, or it is in a prefill, or the row
 // is free) is fed a pad token placed at its high-water column (the first column that holds no
@@ -31,7 +37,7 @@
 // Errors: a failed batched Run() throws the same ebb::Error to every member of that step; each
 // member's committed state is unchanged (its token was written past its valid length).
 // Thread-safety: all methods are thread-safe. One thread calls Step() for a given row at a time
-// (a Generator is used by one thread). Lock order: engine_mu_, then mu_.
+// (a Generator is used by one thread). Lock order: prompt_mu_, then engine_mu_, then mu_.
 #pragma once
 
 #include <condition_variable>
@@ -70,6 +76,24 @@ class DecodeBatcher {
   // SlotView(row) (through its KvCache) to bind, Run, and NoteWritten(row, columns) after it
   // succeeded (the row's columns [0, columns) may now hold valid tokens).
   std::unique_lock<std::mutex> LockEngine() { return std::unique_lock<std::mutex>(engine_mu_); }
+  // The engine for a member's prompt chunk, and the prompt turn: one prompt chunk at a time
+  // competes with the steps for the engine (members' prompts queue on the turn). Declared in
+  // that order so that the engine is released first.
+  struct PromptTurn {
+    std::unique_lock<std::mutex> turn;
+    std::unique_lock<std::mutex> engine;
+    bool owns_lock() const { return engine.owns_lock(); }
+    void unlock() {
+      engine.unlock();
+      turn.unlock();
+    }
+  };
+  // LockEngine() for a member's prompt chunk. Steps and chunks alternate: a batched step that is
+  // ready (waiting for the engine) goes before the chunk, and the next step waits until the
+  // chunk holds the engine: a step waits for one chunk at most, a chunk for one step.
+  PromptTurn LockEngineForPrompt();
+  // Whether a row other than `row` is taken: a prompt of `row` may then hold up its steps.
+  bool HasOtherMembers(int row) const;
   // Engine lock held: makes the stride at least `columns` (re-lays the region wider; throws
   // ResourceExhausted when the OS refuses the mapping, changing nothing).
   void EnsureColumns(int columns);
@@ -117,14 +141,17 @@ class DecodeBatcher {
   int max_wait_us_;
   int max_stride_ = 0;  // context_length + 1, aligned to the region's align_tokens()
 
+  std::mutex prompt_mu_;  // the prompt turn (PromptTurn): taken before engine_mu_, never after
   std::mutex engine_mu_;  // held around every Run() on region_ and every change of it
   BatchKvRegion region_;  // guarded by engine_mu_: the rows' KV (kv/batch_kv_region.h)
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Row> rows_;       // guarded by mu_
-  bool leader_active_ = false;  // guarded by mu_: a thread is gathering or running a step
-  uint64_t steps_ = 0;          // guarded by mu_
-  uint64_t stepped_rows_ = 0;   // guarded by mu_
+  std::vector<Row> rows_;             // guarded by mu_
+  bool leader_active_ = false;        // guarded by mu_: a thread is gathering or running a step
+  bool step_wants_engine_ = false;    // guarded by mu_: a gathered step waits for engine_mu_
+  bool prompt_wants_engine_ = false;  // guarded by mu_: a prompt chunk's turn; steps wait
+  uint64_t steps_ = 0;                // guarded by mu_
+  uint64_t stepped_rows_ = 0;         // guarded by mu_
   // The batched step's inputs and logits; used only by the step leader (leader_active_), from
   // RunStep's inputs to its copy of each row's logits.
   DecoderFeed feed_;

@@ -531,6 +531,14 @@ struct Generator::Impl {
     // ORT's GQA takes a multi-token step after a past only for a batch of one.
     const bool can_chunk = !right_padded || batch == 1;
     size_t chunk = (prefill_chunk > 0 && can_chunk) ? static_cast<size_t>(prefill_chunk) : longest;
+    // A batch member's prompt holds up the other members' steps for as long as each of its Runs
+    // takes: while they decode, feed it in smaller chunks, the steps going between them
+    // (DecodeBatcher::LockEngineForPrompt).
+    const int32_t member_chunk = m.options().decode_batch_prefill_chunk;
+    if (brow.batcher && can_chunk && member_chunk > 0 && longest > 1 &&
+        static_cast<size_t>(member_chunk) < chunk && brow.batcher->HasOtherMembers(brow.row)) {
+      chunk = static_cast<size_t>(member_chunk);
+    }
     if (right_padded && batch > 1 && width > 0 && longest > 1) {
       throw Error(ErrorCode::FailedPrecondition,
                   "this graph (GroupQueryAttention) cannot append several tokens to a batch "
@@ -627,9 +635,9 @@ struct Generator::Impl {
     step_feed.Bind(bind);
     // A batch member's own Run() writes its row of the batcher's memory: not during a step, and
     // the row (which may move when the batcher widens) is bound under the same lock.
-    std::unique_lock<std::mutex> engine;
+    internal::DecodeBatcher::PromptTurn engine;
     if (brow.batcher) {
-      engine = brow.batcher->LockEngine();
+      engine = brow.batcher->LockEngineForPrompt();
       brow.batcher->EnsureColumns(T_cols);
     }
     std::vector<Ort::Value> past, present;
