@@ -532,8 +532,8 @@ struct Generator::Impl {
     const bool can_chunk = !right_padded || batch == 1;
     size_t chunk = (prefill_chunk > 0 && can_chunk) ? static_cast<size_t>(prefill_chunk) : longest;
     // A batch member's prompt holds up the other members' steps for as long as each of its Runs
-    // takes: while they decode, feed it in smaller chunks, the steps going between them
-    // (DecodeBatcher::LockEngineForPrompt).
+    // takes: while the batcher has other members, feed it in decode_batch.prefill_chunk chunks,
+    // the steps going between them (DecodeBatcher::LockEngineForPrompt).
     const int32_t member_chunk = m.options().decode_batch_prefill_chunk;
     if (brow.batcher && can_chunk && member_chunk > 0 && longest > 1 &&
         static_cast<size_t>(member_chunk) < chunk && brow.batcher->HasOtherMembers(brow.row)) {
