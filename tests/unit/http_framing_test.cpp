@@ -115,6 +115,23 @@ TEST(HttpFraming, MultipartBodiesAreRefusedHoweverTheTypeIsSpelled) {
       Framing::kComplete);
 }
 
+// Found by the fuzzer (fuzz/corpus/http_framing/path-encoded-cr): httplib refuses a path whose
+// decoding holds a CR or LF; other escapes, and a line break encoded in the query, pass.
+TEST(HttpFraming, APathThatEncodesALineBreakIsRefused) {
+  for (const char* esc : {"%0d", "%0D", "%0a", "%0A"}) {
+    const std::string req =
+        std::string("POST /v1/b") + esc + "s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+    ExpectRefused(req, 400, "bad_request");
+    EXPECT_EQ(ebb::testing::Disagreement(req, kLimits), "") << esc;
+  }
+  for (const char* ok : {"/v1/b%09s", "/v1/b%20s", "/v1/b?x=%0d"}) {
+    const std::string req =
+        std::string("POST ") + ok + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+    EXPECT_EQ(Frame(req).kind, Framing::kComplete) << ok;
+    EXPECT_EQ(ebb::testing::Disagreement(req, kLimits), "") << ok;
+  }
+}
+
 TEST(HttpFraming, HeaderNamesMustBeTokensWithNoSpaceBeforeTheColon) {
   ExpectRefused(std::string(kPost) + "Content-Encoding : gzip\r\n\r\n", 400, "bad_request");
   ExpectRefused(std::string(kPost) + "Bad Name: x\r\n\r\n", 400, "bad_request");
