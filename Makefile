@@ -133,7 +133,7 @@ bench-llamacpp: bootstrap bench-deps
 	cmake -S . -B $(BUILD_REL) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DEBB_BUILD_TESTS=OFF \
 	  -DEBB_LLAMACPP_DIR=$(CURDIR)/.deps
 	cmake --build $(BUILD_REL) -j $(JOBS) --target ebb ebb_probe llamacpp_probe membw matmul_probe \
-	  ebb_ggml_matmul ggml_op_check
+	  ebb_ggml_matmul ebb_cpu_ops ggml_op_check
 
 bench-llamacpp-check: bench-llamacpp
 	$(PYTHON3) bench/vs_llamacpp.py --check --build-dir $(BUILD_REL)

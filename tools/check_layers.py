@@ -25,6 +25,8 @@ BANDS = {
     "platform": 0,
     "core": 1,
     "ort": 2, "kv": 2, "memory": 2, "tokenizer": 2, "template": 2, "constrain": 2,
+    # libebb_cpu_ops.so, an ORT custom-op library: includes only ORT; nothing in libebb includes it.
+    "cpu_ops": 2,
     "model": 3,
     "generate": 4, "embed": 4,
     "runtime": 5,

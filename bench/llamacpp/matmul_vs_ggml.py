@@ -11,12 +11,15 @@ weights in each buffer type it offers (AMX, CPU_REPACK, plain CPU), and the AVX2
 backend, so a figure can be read against the ISA it came from. --op adds the variant "op":
 ggml's kernels inside ORT, the matrix rewritten as ebb.ggml.MatMulQ4_0 (bench/llamacpp/
 ggml_op_model.py --onnx) and run by libebb_ggml_matmul.so in an ORT session (issue 28 item 3),
-with its own difference from MatMulNBits' output in the last column.
+with its own difference from MatMulNBits' output in the last column; --op rows instead adds ebb's own
+multi-row int4 VNNI kernel (ebb.cpu.MatMulNBits, libebb_cpu_ops.so, src/cpu_ops/int4_rows_op.cpp;
+the model rewritten by tools/cpu_ops_model.py), issue 40 item 2.
 
   make bench-llamacpp
   /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --shape phi-3.5-mini --block-size 128 --repeats 5
   /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --shape dram --m 1 --repeats 3
   /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --variants native:AMX:caller --op
+  /usr/bin/python3 bench/llamacpp/matmul_vs_ggml.py --shape small --m 1,2,4,8 --variants none --op rows
 
 The weights of one matrix stay in the caches between calls (a phi matrix is 6-28 MB; this
 machine's L2 is 2 MiB per core), so M = 1 there measures the kernel, not the DRAM stream a whole
@@ -45,12 +48,13 @@ SHAPES = {  # (name, K, N[, layers])
 }
 
 
-def run(probe, prefix, m, threads, rounds, buft, backend, engines, ggml_threads="pool", op_library=None):
+def run(probe, prefix, m, threads, rounds, buft, backend, engines, ggml_threads="pool", op_library=None,
+        op_model=None):
     cmd = [probe, "--model", prefix, "--m", ",".join(map(str, m)), "--threads", str(threads), "--rounds",
            str(rounds), "--buft", buft, "--cpu-backend", backend, "--engines", engines,
            "--ggml-threads", ggml_threads]
     if op_library:
-        cmd += ["--op-library", op_library, "--op-model", prefix + "_op.onnx"]
+        cmd += ["--op-library", op_library, "--op-model", op_model]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {p.returncode}):\n{p.stderr}")
@@ -71,9 +75,11 @@ def main():
                     help="ggml BACKEND:BUFFER_TYPE[:caller] (a pair the CPU lacks is reported and skipped); "
                     ":caller cuts the matrix in --threads row blocks and runs one single-threaded ggml "
                     "call per thread on the probe's own spinning threads, as an ORT custom op would from "
-                    "ORT's pool")
-    ap.add_argument("--op", action="store_true",
-                    help="add the variant op: ebb.ggml.MatMulQ4_0 (libebb_ggml_matmul.so) inside ORT")
+                    "ORT's pool; none: no ggml variant (with --op: ORT against the op)")
+    ap.add_argument("--op", nargs="?", const="ggml", choices=("ggml", "rows"),
+                    help="add the variant op inside ORT: ggml (default) = ebb.ggml.MatMulQ4_0 "
+                    "(libebb_ggml_matmul.so); rows = ebb.cpu.MatMulNBits (libebb_cpu_ops.so, ebb's "
+                    "multi-row VNNI kernel, src/cpu_ops/int4_rows_op.cpp)")
     ap.add_argument("--models", default="/tmp/ebb-matmul-models")
     ap.add_argument("--json", help="write every run here")
     a = ap.parse_args()
@@ -81,15 +87,16 @@ def main():
     if not os.access(probe, os.X_OK):
         raise SystemExit(f"{probe} not built: run `make bench-llamacpp` first")
     ms = [int(x) for x in a.m.split(",")]
-    variants = [tuple(v.split(":")) for v in a.variants.split(",")]
+    variants = [] if a.variants == "none" else [tuple(v.split(":")) for v in a.variants.split(",")]
     for v in variants:
         if len(v) not in (2, 3) or (len(v) == 3 and v[2] != "caller"):
             raise SystemExit(f"--variants: '{':'.join(v)}' is not BACKEND:BUFFER_TYPE[:caller]")
     op_library = None
     if a.op:
-        op_library = os.path.join(a.build_dir, "bench", "llamacpp", "libebb_ggml_matmul.so")
+        op_library = (os.path.join(a.build_dir, "bench", "llamacpp", "libebb_ggml_matmul.so") if a.op == "ggml"
+                      else os.path.join(a.build_dir, "src", "cpu_ops", "libebb_cpu_ops.so"))
         if not os.path.exists(op_library):
-            raise SystemExit(f"{op_library} not built: build the target ebb_ggml_matmul")
+            raise SystemExit(f"{op_library} not built: make bench-llamacpp")
         variants.append(("op",))
     runs, rows = [], []
     for name, k, n, *rest in SHAPES[a.shape]:
@@ -100,10 +107,14 @@ def main():
             subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llamacpp", "matmul_model.py"), "--k",
                             str(k), "--n", str(n), "--block-size", str(a.block_size), "--layers", str(layers),
                             "--out", prefix], check=True, stdout=subprocess.DEVNULL)
-        if a.op and not os.path.exists(prefix + "_op.onnx"):
+        op_model = prefix + ("_op.onnx" if a.op == "ggml" else "_cpu_ops.onnx")
+        if a.op == "ggml" and not os.path.exists(op_model):
             subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llamacpp", "ggml_op_model.py"), "--onnx",
-                            prefix + ".onnx", "--out", prefix + "_op.onnx", "--without-amx"],  # --op: measure it
+                            prefix + ".onnx", "--out", op_model, "--without-amx"],  # --op: measure it
                            check=True, stdout=subprocess.DEVNULL)
+        if a.op == "rows" and not os.path.exists(op_model):
+            subprocess.run([sys.executable, os.path.join(ROOT, "tools", "cpu_ops_model.py"), "--onnx",
+                            prefix + ".onnx", "--out", op_model, "--ops", "matmul"], check=True, stdout=subprocess.DEVNULL)
         with open(prefix + ".json") as f:
             q4_bytes = json.load(f)["q4_0_bytes"]
         got = {}  # variant -> list of {m: result}
@@ -115,7 +126,8 @@ def main():
             ort.append(r)
             for v in order:
                 if v == ("op",):  # the op's times as the ggml fields the table reads
-                    s, r = run(probe, prefix, ms, a.threads, a.rounds, "auto", "native", "op", op_library=op_library)
+                    s, r = run(probe, prefix, ms, a.threads, a.rounds, "auto", "native", "op", op_library=op_library,
+                                  op_model=op_model)
                     s["ggml_backend"] = op_library
                     for x in r.values():
                         x["ggml_median_s"] = x["op_median_s"]
@@ -135,7 +147,7 @@ def main():
                 got.setdefault(v, []).append(r)
                 runs.append({"matrix": name, "variant": ":".join(v), "setup": s, "results": r})
         _, diff = run(probe, prefix, ms, a.threads, 2, "auto", "native", "ort,ggml,op" if a.op else "ort,ggml",
-                      op_library=op_library)
+                      op_library=op_library, op_model=op_model)
         for m in ms:
             o = statistics.median(x[m]["ort_median_s"] for x in ort)
             flop = 2 * m * n * k * layers
@@ -156,7 +168,7 @@ def main():
           f"medians of {a.repeats} processes x {a.rounds} calls\n")
     print("ms per multiply; in brackets GFLOP/s, or for M = 1 GB/s of weights read\n")
     op_col = " | op max diff (rel.)" if a.op else ""
-    print("| matrix (K x N) | M | ORT | " + " | ".join("op in ORT" if v == "op" else f"ggml {v}" for v in names) +
+    print("| matrix (K x N) | M | ORT | " + " | ".join(f"op ({a.op}) in ORT" if v == "op" else f"ggml {v}" for v in names) +
           " | ORT / best ggml | max diff (rel.)" + op_col + " |")
     print("|---|---:|---:|" + "---:|" * len(names) + "---:|---:|" + ("---:|" if a.op else ""))
     def cell(ms, gflop_s, gb_s, m):

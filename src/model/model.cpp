@@ -408,9 +408,13 @@ void BuildInfo(ModelImpl& mi, const EffectiveSessionOptions& session,
   info.num_kv_heads = cfg.num_key_value_heads;
   info.head_size = cfg.head_size;
   // Padding and the KV layout follow the graph's attention op, not a config flag. An encoder
-  // has no KV cache (its KvPool exists and stays at 0).
+  // has no KV cache (its KvPool exists and stays at 0). ebb.cpu.GroupQueryAttention (the custom
+  // op of bench/llamacpp/libebb_cpu_ops.so) keeps com.microsoft's contract: right padding, and
+  // present written in place into past's buffer when both are bound to it.
   info.uses_gqa =
-      !cfg.is_encoder && (graph_ops ? graph_ops->count({"com.microsoft", "GroupQueryAttention"}) > 0
+      !cfg.is_encoder && (graph_ops ? graph_ops->count({"com.microsoft", "GroupQueryAttention"}) +
+                                              graph_ops->count({"ebb.cpu", "GroupQueryAttention"}) >
+                                          0
                                     : cfg.search.past_present_share_buffer);
   info.past_present_share_buffer =
       cfg.search.past_present_share_buffer && info.uses_gqa && !mi.io.combined_kv;

@@ -1,0 +1,380 @@
+// src/cpu_ops/int4_rows_op.cpp — ebb.cpu.MatMulNBits (int4_rows_op.h).
+#include "int4_rows_op.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu_ops.h"
+
+namespace ebb_cpu_ops {
+namespace {
+
+constexpr const char* kOpType = "MatMulNBits";
+constexpr long kGroup = 16;      // columns per 64-byte vector of the repacked layout (one per lane)
+constexpr long kPair = 2;        // column groups per tile (32 columns)
+constexpr long kTileM = 4;       // rows per tile
+constexpr long kTaskGroups = 4;  // column groups per ParallelFor task (64 columns)
+constexpr long kMaxUnit = 128;   // k per scale step: min(block_size, 128)
+constexpr long kPrefetch = 2048;  // bytes ahead in each column group's stream, into L2
+
+OrtStatus* Error(const std::string& what) { return OpError(kOpType, what); }
+
+// The weights, repacked at kernel creation for 16-column vectors (the op's own anonymous copy):
+//   codes  [group][unit][step][64 bytes]: unit = `unit` k (min(block_size, 128)), step = 8 k;
+//          byte 4L + t holds column 16 group + L: low nibble k = unit0 + 8 step + t, high nibble
+//          k = unit0 + 8 step + 4 + t
+//   scales [group][unit][16] float
+//   zps    [group][unit][16] int32, only when the node has zero points (else 8 for all)
+// Columns past N (the last pair of groups is padded) have code 0 and scale 0.
+struct Packed {
+  long n = 0, k = 0, block = 0, unit = 0, units = 0, groups = 0;
+  Aligned codes, scales, zps;
+  bool has_zp = false;
+
+  size_t UnitBytes() const { return static_cast<size_t>(unit / 8 * 64); }
+  const uint8_t* Codes(long g, long u) const {
+    return codes.data + (static_cast<size_t>(g * units + u)) * UnitBytes();
+  }
+  const float* Scales(long g, long u) const {
+    return reinterpret_cast<const float*>(scales.data) + (g * units + u) * kGroup;
+  }
+  const int32_t* Zps(long g, long u) const {
+    return reinterpret_cast<const int32_t*>(zps.data) + (g * units + u) * kGroup;
+  }
+
+  // b: [N][blocks][block/2] as MatMulNBits holds it; sc: [N * blocks]; zp: [N][ceil(blocks/2)]
+  // or null.
+  void Pack(const uint8_t* b, const float* sc, const uint8_t* zp) {
+    const long blocks = (k + block - 1) / block, col_bytes = blocks * block / 2;
+    const long zp_stride = (blocks + 1) / 2;
+    units = (blocks * block) / unit;
+    groups = ((n + kGroup * kPair - 1) / (kGroup * kPair)) * kPair;
+    codes.Reset(static_cast<size_t>(groups * units) * UnitBytes());
+    scales.Reset(static_cast<size_t>(groups * units * kGroup) * sizeof(float));
+    std::memset(codes.data, 0, codes.bytes);
+    std::memset(scales.data, 0, scales.bytes);
+    has_zp = zp != nullptr;
+    if (has_zp) zps.Reset(static_cast<size_t>(groups * units * kGroup) * sizeof(int32_t));
+    auto code = [&](long col, long kk) {
+      const uint8_t byte = b[col * col_bytes + kk / 2];
+      return (kk & 1) ? byte >> 4 : byte & 0x0F;
+    };
+    for (long col = 0; col < n; ++col) {
+      const long g = col / kGroup, lane = col % kGroup;
+      for (long u = 0; u < units; ++u) {
+        const long blk = u * unit / block;
+        auto* out = const_cast<uint8_t*>(Codes(g, u));
+        for (long st = 0; st < unit / 8; ++st) {
+          for (long t = 0; t < 4; ++t) {
+            const long k0 = u * unit + 8 * st + t;
+            out[st * 64 + 4 * lane + t] =
+                static_cast<uint8_t>(code(col, k0) | (code(col, k0 + 4) << 4));
+          }
+        }
+        const_cast<float*>(Scales(g, u))[lane] = sc[col * blocks + blk];
+        if (has_zp) {
+          const uint8_t byte = zp[col * zp_stride + blk / 2];
+          const_cast<int32_t*>(Zps(g, u))[lane] = (blk & 1) ? byte >> 4 : byte & 0x0F;
+        }
+      }
+    }
+  }
+};
+
+// GCC 12's AVX-512 cast and reduce intrinsics read a self-initialized `__Y = __Y` (their
+// *_undefined_* helpers) and warn at every inlining site (GCC bug 105593, fixed in GCC 13): the
+// code that uses them is compiled with those two warnings off.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// A quantized for one call: per row, per unit, `unit` int8 codes in k order (a multiple of 64
+// bytes apart: rows and units start 64-byte aligned), the unit's scale and the sum of its codes
+// (for the zero-point term). Elements past K count as 0.
+struct QuantA {
+  long m = 0, units = 0, unit = 0, stride = 0;  // stride: bytes per unit, unit rounded up to 64
+  Aligned q;
+  std::vector<float> scale;   // [m][units]
+  std::vector<int32_t> qsum;  // [m][units]
+
+  void Quantize(const float* a, long rows, long k, long unit_k, long nunits) {
+    m = rows;
+    units = nunits;
+    unit = unit_k;
+    stride = (unit + 63) / 64 * 64;
+    q.Reset(static_cast<size_t>(rows * units * stride));
+    scale.assign(static_cast<size_t>(rows * units), 0.f);
+    qsum.assign(static_cast<size_t>(rows * units), 0);
+    for (long r = 0; r < rows; ++r) {
+      for (long u = 0; u < units; ++u) {
+        const long k0 = u * unit, len = std::max(0L, std::min(unit, k - k0));
+        const size_t i = static_cast<size_t>(r * units + u);
+        QuantizeUnit(a + r * k + k0, len, unit,
+                     reinterpret_cast<int8_t*>(q.data) + (r * units + u) * stride, scale[i],
+                     qsum[i]);
+      }
+    }
+  }
+
+  // x[0 .. len) to out[0 .. unit) (zeros past len; unit is a multiple of 16): scale = max|x| / 127,
+  // codes round(x / scale) to nearest even (the MXCSR default, as std::nearbyint), and their sum.
+  __attribute__((target("avx512f,avx512bw"))) static void QuantizeUnit(const float* x, long len,
+                                                                       long unit, int8_t* out,
+                                                                       float& scale, int32_t& sum) {
+    __m512 vmax = _mm512_setzero_ps();
+    for (long i = 0; i < unit; i += 16) {
+      const auto mask =
+          static_cast<__mmask16>(len - i >= 16 ? 0xFFFF : (len > i ? (1u << (len - i)) - 1u : 0u));
+      vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_maskz_loadu_ps(mask, x + i)));
+    }
+    const float amax = _mm512_reduce_max_ps(vmax);
+    const __m512 inv = _mm512_set1_ps(amax > 0.f ? 127.f / amax : 0.f);
+    __m512i vsum = _mm512_setzero_si512();
+    for (long i = 0; i < unit; i += 16) {
+      const auto mask =
+          static_cast<__mmask16>(len - i >= 16 ? 0xFFFF : (len > i ? (1u << (len - i)) - 1u : 0u));
+      const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + i), inv));
+      vsum = _mm512_add_epi32(vsum, v);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtsepi32_epi8(v));
+    }
+    scale = amax / 127.f;
+    sum = _mm512_reduce_add_epi32(vsum);
+  }
+  const int8_t* Q(long r, long u) const {
+    return reinterpret_cast<const int8_t*>(q.data) + (r * units + u) * stride;
+  }
+};
+
+// Y[r0 .. r0+MR, 16 g0 .. 16 (g0 + 2)) for one tile: two 16-column groups by MR rows. Per unit
+// and 8 k, each group's 64 bytes are loaded and unpacked once (low nibbles: k + 0..3, high: k +
+// 4..7, lane L = column L) and multiplied by each row's 4 int8 (a broadcast dword) with vpdpbusd;
+// separate low/high accumulators keep 4 MR independent chains. Per unit: the int32 sums start at
+// -zp * sum(qa) (the zero-point term), are converted and scaled by sb (16 columns) * sa.
+template <int MR>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Tile(const Packed& w, const QuantA& qa,
+                                                                 long r0, long g0, float* y) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[MR][kPair];
+  for (int r = 0; r < MR; ++r)
+    for (int g = 0; g < kPair; ++g) acc[r][g] = _mm512_setzero_ps();
+  const long steps = w.unit / 8;
+  for (long u = 0; u < w.units; ++u) {
+    __m512i lo_acc[MR][kPair], hi_acc[MR][kPair];
+    for (int r = 0; r < MR; ++r) {
+      const int32_t qs = qa.qsum[static_cast<size_t>((r0 + r) * qa.units + u)];
+      for (int g = 0; g < kPair; ++g) {
+        lo_acc[r][g] = w.has_zp ? _mm512_mullo_epi32(_mm512_load_si512(w.Zps(g0 + g, u)),
+                                                     _mm512_set1_epi32(-qs))
+                                : _mm512_set1_epi32(-8 * qs);
+        hi_acc[r][g] = _mm512_setzero_si512();
+      }
+    }
+    const uint8_t* b0 = w.Codes(g0, u);
+    const uint8_t* b1 = w.Codes(g0 + 1, u);
+    const int8_t* a[MR];
+    for (int r = 0; r < MR; ++r) a[r] = qa.Q(r0 + r, u);
+    for (long st = 0; st < steps; ++st) {
+      _mm_prefetch(reinterpret_cast<const char*>(b0 + st * 64 + kPrefetch), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(b1 + st * 64 + kPrefetch), _MM_HINT_T1);
+      const __m512i raw0 = _mm512_load_si512(b0 + st * 64);
+      const __m512i raw1 = _mm512_load_si512(b1 + st * 64);
+      const __m512i lo0 = _mm512_and_si512(raw0, low4);
+      const __m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(raw0, 4), low4);
+      const __m512i lo1 = _mm512_and_si512(raw1, low4);
+      const __m512i hi1 = _mm512_and_si512(_mm512_srli_epi16(raw1, 4), low4);
+      for (int r = 0; r < MR; ++r) {
+        int32_t alo, ahi;
+        std::memcpy(&alo, a[r] + st * 8, 4);
+        std::memcpy(&ahi, a[r] + st * 8 + 4, 4);
+        const __m512i vlo = _mm512_set1_epi32(alo), vhi = _mm512_set1_epi32(ahi);
+        lo_acc[r][0] = _mm512_dpbusd_epi32(lo_acc[r][0], lo0, vlo);
+        hi_acc[r][0] = _mm512_dpbusd_epi32(hi_acc[r][0], hi0, vhi);
+        lo_acc[r][1] = _mm512_dpbusd_epi32(lo_acc[r][1], lo1, vlo);
+        hi_acc[r][1] = _mm512_dpbusd_epi32(hi_acc[r][1], hi1, vhi);
+      }
+    }
+    for (int r = 0; r < MR; ++r) {
+      const __m512 sa = _mm512_set1_ps(qa.scale[static_cast<size_t>((r0 + r) * qa.units + u)]);
+      for (int g = 0; g < kPair; ++g) {
+        const __m512i d = _mm512_add_epi32(lo_acc[r][g], hi_acc[r][g]);
+        const __m512 s = _mm512_mul_ps(_mm512_load_ps(w.Scales(g0 + g, u)), sa);
+        acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[r][g]);
+      }
+    }
+  }
+  for (int g = 0; g < kPair; ++g) {
+    const long col0 = (g0 + g) * kGroup;
+    if (col0 >= w.n) break;
+    const long valid = std::min(kGroup, w.n - col0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+    for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * w.n + col0, mask, acc[r][g]);
+  }
+}
+
+#pragma GCC diagnostic pop
+
+void Rows(const Packed& w, const QuantA& qa, long r0, long rows, long g0, float* y) {
+  switch (rows) {
+    case 1:
+      Tile<1>(w, qa, r0, g0, y);
+      break;
+    case 2:
+      Tile<2>(w, qa, r0, g0, y);
+      break;
+    case 3:
+      Tile<3>(w, qa, r0, g0, y);
+      break;
+    default:
+      Tile<4>(w, qa, r0, g0, y);
+      break;
+  }
+}
+
+struct Call {
+  const Packed* w;
+  const QuantA* qa;
+  float* y;
+};
+
+// Task t: column groups [t * kTaskGroups, ...) for every row, 4 rows at a time.
+void Task(void* user, size_t t) {
+  const Call& c = *static_cast<const Call*>(user);
+  const long begin = static_cast<long>(t) * kTaskGroups;
+  const long end = std::min(c.w->groups, begin + kTaskGroups);
+  for (long r0 = 0; r0 < c.qa->m; r0 += kTileM) {
+    const long rows = std::min(kTileM, c.qa->m - r0);
+    for (long g = begin; g < end; g += kPair) Rows(*c.w, *c.qa, r0, rows, g, c.y);
+  }
+}
+
+struct Kernel {
+  Packed w;
+
+  OrtStatusPtr ComputeV2(OrtKernelContext* context) {
+    try {
+      Ort::KernelContext ctx(context);
+      Ort::ConstValue a = ctx.GetInput(0);
+      std::vector<int64_t> shape = a.GetTensorTypeAndShapeInfo().GetShape();
+      if (shape.empty() || shape.back() != w.k) {
+        return Error("A's last dimension must be K = " + std::to_string(w.k));
+      }
+      long m = 1;
+      for (size_t d = 0; d + 1 < shape.size(); ++d) m *= static_cast<long>(shape[d]);
+      shape.back() = w.n;
+      Ort::UnownedValue y = ctx.GetOutput(0, shape);
+      if (m == 0) return nullptr;
+      thread_local QuantA qa;  // per calling thread: reused across calls, never shared
+      qa.Quantize(a.GetTensorData<float>(), m, w.k, w.unit, w.units);
+      Call c{&w, &qa, y.GetTensorMutableData<float>()};
+      const size_t tasks = static_cast<size_t>((w.groups + kTaskGroups - 1) / kTaskGroups);
+      Ort::ThrowOnError(g_api->KernelContext_ParallelFor(context, &Task, tasks, 0, &c));
+      return nullptr;
+    } catch (const Ort::Exception& e) {
+      return Error(e.what());
+    } catch (const std::exception& e) {
+      return Error(e.what());
+    }
+  }
+};
+
+// Input i of the node as a constant initializer's data, or null (with `why` set).
+template <typename T>
+const T* ConstantInput(const Ort::ConstKernelInfo& ki, size_t i, ONNXTensorElementDataType type,
+                       size_t want, const char* name, std::string& why) {
+  int is_constant = 0;
+  Ort::ConstValue v = ki.GetTensorConstantInput(i, &is_constant);
+  if (!is_constant || !static_cast<const OrtValue*>(v)) {
+    why = std::string(name) + " must be a constant initializer (it is repacked at kernel creation)";
+    return nullptr;
+  }
+  Ort::TensorTypeAndShapeInfo info = v.GetTensorTypeAndShapeInfo();
+  if (info.GetElementType() != type || info.GetElementCount() != want) {
+    why = std::string(name) + " must hold " + std::to_string(want) + " elements of the type " +
+          "MatMulNBits gives it";
+    return nullptr;
+  }
+  return v.GetTensorData<T>();
+}
+
+struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
+  OrtStatusPtr CreateKernelV2(const OrtApi& api, const OrtKernelInfo* info, void** out) const {
+    (void)api;
+    try {
+      if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+          !__builtin_cpu_supports("avx512vnni")) {
+        return Error(
+            "this CPU lacks AVX-512 F/BW/VNNI, which the prototype kernel needs; run the "
+            "model with com.microsoft MatMulNBits instead");
+      }
+      Ort::ConstKernelInfo ki(info);
+      auto kernel = std::make_unique<Kernel>();
+      Packed& w = kernel->w;
+      w.k = static_cast<long>(ki.GetAttribute<int64_t>("K"));
+      w.n = static_cast<long>(ki.GetAttribute<int64_t>("N"));
+      w.block = static_cast<long>(ki.GetAttribute<int64_t>("block_size"));
+      const long bits = static_cast<long>(ki.GetAttribute<int64_t>("bits"));
+      const std::string node = "node '" + ki.GetNodeName() + "': ";
+      if (bits != 4 || w.k <= 0 || w.n <= 0 || w.block < 32 || (w.block & (w.block - 1))) {
+        return Error(node +
+                     "needs bits 4, positive K and N and a block_size that is a power of "
+                     "two from 32; got bits " +
+                     std::to_string(bits) + ", K " + std::to_string(w.k) + ", N " +
+                     std::to_string(w.n) + ", block_size " + std::to_string(w.block));
+      }
+      w.unit = std::min(w.block, kMaxUnit);
+      const long blocks = (w.k + w.block - 1) / w.block;
+      std::string why;
+      const auto* b =
+          ConstantInput<uint8_t>(ki, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8,
+                                 static_cast<size_t>(w.n * blocks * w.block / 2), "B", why);
+      const auto* sc = b ? ConstantInput<float>(ki, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT,
+                                                static_cast<size_t>(w.n * blocks), "scales", why)
+                         : nullptr;
+      const uint8_t* zp = nullptr;
+      if (sc && ki.GetInputCount() > 3) {
+        zp = ConstantInput<uint8_t>(ki, 3, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8,
+                                    static_cast<size_t>(w.n * ((blocks + 1) / 2)), "zero_points",
+                                    why);
+        if (!zp) return Error(node + why);
+      }
+      if (!sc) return Error(node + why);
+      w.Pack(b, sc, zp);
+      *out = kernel.release();
+      return nullptr;
+    } catch (const Ort::Exception& e) {
+      return Error(e.what());
+    } catch (const std::exception& e) {
+      return Error(e.what());
+    }
+  }
+
+  const char* GetName() const { return kOpType; }
+  size_t GetInputTypeCount() const { return 4; }
+  ONNXTensorElementDataType GetInputType(size_t i) const {
+    return i == 0 || i == 2 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+                            : ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+  }
+  OrtCustomOpInputOutputCharacteristic GetInputCharacteristic(size_t i) const {
+    return i == 3 ? INPUT_OUTPUT_OPTIONAL : INPUT_OUTPUT_REQUIRED;
+  }
+  size_t GetOutputTypeCount() const { return 1; }
+  ONNXTensorElementDataType GetOutputType(size_t) const {
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+  }
+};
+
+}  // namespace
+
+const OrtCustomOp* Int4RowsOp() {
+  static MatMulNBitsOp op;
+  return &op;
+}
+
+}  // namespace ebb_cpu_ops

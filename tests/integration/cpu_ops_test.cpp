@@ -1,0 +1,276 @@
+// libebb_cpu_ops.so (src/cpu_ops/, docs/cpu_ops.md): ebb's own CPU kernels for com.microsoft
+// GroupQueryAttention and MatMulNBits, as the custom ops ebb.cpu.*, in folders rewritten by
+// tools/cpu_ops_model.py.
+//  - op by op, against ORT's own GroupQueryAttention on seeded inputs (cpu_ops/gqa_check.cpp):
+//    first prompt, padded prompt, prompt chunk, ragged decode, decode at the end of the buffer,
+//    in place and not, for every attribute variant the op takes;
+//  - whole folders through ebb: the rewritten folder keeps the shared past/present buffer and the
+//    batched decode (ebb recognises ebb.cpu.GroupQueryAttention as a GQA graph), its logits
+//    match the original's under teacher forcing, the kernels line names the ops, and an fp16
+//    KV (--kv-fp16) holds half the bytes per token.
+// The kernels need AVX-512 (VNNI for the matmul): on a CPU without it each test skips, saying so.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <latch>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ebb/generator.h"
+#include "ebb/model.h"
+#include "ebb/options.h"
+#include "ebb/runtime.h"
+#include "generate/decode_batcher.h"
+#include "model/model_views.h"
+#include "test_env.h"
+
+#ifndef EBB_TEST_CPU_OPS_LIB
+#error "EBB_TEST_CPU_OPS_LIB (the path of libebb_cpu_ops.so) must be defined"
+#endif
+#ifndef EBB_TEST_GQA_CHECK
+#error "EBB_TEST_GQA_CHECK (the path of gqa_check) must be defined"
+#endif
+
+namespace ebb {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+bool HasAvx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+bool HasVnni() { return HasAvx512() && __builtin_cpu_supports("avx512vnni"); }
+
+#define SKIP_WITHOUT(cond, what)                                                       \
+  if (!(cond)) {                                                                       \
+    GTEST_SKIP() << "this CPU lacks " what ", which libebb_cpu_ops.so's kernels need"; \
+  }
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+int RunShell(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// `src` rewritten by tools/cpu_ops_model.py into d/name (`args`: --ops, --kv-fp16).
+fs::path Rewrite(const TempDir& d, const fs::path& src, const std::string& name,
+                 const std::string& args) {
+  const fs::path out = d.path() / name;
+  const std::string cmd = "timeout 120 /usr/bin/python3 " + std::string(EBB_SOURCE_DIR) +
+                          "/tools/cpu_ops_model.py --model-dir " + src.string() + " --out " +
+                          out.string() + " --library " + EBB_TEST_CPU_OPS_LIB + " " + args + " > " +
+                          (d.path() / (name + ".log")).string() + " 2>&1";
+  EXPECT_EQ(RunShell(cmd), 0) << cmd;
+  return out;
+}
+
+// The greedy tokens of `a` from a fixed prompt, and the largest difference between a's and b's
+// last-position logits over the prompt and every step, both fed a's tokens (teacher forcing),
+// relative to the largest |logit| of a.
+struct Compared {
+  std::vector<int32_t> tokens;
+  double max_diff_rel = 0;
+  int argmax_agree = 0, steps = 0;
+};
+
+Compared TeacherForced(const std::shared_ptr<Model>& a, const std::shared_ptr<Model>& b,
+                       int new_tokens) {
+  GeneratorParams p;
+  p.max_length = 64;
+  Generator ga(a, p), gb(b, p);
+  const std::vector<int32_t> prompt = {5, 17, 42, 7, 99, 3, 250, 11, 64, 128, 9};
+  ga.AppendTokens(prompt);
+  gb.AppendTokens(prompt);
+  Compared c;
+  double max_abs = 0, max_diff = 0;
+  for (int i = 0; i <= new_tokens; ++i) {
+    ga.ComputeLogits();
+    gb.ComputeLogits();
+    const auto la = ga.GetLogits();
+    const auto lb = gb.GetLogits();
+    EXPECT_EQ(la.size(), lb.size());
+    for (size_t k = 0; k < std::min(la.size(), lb.size()); ++k) {
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(la[k])));
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(la[k]) - lb[k]));
+    }
+    const auto ia = std::max_element(la.begin(), la.end()) - la.begin();
+    const auto ib = std::max_element(lb.begin(), lb.end()) - lb.begin();
+    c.argmax_agree += ia == ib ? 1 : 0;
+    ++c.steps;
+    if (i == new_tokens) break;
+    const auto t = static_cast<int32_t>(ia);
+    c.tokens.push_back(t);
+    ga.AppendTokens(std::vector<int32_t>{t});
+    gb.AppendTokens(std::vector<int32_t>{t});
+  }
+  c.max_diff_rel = max_diff / std::max(max_abs, 1e-30);
+  std::printf(
+      "teacher forcing: %d steps, argmax agrees on %d, max logit difference %.3e of the "
+      "largest |logit|\n",
+      c.steps, c.argmax_agree, c.max_diff_rel);
+  return c;
+}
+
+TEST(CpuOps, GroupQueryAttentionMatchesOrtsKernelOpByOp) {
+  SKIP_WITHOUT(HasAvx512(), "AVX-512 F/BW");
+  TempDir d;
+  // Each variant: tools/gqa_model.py's arguments. gqa_check runs 5 scenarios x 2 bindings and
+  // exits 1 when any output or present row is off by more than 1e-5 of the largest value.
+  const std::vector<std::string> variants = {
+      "",
+      "--packed",
+      "--interleaved",
+      "--local-window 5",
+      "--softcap 2.5",
+      "--smooth",
+      "--heads 8 --kv-heads 8 --head-size 32",
+      "--heads 32 --kv-heads 8 --head-size 64",
+      "--heads 4 --kv-heads 1 --head-size 16 --packed --interleaved",
+  };
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const fs::path prefix = d.path() / ("case" + std::to_string(i));
+    const std::string make = "timeout 120 /usr/bin/python3 " + std::string(EBB_SOURCE_DIR) +
+                             "/tools/gqa_model.py --out " + prefix.string() + " " + variants[i] +
+                             " > /dev/null";
+    ASSERT_EQ(RunShell(make), 0) << make;
+    const fs::path log = d.path() / ("case" + std::to_string(i) + ".log");
+    const std::string check = std::string("timeout 120 ") + EBB_TEST_GQA_CHECK + " --model " +
+                              prefix.string() + " --library " + EBB_TEST_CPU_OPS_LIB + " > " +
+                              log.string() + " 2>&1";
+    EXPECT_EQ(RunShell(check), 0) << "variant '" << variants[i] << "': " << ReadFile(log);
+  }
+}
+
+TEST(CpuOps, ARewrittenAttentionKeepsTheSharedKvAndTheLogits) {
+  SKIP_WITHOUT(HasAvx512(), "AVX-512 F/BW");
+  TempDir d;
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-fp32";
+  const fs::path m = Rewrite(d, src, "gqa", "--ops gqa");
+  auto original = ebb::LoadModel(src);
+  auto rewritten = ebb::LoadModel(m);
+  const ModelInfo& info = rewritten->info();
+  EXPECT_THAT(info.kernels, HasSubstr("ebb.cpu.GroupQueryAttention x2: custom op"));
+  EXPECT_TRUE(info.uses_gqa) << "ebb.cpu.GroupQueryAttention keeps com.microsoft's contract";
+  EXPECT_EQ(info.past_present_share_buffer, original->info().past_present_share_buffer);
+  EXPECT_TRUE(info.past_present_share_buffer);
+  // fp32 throughout: the op's ~1e-7 differences stay that small in the logits (2.6e-7 measured).
+  const Compared c = TeacherForced(original, rewritten, 12);
+  EXPECT_LT(c.max_diff_rel, 1e-5);
+  EXPECT_EQ(c.argmax_agree, c.steps);
+}
+
+std::vector<int32_t> Greedy(Generator& g, const std::vector<int32_t>& prompt) {
+  g.AppendTokens(prompt);
+  while (!g.done()) g.GenerateNextToken();
+  const auto s = g.sequence(0);
+  return {s.begin(), s.end()};
+}
+
+TEST(CpuOps, BatchedDecodeRunsRaggedRowsThroughTheOpAndKeepsTheSoloTokens) {
+  SKIP_WITHOUT(HasAvx512(), "AVX-512 F/BW");
+  TempDir d;
+  // The batched-decode tests' model (at block 32 its batched rows keep their solo tokens).
+  const fs::path m =
+      Rewrite(d, testing::TestModelsDir() / "llama-tiny-int4-b32", "gqa", "--ops gqa");
+  const std::vector<std::vector<int32_t>> prompts = {{5, 17, 42, 7, 99, 3, 250},
+                                                     {11, 64, 128, 9, 300, 12, 77, 501, 23, 6}};
+  constexpr int kMaxLength = 40;
+  std::vector<std::vector<int32_t>> solo;
+  {
+    auto plain = ebb::LoadModel(m);
+    for (const auto& p : prompts) {
+      GeneratorParams gp;
+      gp.max_length = kMaxLength;
+      Generator g(plain, gp);
+      solo.push_back(Greedy(g, p));
+    }
+  }
+  ModelOptions mo;
+  mo.Set("decode_batch.max_rows", "2");
+  mo.Set("decode_batch.policy", "gather");
+  mo.Set("decode_batch.max_wait_us", "1000000");  // steps wait for both members
+  auto model = ebb::LoadModel(m, mo);
+  std::vector<std::vector<int32_t>> got(prompts.size());
+  // Both prompts are in before either decodes, so the steps have both rows.
+  std::latch prefilled(static_cast<std::ptrdiff_t>(prompts.size()));
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    threads.emplace_back([&, k] {
+      GeneratorParams gp;
+      gp.max_length = kMaxLength;
+      Generator g(model, gp);
+      g.AppendTokens(prompts[k]);
+      prefilled.arrive_and_wait();
+      while (!g.done()) g.GenerateNextToken();
+      const auto seq = g.sequence(0);
+      got[k].assign(seq.begin(), seq.end());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(got, solo);
+  const auto* batcher = internal::RunView(*model).decode_batcher().get();
+  ASSERT_NE(batcher, nullptr) << "no decode batcher: the graph was not taken for a GQA graph";
+  EXPECT_GT(batcher->stepped_rows(), batcher->steps())
+      << "some batched steps must have run both rows (ragged: prompts of 7 and 10 tokens)";
+}
+
+TEST(CpuOps, AnFp16KvHoldsHalfTheBytesPerToken) {
+  SKIP_WITHOUT(HasAvx512(), "AVX-512 F/BW");
+  TempDir d;
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-fp32";
+  const fs::path fp32 = Rewrite(d, src, "gqa", "--ops gqa");
+  const fs::path fp16 = Rewrite(d, src, "gqa16", "--ops gqa --kv-fp16");
+  auto a = ebb::LoadModel(fp32);
+  auto b = ebb::LoadModel(fp16);
+  ASSERT_GT(a->info().kv_bytes_per_token, 0u);
+  EXPECT_EQ(b->info().kv_bytes_per_token * 2, a->info().kv_bytes_per_token);
+  // K and V rounded to fp16 (relative error <= 2^-11 per value): the logits move by far less
+  // than their spread (1.9e-4 measured).
+  const Compared c = TeacherForced(a, b, 12);
+  EXPECT_LT(c.max_diff_rel, 2e-3);
+  EXPECT_GE(c.argmax_agree, c.steps - 1);
+  EXPECT_GT(c.max_diff_rel, 0.0) << "an fp16 cache that changed nothing was not used";
+}
+
+TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {
+  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  TempDir d;
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-int4";
+  const fs::path m = Rewrite(d, src, "mm", "--ops matmul");
+  auto original = ebb::LoadModel(src);
+  auto rewritten = ebb::LoadModel(m);
+  EXPECT_THAT(rewritten->info().kernels, HasSubstr("ebb.cpu.MatMulNBits"));
+  EXPECT_THAT(rewritten->info().kernels, ::testing::Not(HasSubstr("MLAS")));
+  // Both quantize A to int8 per block (accuracy level 4), so a 1e-7 difference can flip one
+  // code and move a logit by far more; 3.1e-7 measured on this model with MLAS AVX512VNNI.
+  const Compared c = TeacherForced(original, rewritten, 12);
+  EXPECT_LT(c.max_diff_rel, 2e-2);
+  EXPECT_GE(c.argmax_agree, c.steps - 1);
+}
+
+TEST(CpuOps, TheRewriteRefusesAnFp16KvThatOrtsKernelWouldRead) {
+  TempDir d;
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-fp32";
+  const std::string cmd = "timeout 120 /usr/bin/python3 " + std::string(EBB_SOURCE_DIR) +
+                          "/tools/cpu_ops_model.py --model-dir " + src.string() + " --out " +
+                          (d.path() / "x").string() + " --library " + EBB_TEST_CPU_OPS_LIB +
+                          " --ops matmul --kv-fp16 > " + (d.path() / "x.log").string() + " 2>&1";
+  EXPECT_NE(RunShell(cmd), 0);
+  EXPECT_THAT(ReadFile(d.path() / "x.log"), HasSubstr("--kv-fp16 needs gqa in --ops"));
+}
+
+}  // namespace
+}  // namespace ebb
