@@ -1,8 +1,6 @@
 // src/cpu_ops/gqa_op.cpp — ebb.cpu.GroupQueryAttention (gqa_op.h).
 #include "gqa_op.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,39 +11,21 @@
 #include <vector>
 
 #include "cpu_ops.h"
+#include "gqa_kernels.h"
 
 namespace ebb_cpu_ops {
 namespace {
 
 constexpr const char* kOpType = "GroupQueryAttention";
-constexpr long kQueryBlock = 16;    // query positions per task (prefill); decode has 1
-constexpr int kMaxGroup = 16;       // query heads per kv head the kernel holds in registers' worth
-constexpr long kPrefetchRows = 16;  // key / value rows read ahead (a stream from DRAM)
+constexpr long kQueryBlock = 16;  // query positions per task (prefill); decode has 1
+constexpr int kMaxGroup = 16;     // query heads per kv head
+constexpr long kMaxHead = 128;    // head size: 16, 32, 48, 64, 96 or 128 (gqa_kernels.h's dispatch)
+
+bool SupportedHead(long d) {
+  return d == 16 || d == 32 || d == 48 || d == 64 || d == 96 || d == 128;
+}
 
 OrtStatus* Error(const std::string& what) { return OpError(kOpType, what); }
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-// e^x for 16 lanes, x <= 0 (softmax after the max is subtracted), relative error ~2e-7: x =
-// n ln 2 + r with |r| <= ln2 / 2, e^r by a degree-6 polynomial, times 2^n by vscalefps (which
-// also flushes n < -150 to 0).
-__attribute__((target("avx512f"))) inline __m512 Exp(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-  __m512 p = _mm512_set1_ps(1.f / 720.f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-  return _mm512_scalef_ps(p, n);
-}
 
 struct Shapes {
   long batch = 0, seq = 0, heads = 0, kv_heads = 0, head = 0, past_cap = 0, present_cap = 0;
@@ -83,150 +63,34 @@ void Rotate(float* x, const float* c, const float* s, long half, bool interleave
   }
 }
 
-// 16 values of a cache row (float, or fp16 bits) as floats.
-__attribute__((target("avx512f"))) inline __m512 Load16(const float* p) {
-  return _mm512_loadu_ps(p);
-}
-__attribute__((target("avx512f"))) inline __m512 Load16(const uint16_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// scores[h * stride + t] = q_h . k_t for t in [start, end), HC heads (q: [HC][d]) against the
-// key rows of one kv head (k_rows: [t][d]); d = 16 V. Templates so that the accumulators stay in
-// registers (runtime-indexed arrays live on the stack).
-template <typename C, int V, int HC>
-__attribute__((target("avx512f"))) void Scores(const float* q, const C* k_rows, long d, long start,
-                                               long end, float* scores, long stride) {
-  __m512 qv[HC][V];
-  for (int h = 0; h < HC; ++h)
-    for (int v = 0; v < V; ++v) qv[h][v] = _mm512_loadu_ps(q + h * d + 16 * v);
-  for (long t = start; t < end; ++t) {
-    const C* kr = k_rows + t * d;
-    for (long off = 0; off < d * static_cast<long>(sizeof(C)); off += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(kr + kPrefetchRows * d) + off, _MM_HINT_T0);
-    }
-    __m512 kv[V];
-    for (int v = 0; v < V; ++v) kv[v] = Load16(kr + 16 * v);
-    for (int h = 0; h < HC; ++h) {
-      __m512 acc = _mm512_mul_ps(qv[h][0], kv[0]);
-      for (int v = 1; v < V; ++v) acc = _mm512_fmadd_ps(qv[h][v], kv[v], acc);
-      scores[h * stride + t] = _mm512_reduce_add_ps(acc);
-    }
-  }
-}
-
-// out_h = inv_sum[h] * sum over t of p_h[t] v_t for HC heads (p: the exponentiated scores).
-template <typename C, int V, int HC>
-__attribute__((target("avx512f"))) void Output(const float* p, long stride, const float* inv_sum,
-                                               const C* v_rows, long d, long start, long end,
-                                               float* out) {
-  __m512 acc[HC][V];
-  for (int h = 0; h < HC; ++h)
-    for (int v = 0; v < V; ++v) acc[h][v] = _mm512_setzero_ps();
-  for (long t = start; t < end; ++t) {
-    const C* vr = v_rows + t * d;
-    for (long off = 0; off < d * static_cast<long>(sizeof(C)); off += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(vr + kPrefetchRows * d) + off, _MM_HINT_T0);
-    }
-    __m512 x[V];
-    for (int v = 0; v < V; ++v) x[v] = Load16(vr + 16 * v);
-    for (int h = 0; h < HC; ++h) {
-      const __m512 w = _mm512_set1_ps(p[h * stride + t]);
-      for (int v = 0; v < V; ++v) acc[h][v] = _mm512_fmadd_ps(w, x[v], acc[h][v]);
-    }
-  }
-  for (int h = 0; h < HC; ++h) {
-    const __m512 is = _mm512_set1_ps(inv_sum[h]);
-    for (int v = 0; v < V; ++v)
-      _mm512_storeu_ps(out + h * d + 16 * v, _mm512_mul_ps(acc[h][v], is));
-  }
-}
-
-// Dispatch on V = d / 16 (1..4) and HC (1..4).
-template <typename C, int V>
-void ScoresV(long hc, const float* q, const C* k, long d, long s0, long s1, float* sc, long st) {
-  switch (hc) {
-    case 1:
-      Scores<C, V, 1>(q, k, d, s0, s1, sc, st);
-      break;
-    case 2:
-      Scores<C, V, 2>(q, k, d, s0, s1, sc, st);
-      break;
-    case 3:
-      Scores<C, V, 3>(q, k, d, s0, s1, sc, st);
-      break;
-    default:
-      Scores<C, V, 4>(q, k, d, s0, s1, sc, st);
-      break;
-  }
-}
-template <typename C>
-void ScoresFor(long vecs, long hc, const float* q, const C* k, long d, long s0, long s1, float* sc,
-               long st) {
-  switch (vecs) {
-    case 1:
-      ScoresV<C, 1>(hc, q, k, d, s0, s1, sc, st);
-      break;
-    case 2:
-      ScoresV<C, 2>(hc, q, k, d, s0, s1, sc, st);
-      break;
-    case 3:
-      ScoresV<C, 3>(hc, q, k, d, s0, s1, sc, st);
-      break;
-    default:
-      ScoresV<C, 4>(hc, q, k, d, s0, s1, sc, st);
-      break;
-  }
-}
-template <typename C, int V>
-void OutputV(long hc, const float* p, long st, const float* is, const C* v, long d, long s0,
-             long s1, float* out) {
-  switch (hc) {
-    case 1:
-      Output<C, V, 1>(p, st, is, v, d, s0, s1, out);
-      break;
-    case 2:
-      Output<C, V, 2>(p, st, is, v, d, s0, s1, out);
-      break;
-    case 3:
-      Output<C, V, 3>(p, st, is, v, d, s0, s1, out);
-      break;
-    default:
-      Output<C, V, 4>(p, st, is, v, d, s0, s1, out);
-      break;
-  }
-}
-template <typename C>
-void OutputFor(long vecs, long hc, const float* p, long st, const float* is, const C* v, long d,
-               long s0, long s1, float* out) {
-  switch (vecs) {
-    case 1:
-      OutputV<C, 1>(hc, p, st, is, v, d, s0, s1, out);
-      break;
-    case 2:
-      OutputV<C, 2>(hc, p, st, is, v, d, s0, s1, out);
-      break;
-    case 3:
-      OutputV<C, 3>(hc, p, st, is, v, d, s0, s1, out);
-      break;
-    default:
-      OutputV<C, 4>(hc, p, st, is, v, d, s0, s1, out);
-      break;
-  }
-}
-
 // One row of d floats into a cache row (float: copied; fp16: converted, round to nearest even).
-inline void StoreRow(float* dst, const float* src, long d) {
+inline void StoreRow(const GqaKernels&, float* dst, const float* src, long d) {
   std::memcpy(dst, src, static_cast<size_t>(d) * sizeof(float));
 }
-__attribute__((target("avx512f"))) inline void StoreRow(uint16_t* dst, const float* src, long d) {
-  for (long i = 0; i < d; i += 16) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
-                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-  }
+inline void StoreRow(const GqaKernels& kernels, uint16_t* dst, const float* src, long d) {
+  kernels.to_f16(dst, src, d);
+}
+
+// The vector functions for a cache of element C.
+inline void ScoresFor(const GqaKernels& k, long hc, const float* q, const float* rows, long d,
+                      long t0, long t1, float* sc, long st) {
+  k.scores_f32(hc, q, rows, d, t0, t1, sc, st);
+}
+inline void ScoresFor(const GqaKernels& k, long hc, const float* q, const uint16_t* rows, long d,
+                      long t0, long t1, float* sc, long st) {
+  k.scores_f16(hc, q, rows, d, t0, t1, sc, st);
+}
+inline void OutputFor(const GqaKernels& k, long hc, const float* p, long st, const float* is,
+                      const float* rows, long d, long t0, long t1, float* out) {
+  k.output_f32(hc, p, st, is, rows, d, t0, t1, out);
+}
+inline void OutputFor(const GqaKernels& k, long hc, const float* p, long st, const float* is,
+                      const uint16_t* rows, long d, long t0, long t1, float* out) {
+  k.output_f16(hc, p, st, is, rows, d, t0, t1, out);
 }
 
 struct GqaKernel {
+  const GqaKernels* kernels = nullptr;  // this CPU's vector functions (never null once created)
   long heads = 0, kv_heads = 0, local_window = -1;
   float scale = 0.f, softcap = 0.f;
   bool rotary = false, interleaved = false, smooth = false;
@@ -266,7 +130,7 @@ struct GqaKernel {
       std::memcpy(pk, sk, static_cast<size_t>(past * d) * sizeof(C));
       std::memcpy(pv, sv, static_cast<size_t>(past * d) * sizeof(C));
     }
-    float row[64];
+    float row[kMaxHead];
     for (long s = 0; s < sh.seq; ++s) {
       const long pos = past + s;
       if (pos < 0 || pos >= sh.present_cap) continue;
@@ -275,18 +139,18 @@ struct GqaKernel {
         Rotate(row, c.cos + pos * sh.rot_half, c.sin + pos * sh.rot_half, sh.rot_half,
                c.k->interleaved);
       }
-      StoreRow(pk + pos * d, row, d);
-      StoreRow(pv + pos * d, ValueRow(c, b, s) + g * d, d);
+      StoreRow(*c.k->kernels, pk + pos * d, row, d);
+      StoreRow(*c.k->kernels, pv + pos * d, ValueRow(c, b, s) + g * d, d);
     }
   }
 
   // Task part 2, per (b, g, queries [s0, s1)): attention of the group's query heads.
   template <typename C>
-  __attribute__((target("avx512f"))) static void Attend(const Call& c, long b, long g, long s0,
-                                                        long s1) {
+  static void Attend(const Call& c, long b, long g, long s0, long s1) {
     const Shapes& sh = *c.sh;
     const GqaKernel& k = *c.k;
-    const long d = sh.head, vecs = d / 16, hg = sh.heads / sh.kv_heads;
+    const GqaKernels& kern = *k.kernels;
+    const long d = sh.head, hg = sh.heads / sh.kv_heads, chunk = kern.max_heads(d);
     const long past = k.PastLen(sh, c.seqlens, b);
     const C* pk = static_cast<const C*>(c.present_k) + (b * sh.kv_heads + g) * sh.present_cap * d;
     const C* pv = static_cast<const C*>(c.present_v) + (b * sh.kv_heads + g) * sh.present_cap * d;
@@ -323,10 +187,10 @@ struct GqaKernel {
           for (long i = 0; i < d; ++i) qh[i] *= scale;
         }
       }
-      // Scores: each key row read once for the group's heads (up to 4 at a time).
-      for (long h0 = 0; h0 < hg; h0 += 4) {
-        ScoresFor(vecs, std::min(4L, hg - h0), qs + h0 * d, pk, d, start, end, scores + h0 * stride,
-                  stride);
+      // Scores: each key row read once for the group's heads (`chunk` at a time).
+      for (long h0 = 0; h0 < hg; h0 += chunk) {
+        ScoresFor(kern, std::min(chunk, hg - h0), qs + h0 * d, pk, d, start, end,
+                  scores + h0 * stride, stride);
       }
       // Softmax per head over [start, end).
       float inv_sum[kMaxGroup];
@@ -338,33 +202,17 @@ struct GqaKernel {
         }
         float mx = k.smooth ? 0.f : -std::numeric_limits<float>::infinity();
         for (long t = start; t < end; ++t) mx = std::max(mx, sc[t]);
-        const __m512 vmx = _mm512_set1_ps(mx);
-        __m512 vsum = _mm512_setzero_ps();
-        long t = start;
-        for (; t + 16 <= end; t += 16) {
-          const __m512 e = Exp(_mm512_sub_ps(_mm512_loadu_ps(sc + t), vmx));
-          _mm512_storeu_ps(sc + t, e);
-          vsum = _mm512_add_ps(vsum, e);
-        }
-        if (t < end) {
-          const auto m = static_cast<__mmask16>((1u << (end - t)) - 1u);
-          const __m512 e = Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sc + t), vmx));
-          _mm512_mask_storeu_ps(sc + t, m, e);
-          vsum = _mm512_add_ps(vsum, _mm512_maskz_mov_ps(m, e));
-        }
-        float sum = _mm512_reduce_add_ps(vsum);
+        float sum = kern.exp_sum(sc + start, end - start, mx);
         if (k.smooth) sum += std::exp(-mx);
         inv_sum[h] = 1.f / sum;
       }
-      // Output: each value row read once for the group's heads (up to 4 at a time).
-      for (long h0 = 0; h0 < hg; h0 += 4) {
-        OutputFor(vecs, std::min(4L, hg - h0), scores + h0 * stride, stride, inv_sum + h0, pv, d,
+      // Output: each value row read once for the group's heads (`chunk` at a time).
+      for (long h0 = 0; h0 < hg; h0 += chunk) {
+        OutputFor(kern, std::min(chunk, hg - h0), scores + h0 * stride, stride, inv_sum + h0, pv, d,
                   start, end, orow + h0 * d);
       }
     }
   }
-
-#pragma GCC diagnostic pop
 
   static void AppendTask(void* user, size_t i) {
     const Call& c = *static_cast<const Call*>(user);
@@ -424,13 +272,13 @@ struct GqaKernel {
       sh.head = pshape[3];
       sh.past_cap = pshape[2];
       const long width = sh.packed ? (heads + 2 * kv_heads) * sh.head : heads * sh.head;
-      if (qshape[2] != width || pshape[0] != sh.batch || pshape[1] != kv_heads || sh.head % 16 ||
-          heads / kv_heads > kMaxGroup || sh.head > 64) {
+      if (qshape[2] != width || pshape[0] != sh.batch || pshape[1] != kv_heads ||
+          !SupportedHead(sh.head) || heads / kv_heads > kMaxGroup) {
         return Error("unsupported shapes: query [" + std::to_string(qshape[0]) + ", " +
                      std::to_string(qshape[1]) + ", " + std::to_string(qshape[2]) +
                      "], past_key head size " + std::to_string(sh.head) +
-                     " (the kernel needs head_size a multiple of 16 up to 64, at most 16 query "
-                     "heads per kv head)");
+                     " (the kernel takes head_size 16, 32, 48, 64, 96 or 128 and at most 16 "
+                     "query heads per kv head; keep this node com.microsoft)");
       }
       const int32_t total_len = *total.GetTensorData<int32_t>();
       sh.present_cap = std::max<long>(sh.past_cap, total_len);
@@ -556,13 +404,15 @@ struct GqaOpDef : Ort::CustomOpBase<GqaOpDef, GqaKernel, true> {
   OrtStatusPtr CreateKernelV2(const OrtApi& api, const OrtKernelInfo* info, void** out) const {
     (void)api;
     try {
-      if (!__builtin_cpu_supports("avx512f")) {
+      const GqaKernels* kernels = GqaKernelsFor();
+      if (!kernels) {
         return Error(
-            "this CPU lacks AVX-512 F, which the prototype kernel needs; run the model "
-            "with com.microsoft GroupQueryAttention instead");
+            "this CPU has neither AVX-512 F/BW/VL nor AVX2 + FMA + F16C, which the kernel needs; "
+            "run the model's original folder (com.microsoft GroupQueryAttention) instead");
       }
       Ort::ConstKernelInfo ki(info);
       auto k = std::make_unique<GqaKernel>();
+      k->kernels = kernels;
       auto int_attr = [&](const char* name, int64_t def) {
         try {
           return ki.GetAttribute<int64_t>(name);

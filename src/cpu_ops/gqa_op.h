@@ -42,13 +42,15 @@
 //
 // Kernel: the new rows are appended per (b, kv head), then one task per (b, kv head, block of 16
 // queries) rotates and scales its queries, reads each visible key row once for up to 4 of the
-// group's query heads (H / Hkv of them; D / 16 zmm per row, accumulators in registers),
-// exponentiates the scores with a vectorised exp (relative error ~2e-7), and reads each value
-// row once for the same heads. D must be a multiple of 16, at most 64. Both steps run on ORT's
-// intra-op pool (KernelContext_ParallelFor). Measured within 5e-7 (relative to the largest
-// |output|) of ORT's kernel.
+// group's query heads (H / Hkv of them; the accumulators in registers), exponentiates the scores
+// with a vectorised exp (relative error ~2e-7), and reads each value row once for the same
+// heads. D: 16, 32, 48, 64, 96 or 128. Both steps run on ORT's intra-op pool
+// (KernelContext_ParallelFor). Measured within 5e-7 (relative to the largest |output|) of ORT's
+// kernel.
 //
-// CPU: needs AVX-512 F; kernel creation fails with a clear error otherwise.
+// CPU: the vector parts (gqa_kernels.h) come in an AVX-512 F/BW/VL set and an AVX2 + FMA + F16C
+// set, picked when a kernel is created (EBB_CPU_OPS_ISA=avx2 forces the second); kernel creation
+// fails with a clear error on a CPU with neither.
 #pragma once
 
 #define ORT_API_MANUAL_INIT

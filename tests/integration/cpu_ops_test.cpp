@@ -8,7 +8,9 @@
 //    batched decode (ebb recognises ebb.cpu.GroupQueryAttention as a GQA graph), its logits
 //    match the original's under teacher forcing, the kernels line names the ops, and an fp16
 //    KV (--kv-fp16) holds half the bytes per token.
-// The kernels need AVX-512 (VNNI for the matmul): on a CPU without it each test skips, saying so.
+// The attention kernels need AVX2 + FMA + F16C (AVX-512 when the CPU has it; EBB_CPU_OPS_ISA=avx2
+// takes the AVX2 set anyway, and the op-by-op test runs both), the matmul AVX-512 VNNI: on a CPU
+// without them a test skips, saying so.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -47,7 +49,15 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing::TempDir;
 
-bool HasAvx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+// What each op's kernels need (gqa_kernels.cpp, int4_rows_op.cpp).
+bool HasAvx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+bool HasAvx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
 bool HasVnni() { return HasAvx512() && __builtin_cpu_supports("avx512vnni"); }
 
 #define SKIP_WITHOUT(cond, what)                                                       \
@@ -125,7 +135,7 @@ Compared TeacherForced(const std::shared_ptr<Model>& a, const std::shared_ptr<Mo
 }
 
 TEST(CpuOps, GroupQueryAttentionMatchesOrtsKernelOpByOp) {
-  SKIP_WITHOUT(HasAvx512(), "AVX-512 F/BW");
+  SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
   TempDir d;
   // Each variant: tools/gqa_model.py's arguments. gqa_check runs 5 scenarios x 2 bindings and
   // exits 1 when any output or present row is off by more than 1e-5 of the largest value.
@@ -139,23 +149,31 @@ TEST(CpuOps, GroupQueryAttentionMatchesOrtsKernelOpByOp) {
       "--heads 8 --kv-heads 8 --head-size 32",
       "--heads 32 --kv-heads 8 --head-size 64",
       "--heads 4 --kv-heads 1 --head-size 16 --packed --interleaved",
+      "--heads 8 --kv-heads 2 --head-size 48",
+      "--heads 8 --kv-heads 2 --head-size 96",
+      "--heads 8 --kv-heads 2 --head-size 128",
   };
+  // Every instruction set this CPU has: the best one (default), and AVX2 on an AVX-512 CPU.
+  std::vector<std::string> isas = {""};
+  if (HasAvx512()) isas.push_back("EBB_CPU_OPS_ISA=avx2 ");
   for (size_t i = 0; i < variants.size(); ++i) {
     const fs::path prefix = d.path() / ("case" + std::to_string(i));
     const std::string make = "timeout 120 /usr/bin/python3 " + std::string(EBB_SOURCE_DIR) +
                              "/tools/gqa_model.py --out " + prefix.string() + " " + variants[i] +
                              " > /dev/null";
     ASSERT_EQ(RunShell(make), 0) << make;
-    const fs::path log = d.path() / ("case" + std::to_string(i) + ".log");
-    const std::string check = std::string("timeout 120 ") + EBB_TEST_GQA_CHECK + " --model " +
-                              prefix.string() + " --library " + EBB_TEST_CPU_OPS_LIB + " > " +
-                              log.string() + " 2>&1";
-    EXPECT_EQ(RunShell(check), 0) << "variant '" << variants[i] << "': " << ReadFile(log);
+    for (const std::string& isa : isas) {
+      const fs::path log = d.path() / ("case" + std::to_string(i) + ".log");
+      const std::string check = isa + "timeout 120 " + EBB_TEST_GQA_CHECK + " --model " +
+                                prefix.string() + " --library " + EBB_TEST_CPU_OPS_LIB + " > " +
+                                log.string() + " 2>&1";
+      EXPECT_EQ(RunShell(check), 0) << isa << "variant '" << variants[i] << "': " << ReadFile(log);
+    }
   }
 }
 
 TEST(CpuOps, ARewrittenAttentionKeepsTheSharedKvAndTheLogits) {
-  SKIP_WITHOUT(HasAvx512(), "AVX-512 F/BW");
+  SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
   TempDir d;
   const fs::path src = testing::TestModelsDir() / "llama-tiny-fp32";
   const fs::path m = Rewrite(d, src, "gqa", "--ops gqa");
@@ -180,7 +198,7 @@ std::vector<int32_t> Greedy(Generator& g, const std::vector<int32_t>& prompt) {
 }
 
 TEST(CpuOps, BatchedDecodeRunsRaggedRowsThroughTheOpAndKeepsTheSoloTokens) {
-  SKIP_WITHOUT(HasAvx512(), "AVX-512 F/BW");
+  SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
   TempDir d;
   // The batched-decode tests' model (at block 32 its batched rows keep their solo tokens).
   const fs::path m =
@@ -228,7 +246,7 @@ TEST(CpuOps, BatchedDecodeRunsRaggedRowsThroughTheOpAndKeepsTheSoloTokens) {
 }
 
 TEST(CpuOps, AnFp16KvHoldsHalfTheBytesPerToken) {
-  SKIP_WITHOUT(HasAvx512(), "AVX-512 F/BW");
+  SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
   TempDir d;
   const fs::path src = testing::TestModelsDir() / "llama-tiny-fp32";
   const fs::path fp32 = Rewrite(d, src, "gqa", "--ops gqa");
