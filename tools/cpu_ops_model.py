@@ -12,7 +12,9 @@ domain only, and the weights are not touched. --ops (default matmul,gqa) names t
           accuracy level is moved too, and the levels are reported)
   gqa     GroupQueryAttention with no input past sin_cache (position_ids, attention_bias,
           head_sink); the kernel itself checks the shapes (head size a multiple of 16 up to 64)
-Nodes left com.microsoft are listed with the reason.
+Nodes left com.microsoft are listed with the reason. The folder is for the machine that writes
+it: an op whose kernel this CPU cannot run is not moved (matmul needs AVX-512 VNNI, gqa AVX2 +
+FMA + F16C), unless --any-cpu.
 --kv-fp16 (with gqa) also declares the moved attention nodes' past and present graph inputs and
 outputs float16: the KV cache ebb allocates for the folder is then fp16 (half the bytes a decode
 step streams), which ebb.cpu.GroupQueryAttention reads and writes; ORT's kernel could not take
@@ -32,17 +34,33 @@ import argparse
 import json
 import os
 import shutil
-import sys
 
 import onnx
 from onnx import TensorProto, helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench", "llamacpp"))
-from ggml_op_model import attr  # noqa: E402
 
 DOMAIN = "ebb.cpu"
 DEFAULT_LIBRARY = os.path.join(ROOT, "build", "release", "src", "cpu_ops", "libebb_cpu_ops.so")
+
+
+def attr(node, name, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def cpu_flags():
+    """This CPU's flags from /proc/cpuinfo (empty when unreadable)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
 
 
 def rewrite(model, ops):
@@ -128,12 +146,23 @@ def main():
     ap.add_argument("--library", default=DEFAULT_LIBRARY, help="libebb_cpu_ops.so for genai_config.json")
     ap.add_argument("--ops", default="matmul,gqa", help="comma list of matmul, gqa")
     ap.add_argument("--kv-fp16", action="store_true", help="an fp16 KV cache (needs gqa in --ops)")
+    ap.add_argument("--any-cpu", action="store_true",
+                    help="move the nodes even when this CPU cannot run their kernels")
     a = ap.parse_args()
     ops = set(a.ops.split(","))
     if not ops or ops - {"matmul", "gqa"}:
         ap.error(f"--ops takes matmul and/or gqa, got '{a.ops}'")
     if a.kv_fp16 and "gqa" not in ops:
         ap.error("--kv-fp16 needs gqa in --ops")
+    # The folder is for this machine: an op whose kernel this CPU cannot run would fail its load.
+    flags = cpu_flags()
+    if not a.any_cpu and "matmul" in ops and not {"avx512f", "avx512bw", "avx512_vnni"} <= flags:
+        print("matmul: skipped, this CPU lacks AVX-512 VNNI (ebb.cpu.MatMulNBits needs it; "
+              "--any-cpu moves the nodes anyway, for another machine)")
+        ops.discard("matmul")
+    if not a.any_cpu and "gqa" in ops and not ({"avx2", "fma", "f16c"} <= flags or "avx512f" in flags):
+        raise SystemExit("this CPU lacks AVX2 + FMA + F16C, which ebb.cpu.GroupQueryAttention needs "
+                         "(--any-cpu rewrites anyway, for another machine)")
     if a.onnx:
         model = onnx.load(a.onnx)
         res = rewrite(model, ops)

@@ -3,14 +3,15 @@
 tour", as one bash script with `set -e`, so the first command that fails fails the test.
 
 It runs in a scratch copy of what a fresh clone has after `make run`: WORK/repo holds a copy of
-examples/, a link to tools/, build/release/src/cli/ebb (a link to the CLI under test), and
+examples/, a link to tools/, build/release/src/cli/ebb (a link to the CLI under test),
+build/release/src/cpu_ops/libebb_cpu_ops.so (a link to the library built with it), and
 models/demo; the tour's own `make demo-models` line runs the Makefile's target (through a `make`
 function that points it at the scratch folder). ../shared links to the fixtures when they exist;
 without them the lines that read ../shared are left out, with a message. Changes to the text,
 all mechanical: the service listens on a free port instead of 11435 (so the test never meets
 another service), and curl gets --fail, so that an HTTP error fails the command.
 
-usage: readme_tour_test.py SOURCE_DIR CLI SHARED_DIR CACHE_DIR
+usage: readme_tour_test.py SOURCE_DIR CLI SHARED_DIR CACHE_DIR CPU_OPS_LIB
   CACHE_DIR keeps the synthesized models between runs (make's rules skip them when present).
 """
 import os
@@ -37,7 +38,7 @@ def free_port():
 
 
 def main():
-    src, cli, shared, cache = sys.argv[1:5]
+    src, cli, shared, cache, cpu_ops = sys.argv[1:6]
     block = tour_block(os.path.join(src, "README.md"))
     commands = [l for l in block.splitlines() if l.strip() and not l.lstrip().startswith("#")]
     assert len(commands) >= 20, f"the tour block looks truncated: {len(commands)} lines"
@@ -47,13 +48,17 @@ def main():
         repo = os.path.join(work, "repo")
         os.makedirs(os.path.join(repo, "build", "release", "src", "cli"))
         os.symlink(os.path.abspath(cli), os.path.join(repo, "build", "release", "src", "cli", "ebb"))
+        os.makedirs(os.path.join(repo, "build", "release", "src", "cpu_ops"))
+        os.symlink(os.path.abspath(cpu_ops),
+                   os.path.join(repo, "build", "release", "src", "cpu_ops", "libebb_cpu_ops.so"))
         shutil.copytree(os.path.join(src, "examples"), os.path.join(repo, "examples"))
         os.symlink(os.path.join(src, "tools"), os.path.join(repo, "tools"))
         # The models `make run` and `make demo-models` make, kept in CACHE_DIR between runs.
         os.makedirs(cache, exist_ok=True)
         os.symlink(os.path.abspath(cache), os.path.join(repo, "models"))
         subprocess.check_call(["make", "-s", "-C", src, "demo-model", f"DEMO_DIR={cache}/demo"])
-        shutil.rmtree(os.path.join(cache, "small"), ignore_errors=True)  # the tour writes it
+        for written in ("small", "small-cpu"):  # the tour writes them
+            shutil.rmtree(os.path.join(cache, written), ignore_errors=True)
         if os.path.isdir(shared):
             os.symlink(os.path.abspath(shared), os.path.join(work, "shared"))
         else:
