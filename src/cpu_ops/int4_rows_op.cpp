@@ -61,7 +61,10 @@ struct Packed {
     std::memset(codes.data, 0, codes.bytes);
     std::memset(scales.data, 0, scales.bytes);
     has_zp = zp != nullptr;
-    if (has_zp) zps.Reset(static_cast<size_t>(groups * units * kGroup) * sizeof(int32_t));
+    if (has_zp) {
+      zps.Reset(static_cast<size_t>(groups * units * kGroup) * sizeof(int32_t));
+      std::memset(zps.data, 0, zps.bytes);
+    }
     auto code = [&](long col, long kk) {
       const uint8_t byte = b[col * col_bytes + kk / 2];
       return (kk & 1) ? byte >> 4 : byte & 0x0F;
@@ -104,7 +107,9 @@ struct QuantA {
   std::vector<float> scale;   // [m][units]
   std::vector<int32_t> qsum;  // [m][units]
 
-  void Quantize(const float* a, long rows, long k, long unit_k, long nunits) {
+  // The scale comes from a whole block of A (`block` elements, as MLAS quantizes A per
+  // block_size), the codes and sums are stored per unit (min(block, 128) elements).
+  void Quantize(const float* a, long rows, long k, long unit_k, long nunits, long block) {
     m = rows;
     units = nunits;
     unit = unit_k;
@@ -112,29 +117,38 @@ struct QuantA {
     q.Reset(static_cast<size_t>(rows * units * stride));
     scale.assign(static_cast<size_t>(rows * units), 0.f);
     qsum.assign(static_cast<size_t>(rows * units), 0);
+    const long per_block = block / unit;  // units per block (1 unless block > 128)
     for (long r = 0; r < rows; ++r) {
-      for (long u = 0; u < units; ++u) {
-        const long k0 = u * unit, len = std::max(0L, std::min(unit, k - k0));
-        const size_t i = static_cast<size_t>(r * units + u);
-        QuantizeUnit(a + r * k + k0, len, unit,
-                     reinterpret_cast<int8_t*>(q.data) + (r * units + u) * stride, scale[i],
-                     qsum[i]);
+      for (long u0 = 0; u0 < units; u0 += per_block) {
+        const long k0 = u0 * unit;
+        const float amax = MaxAbs(a + r * k + k0, std::max(0L, std::min(block, k - k0)));
+        for (long u = u0; u < u0 + per_block && u < units; ++u) {
+          const long ku = u * unit, len = std::max(0L, std::min(unit, k - ku));
+          const size_t i = static_cast<size_t>(r * units + u);
+          scale[i] = amax / 127.f;
+          qsum[i] = QuantizeUnit(a + r * k + ku, len, unit, amax,
+                                 reinterpret_cast<int8_t*>(q.data) + (r * units + u) * stride);
+        }
       }
     }
   }
 
-  // x[0 .. len) to out[0 .. unit) (zeros past len; unit is a multiple of 16): scale = max|x| / 127,
-  // codes round(x / scale) to nearest even (the MXCSR default, as std::nearbyint), and their sum.
-  __attribute__((target("avx512f,avx512bw"))) static void QuantizeUnit(const float* x, long len,
-                                                                       long unit, int8_t* out,
-                                                                       float& scale, int32_t& sum) {
+  // max |x[i]| over [0, len).
+  __attribute__((target("avx512f,avx512bw"))) static float MaxAbs(const float* x, long len) {
     __m512 vmax = _mm512_setzero_ps();
-    for (long i = 0; i < unit; i += 16) {
-      const auto mask =
-          static_cast<__mmask16>(len - i >= 16 ? 0xFFFF : (len > i ? (1u << (len - i)) - 1u : 0u));
+    for (long i = 0; i < len; i += 16) {
+      const auto mask = static_cast<__mmask16>(len - i >= 16 ? 0xFFFF : (1u << (len - i)) - 1u);
       vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_maskz_loadu_ps(mask, x + i)));
     }
-    const float amax = _mm512_reduce_max_ps(vmax);
+    return _mm512_reduce_max_ps(vmax);
+  }
+
+  // x[0 .. len) to out[0 .. unit) (zeros past len; unit is a multiple of 16) with scale amax / 127:
+  // codes round(x / scale) to nearest even (the MXCSR default, as std::nearbyint). Returns their
+  // sum.
+  __attribute__((target("avx512f,avx512bw"))) static int32_t QuantizeUnit(const float* x, long len,
+                                                                          long unit, float amax,
+                                                                          int8_t* out) {
     const __m512 inv = _mm512_set1_ps(amax > 0.f ? 127.f / amax : 0.f);
     __m512i vsum = _mm512_setzero_si512();
     for (long i = 0; i < unit; i += 16) {
@@ -144,8 +158,7 @@ struct QuantA {
       vsum = _mm512_add_epi32(vsum, v);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtsepi32_epi8(v));
     }
-    scale = amax / 127.f;
-    sum = _mm512_reduce_add_epi32(vsum);
+    return _mm512_reduce_add_epi32(vsum);
   }
   const int8_t* Q(long r, long u) const {
     return reinterpret_cast<const int8_t*>(q.data) + (r * units + u) * stride;
@@ -271,7 +284,7 @@ struct Kernel {
       Ort::UnownedValue y = ctx.GetOutput(0, shape);
       if (m == 0) return nullptr;
       thread_local QuantA qa;  // per calling thread: reused across calls, never shared
-      qa.Quantize(a.GetTensorData<float>(), m, w.k, w.unit, w.units);
+      qa.Quantize(a.GetTensorData<float>(), m, w.k, w.unit, w.units, w.block);
       Call c{&w, &qa, y.GetTensorMutableData<float>()};
       const size_t tasks = static_cast<size_t>((w.groups + kTaskGroups - 1) / kTaskGroups);
       Ort::ThrowOnError(g_api->KernelContext_ParallelFor(context, &Task, tasks, 0, &c));

@@ -41,6 +41,9 @@
 #ifndef EBB_TEST_GQA_CHECK
 #error "EBB_TEST_GQA_CHECK (the path of gqa_check) must be defined"
 #endif
+#ifndef EBB_TEST_MATMUL_CHECK
+#error "EBB_TEST_MATMUL_CHECK (the path of matmul_check) must be defined"
+#endif
 
 namespace ebb {
 namespace {
@@ -261,6 +264,34 @@ TEST(CpuOps, AnFp16KvHoldsHalfTheBytesPerToken) {
   EXPECT_LT(c.max_diff_rel, 2e-3);
   EXPECT_GE(c.argmax_agree, c.steps - 1);
   EXPECT_GT(c.max_diff_rel, 0.0) << "an fp16 cache that changed nothing was not used";
+}
+
+TEST(CpuOps, TheInt4MatMulMatchesMlasOpByOp) {
+  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  TempDir d;
+  // tools/matmul_nbits_model.py's arguments: block sizes 32 to 256, K not a multiple of the block
+  // (padding codes), N not a multiple of the 32-column tile, zero points or the default 8.
+  // matmul_check runs M = 1, 2, 3, 4, 5, 9 and exits 1 over 1e-4 of the largest |Y|.
+  const std::vector<std::string> variants = {
+      "--k 200 --n 70 --block-size 32",
+      "--k 200 --n 70 --block-size 32 --zero-points",
+      "--k 256 --n 64 --block-size 64 --zero-points",
+      "--k 384 --n 100 --block-size 128",
+      "--k 384 --n 100 --block-size 128 --zero-points",
+      "--k 512 --n 33 --block-size 256 --zero-points",
+  };
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const fs::path prefix = d.path() / ("mm" + std::to_string(i));
+    const std::string make = "timeout 120 /usr/bin/python3 " + std::string(EBB_SOURCE_DIR) +
+                             "/tools/matmul_nbits_model.py --out " + prefix.string() + " " +
+                             variants[i] + " > /dev/null";
+    ASSERT_EQ(RunShell(make), 0) << make;
+    const fs::path log = d.path() / ("mm" + std::to_string(i) + ".log");
+    const std::string check = std::string("timeout 120 ") + EBB_TEST_MATMUL_CHECK + " --model " +
+                              prefix.string() + " --library " + EBB_TEST_CPU_OPS_LIB + " > " +
+                              log.string() + " 2>&1";
+    EXPECT_EQ(RunShell(check), 0) << "variant '" << variants[i] << "': " << ReadFile(log);
+  }
 }
 
 TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {

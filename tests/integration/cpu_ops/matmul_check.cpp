@@ -1,0 +1,99 @@
+// tests/integration/cpu_ops/matmul_check.cpp — ebb.cpu.MatMulNBits (libebb_cpu_ops.so) against
+// ORT's com.microsoft MatMulNBits (MLAS), op by op, on the models tools/matmul_nbits_model.py
+// writes.
+//
+//   matmul_check --model PREFIX --library libebb_cpu_ops.so [--tolerance 1e-4]
+//
+// For M = 1, 2, 3, 4, 5 and 9 rows of seeded N(0, 1) activations, runs PREFIX_ref.onnx and
+// PREFIX_op.onnx and prints one JSON line per M: the largest |difference| of Y relative to the
+// largest |Y| of the reference. Exits 1 when any is over --tolerance.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "onnxruntime_cxx_api.h"
+
+namespace {
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "matmul_check: %s\n", why.c_str());
+  std::exit(2);
+}
+
+long JsonInt(const std::string& json, const std::string& key) {
+  const auto at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) Die("no " + key + " in the model's .json");
+  return std::strtol(json.c_str() + at + key.size() + 3, nullptr, 10);
+}
+
+std::vector<float> Run(Ort::Session& s, std::vector<float>& a, long m, long k, long n) {
+  Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  const std::vector<int64_t> shape = {m, k};
+  Ort::Value in = Ort::Value::CreateTensor<float>(mem, a.data(), a.size(), shape.data(), 2);
+  const char* in_names[] = {"A"};
+  const char* out_names[] = {"Y"};
+  auto out = s.Run(Ort::RunOptions{}, in_names, &in, 1, out_names, 1);
+  const float* y = out[0].GetTensorData<float>();
+  return std::vector<float>(y, y + m * n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string prefix, library;
+  double tolerance = 1e-4;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i], v = argv[i + 1];
+    if (key == "--model") {
+      prefix = v;
+    } else if (key == "--library") {
+      library = v;
+    } else if (key == "--tolerance") {
+      tolerance = std::atof(v.c_str());
+    } else {
+      Die("unknown argument " + key);
+    }
+  }
+  if (prefix.empty() || library.empty()) Die("usage: matmul_check --model PREFIX --library SO");
+  std::ifstream jf(prefix + ".json");
+  std::stringstream js;
+  js << jf.rdbuf();
+  const std::string json = js.str();
+  if (json.empty()) Die("cannot read " + prefix + ".json (tools/matmul_nbits_model.py writes it)");
+  const long k = JsonInt(json, "k"), n = JsonInt(json, "n");
+
+  Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "matmul_check");
+  Ort::SessionOptions so;
+  so.SetIntraOpNumThreads(2);
+  const std::string ref_path = prefix + "_ref.onnx", op_path = prefix + "_op.onnx";
+  Ort::Session ref(env, ref_path.c_str(), so);
+  Ort::SessionOptions so_op = so.Clone();
+  so_op.RegisterCustomOpsLibrary(library.c_str());
+  Ort::Session op(env, op_path.c_str(), so_op);
+
+  std::mt19937 rng(99);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  bool ok = true;
+  for (long m : {1L, 2L, 3L, 4L, 5L, 9L}) {
+    std::vector<float> a(static_cast<size_t>(m * k));
+    for (float& x : a) x = dist(rng);
+    const std::vector<float> want = Run(ref, a, m, k, n), got = Run(op, a, m, k, n);
+    double max_abs = 0, max_diff = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(want[i])));
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(want[i]) - got[i]));
+    }
+    const double rel = max_diff / std::max(max_abs, 1e-30);
+    const bool pass = rel <= tolerance;
+    ok = ok && pass;
+    std::printf("{\"m\": %ld, \"diff_rel\": %.3e, \"pass\": %s}\n", m, rel,
+                pass ? "true" : "false");
+  }
+  return ok ? 0 : 1;
+}
