@@ -5,8 +5,14 @@
 
 #include "gqa_kernels.h"
 
+// Everything below is compiled for this instruction set (clang spells GCC's target pragma as an
+// attribute applied to every function).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 #include "gqa_kernels_impl.h"
 
@@ -55,4 +61,8 @@ const GqaKernels& GqaKernelsAvx2() {
 
 }  // namespace ebb_cpu_ops
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif

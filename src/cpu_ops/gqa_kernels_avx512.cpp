@@ -9,9 +9,18 @@
 // helpers) and warn at every inlining site (GCC bug 105593, fixed in GCC 13).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// Everything below is compiled for this instruction set (clang spells GCC's target pragma as an
+// attribute applied to every function).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,fma,f16c")
+#endif
 
 #include "gqa_kernels_impl.h"
 
@@ -58,5 +67,9 @@ const GqaKernels& GqaKernelsAvx512() {
 
 }  // namespace ebb_cpu_ops
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #pragma GCC diagnostic pop

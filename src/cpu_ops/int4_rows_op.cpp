@@ -96,7 +96,9 @@ struct Packed {
 // code that uses them is compiled with those two warnings off.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // A quantized for one call: per row, per unit, `unit` int8 codes in k order (a multiple of 64
 // bytes apart: rows and units start 64-byte aligned), the unit's scale and the sum of its codes

@@ -11,18 +11,19 @@
 // The attention kernels need AVX2 + FMA + F16C (AVX-512 when the CPU has it; EBB_CPU_OPS_ISA=avx2
 // takes the AVX2 set anyway, and the op-by-op test runs both), the matmul AVX-512 VNNI: on a CPU
 // without them a test skips, saying so.
+#include <cpuid.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <latch>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,8 +55,9 @@ using testing::TempDir;
 
 // What each op's kernels need (gqa_kernels.cpp, int4_rows_op.cpp).
 bool HasAvx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // F16C: CPUID leaf 1 (clang's builtin lacks it)
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 }
 bool HasAvx512() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -222,11 +224,12 @@ TEST(CpuOps, BatchedDecodeRunsRaggedRowsThroughTheOpAndKeepsTheSoloTokens) {
   ModelOptions mo;
   mo.Set("decode_batch.max_rows", "2");
   mo.Set("decode_batch.policy", "gather");
-  mo.Set("decode_batch.max_wait_us", "1000000");  // steps wait for both members
+  mo.Set("decode_batch.max_wait_us", "200000");  // a step waits up to 0.2 s for the other member
   auto model = ebb::LoadModel(m, mo);
   std::vector<std::vector<int32_t>> got(prompts.size());
-  // Both prompts are in before either decodes, so the steps have both rows.
-  std::latch prefilled(static_cast<std::ptrdiff_t>(prompts.size()));
+  // The two decode in lockstep (a barrier after every token), so each step's gather finds the
+  // other member decoding even on a loaded machine; the one that finishes first drops out.
+  std::barrier lockstep(static_cast<std::ptrdiff_t>(prompts.size()));
   std::vector<std::thread> threads;
   for (size_t k = 0; k < prompts.size(); ++k) {
     threads.emplace_back([&, k] {
@@ -234,8 +237,12 @@ TEST(CpuOps, BatchedDecodeRunsRaggedRowsThroughTheOpAndKeepsTheSoloTokens) {
       gp.max_length = kMaxLength;
       Generator g(model, gp);
       g.AppendTokens(prompts[k]);
-      prefilled.arrive_and_wait();
-      while (!g.done()) g.GenerateNextToken();
+      lockstep.arrive_and_wait();
+      while (!g.done()) {
+        g.GenerateNextToken();
+        if (!g.done()) lockstep.arrive_and_wait();
+      }
+      lockstep.arrive_and_drop();
       const auto seq = g.sequence(0);
       got[k].assign(seq.begin(), seq.end());
     });
