@@ -41,7 +41,8 @@ def main():
     q_width = (h + 2 * kv) * d if a.packed else h * d
     inputs = [helper.make_tensor_value_info("query", TensorProto.FLOAT, ["B", "S", q_width])]
     if not a.packed:
-        inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["B", "S", kv * d]) for n in ("key", "value")]
+        # the width symbolic, so that a wrong one reaches the op (gqa_check's refusals), not ORT's check
+        inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["B", "S", "KVW"]) for n in ("key", "value")]
     inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["B", kv, "P", d]) for n in ("past_key", "past_value")]
     inputs += [helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, ["B"]),
                helper.make_tensor_value_info("total_sequence_length", TensorProto.INT32, [1])]

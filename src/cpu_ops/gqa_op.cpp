@@ -132,8 +132,7 @@ struct GqaKernel {
     }
     float row[kMaxHead];
     for (long s = 0; s < sh.seq; ++s) {
-      const long pos = past + s;
-      if (pos < 0 || pos >= sh.present_cap) continue;
+      const long pos = past + s;  // in [0, present_cap): ComputeV2 checked every row
       std::memcpy(row, KeyRow(c, b, s) + g * d, static_cast<size_t>(d) * sizeof(float));
       if (sh.rot_half) {
         Rotate(row, c.cos + pos * sh.rot_half, c.sin + pos * sh.rot_half, sh.rot_half,
@@ -179,7 +178,7 @@ struct GqaKernel {
         float* qh = qs + h * d;
         std::memcpy(qh, QueryRow(c, b, s) + (g * hg + h) * d,
                     static_cast<size_t>(d) * sizeof(float));
-        if (sh.rot_half && pos >= 0) {
+        if (sh.rot_half) {
           Rotate(qh, c.cos + pos * sh.rot_half, c.sin + pos * sh.rot_half, sh.rot_half,
                  k.interleaved);
         }
@@ -261,8 +260,11 @@ struct GqaKernel {
            cache_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16)) {
         return Error("past_key and past_value must both be float or both float16");
       }
-      if (qshape.size() != 3 || pshape.size() != 4) {
-        return Error("query must be [B, S, hidden] and past_key [B, kv_heads, P, head_size]");
+      if (qshape.size() != 3 || pshape.size() != 4 ||
+          past_v.GetTensorTypeAndShapeInfo().GetShape() != pshape) {
+        return Error(
+            "query must be [B, S, hidden] and past_key and past_value [B, kv_heads, P, "
+            "head_size], the same shape");
       }
       sh.batch = qshape[0];
       sh.seq = qshape[1];
@@ -280,6 +282,21 @@ struct GqaKernel {
                      " (the kernel takes head_size 16, 32, 48, 64, 96 or 128 and at most 16 "
                      "query heads per kv head; keep this node com.microsoft)");
       }
+      if (seqlens.GetTensorTypeAndShapeInfo().GetElementCount() != static_cast<size_t>(sh.batch) ||
+          total.GetTensorTypeAndShapeInfo().GetElementCount() != 1) {
+        return Error("seqlens_k must hold one value per batch row (" + std::to_string(sh.batch) +
+                     ") and total_sequence_length one value");
+      }
+      if (!sh.packed) {
+        const std::vector<int64_t> kv_in = {sh.batch, sh.seq, kv_heads * sh.head};
+        if (!static_cast<const OrtValue*>(value) ||
+            key.GetTensorTypeAndShapeInfo().GetShape() != kv_in ||
+            value.GetTensorTypeAndShapeInfo().GetShape() != kv_in) {
+          return Error("key and value must both be [B, S, kv_heads * head_size] = [" +
+                       std::to_string(sh.batch) + ", " + std::to_string(sh.seq) + ", " +
+                       std::to_string(kv_heads * sh.head) + "], or both absent (packed query)");
+        }
+      }
       const int32_t total_len = *total.GetTensorData<int32_t>();
       sh.present_cap = std::max<long>(sh.past_cap, total_len);
       sh.first_prompt = sh.seq > 1 && sh.seq == total_len;
@@ -289,10 +306,11 @@ struct GqaKernel {
         }
         const std::vector<int64_t> cshape = cos.GetTensorTypeAndShapeInfo().GetShape();
         sh.rot_half = cshape.size() == 2 ? cshape[1] : 0;
-        if (sh.rot_half <= 0 || 2 * sh.rot_half > sh.head || sh.rot_half % 8) {
+        if (sh.rot_half <= 0 || 2 * sh.rot_half > sh.head || sh.rot_half % 8 ||
+            sin.GetTensorTypeAndShapeInfo().GetShape() != cshape) {
           return Error(
-              "cos_cache must be [positions, rotary_dim / 2] with rotary_dim / 2 a "
-              "multiple of 8 and at most head_size / 2");
+              "cos_cache and sin_cache must both be [positions, rotary_dim / 2] with "
+              "rotary_dim / 2 a multiple of 8 and at most head_size / 2");
         }
         sh.rot_rows = cshape[0];
       }

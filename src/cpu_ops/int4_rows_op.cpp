@@ -325,8 +325,8 @@ struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
       if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
           !__builtin_cpu_supports("avx512vnni")) {
         return Error(
-            "this CPU lacks AVX-512 F/BW/VNNI, which the prototype kernel needs; run the "
-            "model with com.microsoft MatMulNBits instead");
+            "this CPU lacks AVX-512 F/BW/VNNI, which the kernel needs; run the model's "
+            "original folder (com.microsoft MatMulNBits) instead");
       }
       Ort::ConstKernelInfo ki(info);
       auto kernel = std::make_unique<Kernel>();

@@ -15,7 +15,9 @@
 //   decode at cap     B 1, S 1, seqlens [cap - 1]
 // Prints one JSON line per scenario and mode: the largest |difference| of the output (over the
 // rows that are not padding) and of present's rows [0, seqlens_k[b] + 1), each relative to the
-// largest |value| of the reference; exits 1 when any is over --tolerance (default 1e-5).
+// largest |value| of the reference; exits 1 when any is over --tolerance (default 1e-5). Then
+// inputs the op must refuse (a seqlens_k shorter than the batch, a key of the wrong width), one
+// line each: exits 1 when the op runs one, or fails without naming the input.
 // --bench N then times 12 decode steps at the end of the buffer (B 1, S 1, seqlens [cap - 1], in
 // place), each on its own past buffers as a model's 12 layers are (so a long --cap streams the
 // keys and values from DRAM: 12 x cap 2048 is 48 MB), N times per engine, alternating, after one
@@ -25,29 +27,20 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "check_util.h"
 #include "onnxruntime_cxx_api.h"
 
 namespace {
 
-[[noreturn]] void Die(const std::string& why) {
-  std::fprintf(stderr, "gqa_check: %s\n", why.c_str());
-  std::exit(2);
-}
+constexpr const char* kTool = "gqa_check";
 
+[[noreturn]] void Die(const std::string& why) { check_util::Die(kTool, why); }
 long JsonInt(const std::string& json, const std::string& key) {
-  const auto at = json.find("\"" + key + "\":");
-  if (at == std::string::npos) Die("no " + key + " in the model's .json");
-  return std::strtol(json.c_str() + at + key.size() + 3, nullptr, 10);
-}
-bool JsonTrue(const std::string& json, const std::string& key) {
-  const auto at = json.find("\"" + key + "\":");
-  return at != std::string::npos && json.compare(at + key.size() + 4, 4, "true") == 0;
+  return check_util::JsonInt(kTool, json, key);
 }
 
 struct Scenario {
@@ -64,7 +57,7 @@ struct Result {
 Result RunOnce(Ort::Session& s, const Scenario& sc, long heads, long kv, long d, long cap,
                bool packed, bool in_place, const std::vector<float>& q, const std::vector<float>& k,
                const std::vector<float>& v, const std::vector<float>& past_k,
-               const std::vector<float>& past_v) {
+               const std::vector<float>& past_v, long key_width = 0) {
   Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   const long qw = packed ? (heads + 2 * kv) * d : heads * d;
   std::vector<float> qq = q, kk = k, vv = v;
@@ -74,7 +67,9 @@ Result RunOnce(Ort::Session& s, const Scenario& sc, long heads, long kv, long d,
   std::vector<int32_t> seqlens = sc.seqlens;
   int32_t total = *std::max_element(seqlens.begin(), seqlens.end()) + 1;
   std::vector<int64_t> qs = {sc.batch, sc.seq, qw}, ks = {sc.batch, sc.seq, kv * d},
-                       ps = {sc.batch, kv, cap, d}, ss = {sc.batch}, ts = {1};
+                       ps = {sc.batch, kv, cap, d}, ss = {static_cast<int64_t>(sc.seqlens.size())},
+                       ts = {1};
+  if (key_width > 0) ks[2] = key_width;  // a refusal case: key and value of another width
   std::vector<const char*> names = {"query"};
   std::vector<Ort::Value> in;
   in.push_back(Ort::Value::CreateTensor<float>(mem, qq.data(), qq.size(), qs.data(), 3));
@@ -137,14 +132,10 @@ int main(int argc, char** argv) {
     }
   }
   if (prefix.empty() || library.empty()) Die("usage: gqa_check --model PREFIX --library SO");
-  std::ifstream jf(prefix + ".json");
-  std::stringstream js;
-  js << jf.rdbuf();
-  const std::string json = js.str();
-  if (json.empty()) Die("cannot read " + prefix + ".json (tools/gqa_model.py writes it)");
+  const std::string json = check_util::ReadJson(kTool, prefix, "tools/gqa_model.py");
   const long heads = JsonInt(json, "heads"), kv = JsonInt(json, "kv_heads"),
              d = JsonInt(json, "head_size");
-  const bool packed = JsonTrue(json, "packed");
+  const bool packed = check_util::JsonTrue(json, "packed");
   if (cap < 22 || cap > JsonInt(json, "positions")) Die("--cap must be 22 .. positions");
 
   Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "gqa_check");
@@ -214,6 +205,38 @@ int main(int argc, char** argv) {
           "%.3e, \"pass\": %s}\n",
           sc.name, in_place ? "true" : "false", out_rel, kv_rel, pass ? "true" : "false");
     }
+  }
+  // Inputs the op must refuse, each with an error that names the input (a seqlens_k shorter than
+  // the batch would otherwise be read past its end).
+  struct Refusal {
+    const char* name;
+    Scenario sc;
+    long key_width;  // 0: the right width
+    const char* says;
+  };
+  std::vector<Refusal> refusals = {
+      {"seqlens_k shorter than the batch", {"", 2, 1, {5}}, 0, "seqlens_k must hold one value"},
+  };
+  if (!packed) {
+    refusals.push_back(
+        {"key and value of another width", {"", 1, 1, {5}}, kv * d + 16, "key and value must"});
+  }
+  for (const Refusal& rf : refusals) {
+    const long qw = packed ? (heads + 2 * kv) * d : heads * d;
+    const long kw = rf.key_width > 0 ? rf.key_width : kv * d;
+    std::vector<float> q(static_cast<size_t>(rf.sc.batch * rf.sc.seq * qw), 0.5f),
+        k(static_cast<size_t>(rf.sc.batch * rf.sc.seq * kw), 0.5f), v(k.size(), 0.5f),
+        past_k(static_cast<size_t>(rf.sc.batch * kv * cap * d), 0.5f), past_v(past_k.size(), 0.5f);
+    std::string error;
+    try {
+      RunOnce(op, rf.sc, heads, kv, d, cap, packed, true, q, k, v, past_k, past_v, rf.key_width);
+    } catch (const Ort::Exception& e) {
+      error = e.what();
+    }
+    const bool pass = error.find(rf.says) != std::string::npos;
+    ok = ok && pass;
+    std::printf("{\"refusal\": \"%s\", \"error\": \"%s\", \"pass\": %s}\n", rf.name,
+                error.substr(0, 160).c_str(), pass ? "true" : "false");
   }
   if (bench > 0) {
     // 12 past buffers ("layers"), one per call in turn, so that a cap past the caches streams

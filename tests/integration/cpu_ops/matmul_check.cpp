@@ -11,26 +11,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "check_util.h"
 #include "onnxruntime_cxx_api.h"
 
 namespace {
 
-[[noreturn]] void Die(const std::string& why) {
-  std::fprintf(stderr, "matmul_check: %s\n", why.c_str());
-  std::exit(2);
-}
+constexpr const char* kTool = "matmul_check";
 
-long JsonInt(const std::string& json, const std::string& key) {
-  const auto at = json.find("\"" + key + "\":");
-  if (at == std::string::npos) Die("no " + key + " in the model's .json");
-  return std::strtol(json.c_str() + at + key.size() + 3, nullptr, 10);
-}
+[[noreturn]] void Die(const std::string& why) { check_util::Die(kTool, why); }
 
 std::vector<float> Run(Ort::Session& s, std::vector<float>& a, long m, long k, long n) {
   Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
@@ -61,12 +53,8 @@ int main(int argc, char** argv) {
     }
   }
   if (prefix.empty() || library.empty()) Die("usage: matmul_check --model PREFIX --library SO");
-  std::ifstream jf(prefix + ".json");
-  std::stringstream js;
-  js << jf.rdbuf();
-  const std::string json = js.str();
-  if (json.empty()) Die("cannot read " + prefix + ".json (tools/matmul_nbits_model.py writes it)");
-  const long k = JsonInt(json, "k"), n = JsonInt(json, "n");
+  const std::string json = check_util::ReadJson(kTool, prefix, "tools/matmul_nbits_model.py");
+  const long k = check_util::JsonInt(kTool, json, "k"), n = check_util::JsonInt(kTool, json, "n");
 
   Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "matmul_check");
   Ort::SessionOptions so;
