@@ -102,8 +102,13 @@ class Server:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, exc_type, *exc):
+        died = self.proc.poll() is not None
+        rc, _, err = self.stop()
+        # A failing test whose server died shows why (a sanitizer report, a crash): the server's
+        # stderr is otherwise lost with the pipe.
+        if exc_type is not None and died and err:
+            print(f"--- ebb serve exited {rc}; the end of its stderr:\n{err[-6000:]}")
 
 
 def chat_body(model, content="hello", max_tokens=8, **extra):

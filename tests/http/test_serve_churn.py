@@ -112,6 +112,20 @@ def test_requests_survive_unloads_evictions_and_expiries():
         assert rt["queue"]["rejected"] == 0, rt["queue"]
         assert rt["stats"]["kv"]["in_use_bytes"] == 0, rt["stats"]
         assert rt["stats"]["used_bytes"] <= limit
-        assert unloads["forced"] > 0 and unloads["plain"] > 0
+        # A plain unload during the churn succeeds only when it finds its model loaded and idle;
+        # with 4 clients on 3 models (slower still under ASan) it may find every one busy (409),
+        # which is correct. So forced ones must have happened, and a plain one is proved below.
+        assert unloads["forced"] > 0, unloads
         assert evictions > 0, "the test evicted nothing"
         assert expirations > 0, "the test expired nothing"
+
+        # After the churn, a plain unload of a loaded, idle model succeeds and frees its KV.
+        st, _, j = s.post("/v1/chat/completions",
+                          chat_body(IDS[0], "ebbs back", max_tokens=2, keep_alive="10m"))
+        assert st == 200, j
+        assert any(m["id"] == IDS[0] and m["loaded"] for m in s.runtime()["models"])
+        st, _, j = s.post(f"/v1/models/{IDS[0]}/unload", {"force": False})
+        assert st == 200, j
+        rt = s.runtime()
+        assert not any(m["id"] == IDS[0] and m["loaded"] for m in rt["models"]), rt["models"]
+        assert rt["stats"]["kv"]["in_use_bytes"] == 0, rt["stats"]
