@@ -65,6 +65,7 @@ struct ModelSummary {
   DeviceMemory device;               // its accelerator's figures, the KV there (ebb/stats.h)
   PrefixCacheStats prefix_cache;     // the model's prefix cache (its bytes are also in kv)
   ConstraintCacheStats constraints;  // the model's compiled output constraints
+  DecodeBatchStats decode_batch;     // the model's batched decode of concurrent generators
   ArenaStats cpu_arena;              // the session's CPU arena (or the shared env arena)
   int live_generators = 0;           // generators alive now (requests running or held open)
   uint64_t requests_served = 0;      // finished requests

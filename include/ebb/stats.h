@@ -146,6 +146,14 @@ struct ConstraintCacheStats {
   uint64_t evicted = 0;           // entries dropped for room
 };
 
+// A model's batched decode (decode_batch.*, docs/memory.md "Batched decode"): its concurrent
+// generators decoded in one Run() per step. A runtime's Stats() sums its models' counters.
+struct DecodeBatchStats {
+  int32_t max_rows = 1;  // decode_batch.max_rows (1 = off); a runtime's: the largest of its models'
+  uint64_t steps = 0;    // batched Run()s so far
+  uint64_t rows = 0;     // generator tokens those steps produced (rows / steps: rows per step)
+};
+
 // ModelControls::PinPrefix / UnpinPrefix.
 struct PrefixPin {
   uint64_t tokens = 0;         // tokens given
@@ -198,6 +206,7 @@ struct MemoryStats {
   WeightsMemory weights;  // a model's; a runtime's Stats() sums the byte fields of its models
   PrefixCacheStats prefix_cache;     // a model's; a runtime's Stats() sums its models'
   ConstraintCacheStats constraints;  // a model's; a runtime's Stats() sums its models'
+  DecodeBatchStats decode_batch;     // a model's; a runtime's Stats() sums its models'
   // memory.limit of the runtime (a model's stats: of the runtime it belongs to); 0 = none.
   uint64_t limit_bytes = 0;
   // What is charged to memory.limit: weights_bytes + kv.in_use_bytes + device.kv.in_use_bytes (a

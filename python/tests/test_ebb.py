@@ -300,7 +300,7 @@ def test_stats_are_the_documented_values(rt, model):
     assert ms["used_bytes"] == model.info["weights_bytes"] + ms["kv"]["in_use_bytes"]
     assert list(ms) == ["process", "kv", "device", "cpu_arena", "num_shrinks", "num_requests",
                         "policies", "weights_bytes", "weights", "prefix_cache", "constraints",
-                        "limit_bytes", "used_bytes"], "struct order"
+                        "decode_batch", "limit_bytes", "used_bytes"], "struct order"
     # On the CPU: no device, its figures at their defaults (-1: not available).
     assert ms["device"]["available"] is False and ms["device"]["ort_cache_bytes"] == -1
     (entry,) = rt.models()

@@ -246,7 +246,9 @@ void RegisterServeCommand(CLI::App& app) {
                 "Let requests ask for a keep-alive longer than --keep-alive");
   cmd->add_option(
       "--parallel", f->opts.parallel,
-      "Requests that run at once (default 2; 1 to " + std::to_string(server::kMaxParallel) + ")");
+      "Requests that run at once (default 2; 1 to " + std::to_string(server::kMaxParallel) +
+          "); also each model's default decode_batch.max_rows (concurrent requests on one model "
+          "decode in one Run() per step; --option decode_batch.max_rows=1: off)");
   cmd->add_option("--max-queue", f->opts.max_queue,
                   "Requests that may wait for a slot; more get 429 (default 16; 0 to " +
                       std::to_string(server::kMaxQueue) + ")");

@@ -107,7 +107,8 @@ constexpr std::array kTable = {
                "the machine; machine = /proc/pressure/memory and MemAvailable"},
     OptionSpec{"decode_batch.max_rows", T::kInt, kMo, "rows", "1", "1 to 64",
                "decode up to this many concurrent generators of the model in one Run() per "
-               "step (GQA graphs with a shared KV buffer, batch_size 1); 1 = off"},
+               "step (GQA graphs with a shared KV buffer, batch_size 1); 1 = off (ebb serve: "
+               "--parallel)"},
     OptionSpec{"decode_batch.policy", T::kEnum, kMo, "", "gather", "gather|no-wait",
                "when a batched step starts: gather = once every decoding member is waiting or "
                "after decode_batch.max_wait_us; no-wait = at once, with whoever is waiting"},

@@ -312,6 +312,7 @@ void DecodeBatcher::RunStep(std::unique_lock<std::mutex>& lk) {
     desc.kind = StepKind::kBatchedDecode;
     desc.sequences = static_cast<int>(stepping.size());
     m_.runner().Run(bind, desc);
+    m_.CountBatchedStep(desc.sequences);
   } catch (...) {
     error = std::current_exception();
   }

@@ -138,6 +138,9 @@ MemoryStats ModelControls::Stats() const {
   s.weights = m.WeightsStats();
   if (m.prefix_cache) s.prefix_cache = m.prefix_cache->Stats();
   if (m.constraints) s.constraints = m.constraints->Stats();
+  s.decode_batch.max_rows = m.options.decode_batch_max_rows;
+  s.decode_batch.steps = m.decode_batch_steps.load(std::memory_order_relaxed);
+  s.decode_batch.rows = m.decode_batch_rows.load(std::memory_order_relaxed);
   s.limit_bytes = m.host->governor().limit();
   // This model's share of the charge (its weights are charged from load to unload).
   s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, pool.in_use_bytes);

@@ -117,6 +117,10 @@ class ModelImpl final : public Model {
   std::mutex decode_batcher_mu;
   std::shared_ptr<DecodeBatcher> decode_batcher;  // guarded by decode_batcher_mu
   bool decode_batcher_failed = false;             // guarded by decode_batcher_mu
+  // The batcher's counters (DecodeBatchStats), kept here: they outlive a batcher freed by
+  // Release() and are read without the generate/ layer.
+  std::atomic<uint64_t> decode_batch_steps{0};
+  std::atomic<uint64_t> decode_batch_rows{0};
   std::mutex chat_template_mu;
   std::unique_ptr<ChatTemplate> chat_template_owned;  // guarded by chat_template_mu; loaded on use
 

@@ -50,6 +50,11 @@ std::shared_ptr<DecodeBatcher> RunView::decode_batcher() const {
   return m_->decode_batcher;
 }
 
+void RunView::CountBatchedStep(int rows) const {
+  m_->decode_batch_steps.fetch_add(1, std::memory_order_relaxed);
+  m_->decode_batch_rows.fetch_add(static_cast<uint64_t>(rows), std::memory_order_relaxed);
+}
+
 LifecycleView::LifecycleView(Model& model) : m_(&ImplOf(model)) {}
 
 int64_t LifecycleView::last_used_unix_ms() const { return m_->last_used_unix_ms(); }

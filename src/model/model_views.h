@@ -79,6 +79,8 @@ class RunView {
       const std::function<std::shared_ptr<DecodeBatcher>()>& make) const;
   // The batcher if one was made (tests and benchmarks read its counters); thread-safe.
   std::shared_ptr<DecodeBatcher> decode_batcher() const;
+  // A batched step of `rows` generators ran (the model's DecodeBatchStats); thread-safe.
+  void CountBatchedStep(int rows) const;
 
  private:
   ModelImpl* m_;

@@ -264,6 +264,7 @@ std::vector<ModelSummary> Runtime::List() const {
     s.weights = ms.weights;
     s.prefix_cache = ms.prefix_cache;
     s.constraints = ms.constraints;
+    s.decode_batch = ms.decode_batch;
     s.live_generators = m->num_live_generators();
     s.requests_served = ms.num_requests;
     s.last_used_unix_ms = internal::LifecycleView(*m).last_used_unix_ms();
@@ -320,6 +321,9 @@ MemoryStats Runtime::Stats() const {
     k.hits += mk.hits;
     k.misses += mk.misses;
     k.evicted += mk.evicted;
+    s.decode_batch.max_rows = std::max(s.decode_batch.max_rows, m.decode_batch.max_rows);
+    s.decode_batch.steps += m.decode_batch.steps;
+    s.decode_batch.rows += m.decode_batch.rows;
     s.weights.state =
         first || s.weights.state == m.weights.state ? m.weights.state : WeightsState::kMixed;
     if (m.device.available) {

@@ -64,6 +64,10 @@ StatsJson PrefixCacheStatsJson(const PrefixCacheStats& c) {
           {"reclaimed_blocks", c.reclaimed_blocks}};
 }
 
+StatsJson DecodeBatchStatsJson(const DecodeBatchStats& d) {
+  return {{"max_rows", d.max_rows}, {"steps", d.steps}, {"rows", d.rows}};
+}
+
 StatsJson PrefixPinJson(const PrefixPin& p) {
   return {{"tokens", p.tokens},
           {"pinned_tokens", p.pinned_tokens},
@@ -105,6 +109,7 @@ StatsJson MemoryStatsJson(const MemoryStats& s) {
       {"entries", s.constraints.entries},     {"vocabulary_bytes", s.constraints.vocabulary_bytes},
       {"hits", s.constraints.hits},           {"misses", s.constraints.misses},
       {"evicted", s.constraints.evicted}};
+  j["decode_batch"] = DecodeBatchStatsJson(s.decode_batch);
   j["limit_bytes"] = s.limit_bytes;
   j["used_bytes"] = s.used_bytes;
   return j;
@@ -129,6 +134,7 @@ StatsJson ModelSummaryJson(const ModelSummary& s) {
           {"kv", KvStatsJson(s.kv)},
           {"device", DeviceMemoryJson(s.device)},
           {"prefix_cache", PrefixCacheStatsJson(s.prefix_cache)},
+          {"decode_batch", DecodeBatchStatsJson(s.decode_batch)},
           {"cpu_arena", ArenaStatsJson(s.cpu_arena)},
           {"live_generators", s.live_generators},
           {"requests_served", s.requests_served},

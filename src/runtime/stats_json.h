@@ -32,9 +32,11 @@ StatsJson ArenaStatsJson(const ArenaStats& a);
 StatsJson WeightsMemoryJson(const WeightsMemory& w);
 StatsJson PrefixCacheStatsJson(const PrefixCacheStats& c);
 StatsJson PrefixPinJson(const PrefixPin& p);
+StatsJson DecodeBatchStatsJson(const DecodeBatchStats& d);
 // A model's or a runtime's MemoryStats: process, kv, device, cpu_arena, num_shrinks, num_requests,
 // policies {shrink_every, shrink_above_bytes, ort_shrink_every_run}, weights_bytes, weights,
-// prefix_cache, limit_bytes, used_bytes (docs/runtime.schema.json#/$defs/memory_stats).
+// prefix_cache, constraints, decode_batch, limit_bytes, used_bytes
+// (docs/runtime.schema.json#/$defs/memory_stats).
 StatsJson MemoryStatsJson(const MemoryStats& s);
 StatsJson WeightsReleaseJson(const WeightsRelease& r);
 // One entry of Runtime::List(): id, path, type, is_encoder, weights_bytes, weights, kv, device,

@@ -342,6 +342,32 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
                 "Prefix cache blocks dropped for memory (a KV budget or memory.limit refusal, a "
                 "shrink, release_weights, POST .../prefix/drop).",
                 &PrefixCacheStats::reclaimed_blocks);
+  // The batched decode of each loaded generation model (decode_batch.*): its rows setting, and
+  // counters since the model was loaded. steps / rows shows how many requests shared a step.
+  w.Family("ebb_decode_batch_max_rows", "gauge",
+           "decode_batch.max_rows of a loaded model (1 = off; ebb serve's default is --parallel).");
+  for (const auto& m : list) {
+    if (m.summary && !m.summary->is_encoder) {
+      w.Sample("ebb_decode_batch_max_rows", L(m.id), m.summary->decode_batch.max_rows);
+    }
+  }
+  w.Family("ebb_decode_batch_steps_total", "counter",
+           "Batched decode steps (one Run() for the concurrent requests of a model).");
+  for (const auto& m : list) {
+    if (m.summary && !m.summary->is_encoder) {
+      w.Sample("ebb_decode_batch_steps_total", L(m.id),
+               static_cast<double>(m.summary->decode_batch.steps));
+    }
+  }
+  w.Family("ebb_decode_batch_rows_total", "counter",
+           "Tokens the batched decode steps produced, one per request in each step (divided by "
+           "the steps: requests per step).");
+  for (const auto& m : list) {
+    if (m.summary && !m.summary->is_encoder) {
+      w.Sample("ebb_decode_batch_rows_total", L(m.id),
+               static_cast<double>(m.summary->decode_batch.rows));
+    }
+  }
 
   // KV usage as a ratio of its budget (docs/metrics.md#signals-for-gateways): per model, the
   // budget is what it holds plus the room left under kv_cache.max_bytes and memory.limit's

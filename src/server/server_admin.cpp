@@ -96,7 +96,7 @@ Json ModelRuntimeJson(const std::string& id, Model& model, const ManagedModel& m
   for (const auto& [k, v] : model.runtime().Options()) run_options[k] = v;
   Json j = ManagedJson(managed);
   for (const char* dup :
-       {"kv", "device", "cpu_arena", "weights", "weights_bytes", "prefix_cache"}) {
+       {"kv", "device", "cpu_arena", "weights", "weights_bytes", "prefix_cache", "decode_batch"}) {
     j.erase(dup);
   }
   j["stats"] = internal::MemoryStatsJson(model.runtime().Stats());

@@ -134,6 +134,11 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
   if (b == nullptr) return 0;
   // Batched for real: more member tokens than Run()s.
   EXPECT_GT(b->stepped_rows(), b->steps());
+  // The model's statistics count the same steps and rows (MemoryStats::decode_batch).
+  const DecodeBatchStats ds = model->runtime().Stats().decode_batch;
+  EXPECT_EQ(ds.max_rows, model->options().decode_batch_max_rows);
+  EXPECT_EQ(ds.steps, b->steps());
+  EXPECT_EQ(ds.rows, b->stepped_rows());
   EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
   EXPECT_EQ(b->resident_bytes(), 0u);
   return max_stride_seen.load();
@@ -541,6 +546,32 @@ TEST_F(DecodeBatch, OffByDefault) {
   t.join();
   EXPECT_EQ(BatcherOf(model), nullptr);
   EXPECT_EQ(a.Stats().model_runs, a.Stats().generated_tokens);  // 1 prefill + 1 per later token
+}
+
+// ModelOptions::decode_batch_default_rows (ebb serve's --parallel) turns batching on where no
+// option chose the rows; an explicit decode_batch.max_rows, 1 included, wins.
+TEST_F(DecodeBatch, DefaultRowsApplyOnlyWhereNoOptionChoseThem) {
+  ModelOptions dflt;
+  dflt.decode_batch_default_rows = 3;
+  auto model = ebb::LoadModel(ModelDir(), dflt);
+  EXPECT_EQ(model->options().decode_batch_max_rows, 3);
+  EXPECT_EQ(model->runtime().Stats().decode_batch.max_rows, 3);
+  GeneratorParams p;
+  p.max_length = 20;
+  Generator a(model, p);
+  Generate(a, Prompt(4, 1));
+  EXPECT_NE(BatcherOf(model), nullptr);  // it decoded through the batcher
+  EXPECT_GT(model->runtime().Stats().decode_batch.steps, 0u);
+
+  ModelOptions off;
+  off.Set("decode_batch.max_rows", "1");
+  off.decode_batch_default_rows = 3;
+  auto unbatched = ebb::LoadModel(ModelDir(), off);
+  EXPECT_EQ(unbatched->options().decode_batch_max_rows, 1);
+  ModelOptions two;
+  two.Set("decode_batch.max_rows", "2");
+  two.decode_batch_default_rows = 3;
+  EXPECT_EQ(ebb::LoadModel(ModelDir(), two)->options().decode_batch_max_rows, 2);
 }
 
 // Graphs that cannot join (batch_size > 1 generators) keep today's path on a batching model.

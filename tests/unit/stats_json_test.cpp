@@ -52,10 +52,10 @@ TEST(StatsJson, MemoryStatsCarriesTheLimitAndWhatItCounts) {
   EXPECT_EQ(j["kv"]["in_use_bytes"], 20);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys,
-            (std::vector<std::string>{"process", "kv", "device", "cpu_arena", "num_shrinks",
-                                      "num_requests", "policies", "weights_bytes", "weights",
-                                      "prefix_cache", "constraints", "limit_bytes", "used_bytes"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"process", "kv", "device", "cpu_arena", "num_shrinks",
+                                            "num_requests", "policies", "weights_bytes", "weights",
+                                            "prefix_cache", "constraints", "decode_batch",
+                                            "limit_bytes", "used_bytes"}));
 }
 
 // A device model's figures, consistent (used_bytes = weights + KV in use + KV retained), one driver
