@@ -255,10 +255,11 @@ TEST_F(DecodeBatch, ANewcomersPromptLetsTheDecodingMembersStepBetweenItsChunks) 
   // step ready at about half of the 27 gaps or more (13-24 on an idle machine; it loses the race
   // for the engine when a chunk ends before it has sampled; a loaded machine may let it miss more).
   // Up to 3 attempts on fresh models: in about 1 run in 10 (idle machine, debug build, also at
-  // stop 45's code) the decoder ran no step at all until the newcomer's last chunk, its token
-  // still right. Cause not found yet (the decoder is a member and its Step is not entered before
-  // the prompt ends); a latency finding, kept open in the notes. Every attempt must keep
-  // both requests' solo tokens and run 28 chunks.
+  // stop 45's code) no step fell between the chunks. Timestamps kept in memory showed why: the
+  // test thread got no CPU for ~5 ms right after releasing the decoder (2 cores, ORT's workers
+  // spinning), and the decoder decoded all its tokens alone before the newcomer's prompt began
+  // (its ~3 ms of chunks then had nobody to interleave with). A scheduling race of the test, not
+  // of the batcher. Every attempt must keep both requests' solo tokens and run 28 chunks.
   PromptRuns chunked;
   for (int attempt = 0; attempt < 3; ++attempt) {
     chunked = NewcomersPromptRuns("8");
