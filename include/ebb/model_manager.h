@@ -69,8 +69,9 @@ struct ModelManagerOptions {
   std::map<std::string, ManagedModelSpec> models;
   // Applied to every model before its own options.
   OptionList defaults;
-  // decode_batch.max_rows for a model whose options do not set it and whose KV is in host memory
-  // (ModelOptions::decode_batch_default_rows): ebb serve's --parallel. 1 = off.
+  // decode_batch.max_rows for a model whose options (defaults, its own, a load's) do not name it
+  // and whose KV is in host memory (ModelOptions::decode_batch_default_rows; at most 64): ebb
+  // serve's --parallel. 1 = off.
   int32_t decode_batch_rows = 1;
   KeepAlive keep_alive = std::chrono::minutes(5);
   // A request may ask for a shorter keep-alive; a longer one only when this is set.

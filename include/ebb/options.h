@@ -107,11 +107,11 @@ struct EBB_API ModelOptions {
   // decode_batch.*: concurrent generators of the model decode in one Run() per step
   // (docs/memory.md "Batched decode"). max_rows 1 (default) = off: every generator runs alone.
   int32_t decode_batch_max_rows = 1;  // decode_batch.max_rows: rows per batched step
-  // Not an option key: the rows a load uses when no Set() named decode_batch.max_rows and the
-  // model's KV is in host memory (a device model refuses rows > 1 only when they were asked
-  // for). ebb serve sets it to --parallel (ModelManagerOptions::decode_batch_rows); 1 = off.
+  // Not an option key: the rows (at most 64) a load uses instead of decode_batch_max_rows 1 when
+  // the model's KV is in host memory (a device model refuses rows > 1 only when they are asked
+  // for, in decode_batch_max_rows). ModelManager passes ModelManagerOptions::decode_batch_rows
+  // (ebb serve: --parallel) to a model whose options do not name decode_batch.max_rows. 1 = off.
   int32_t decode_batch_default_rows = 1;
-  bool decode_batch_max_rows_set = false;   // Set() named decode_batch.max_rows
   bool decode_batch_no_wait = false;        // decode_batch.policy: false = gather, true = no-wait
   int32_t decode_batch_max_wait_us = 2000;  // decode_batch.max_wait_us: gather window
   // decode_batch.prefill_chunk: tokens per chunk of a member's prompt while other members are

@@ -136,7 +136,6 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     prefill_chunk_size = static_cast<int32_t>(table_int());
   } else if (k == "decode_batch.max_rows") {
     decode_batch_max_rows = static_cast<int32_t>(table_int());
-    decode_batch_max_rows_set = true;
   } else if (k == "decode_batch.policy") {
     decode_batch_no_wait = internal::Trim(v) == "no-wait";  // the table checked the value
   } else if (k == "decode_batch.max_wait_us") {

@@ -250,10 +250,10 @@ Ort::SessionOptions PrepareSessionOptions(ModelImpl& mi, const EffectiveSessionO
   const GenaiConfig& cfg = mi.config;
   const ModelOptions& options = mi.options;
   PrepareDevice(mi, ResolveProviders(cfg.provider_options, options), options);
-  // The caller's default rows (ebb serve: --parallel), where no option chose them and the KV is
-  // in host memory; mi.options is what the batcher and the stats read.
-  if (!options.decode_batch_max_rows_set && options.decode_batch_max_rows <= 1 && !mi.device &&
-      !cfg.is_encoder && options.decode_batch_default_rows > 1) {
+  // The caller's default rows (ebb serve: --parallel) where batching is off and the KV is in
+  // host memory; mi.options is what the batcher and the stats read.
+  if (options.decode_batch_max_rows <= 1 && options.decode_batch_default_rows > 1 && !mi.device &&
+      !cfg.is_encoder) {
     mi.options.decode_batch_max_rows = std::min(options.decode_batch_default_rows, 64);
   }
   ArenaConfig arena_cfg;

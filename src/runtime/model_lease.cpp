@@ -139,7 +139,12 @@ std::shared_ptr<Model> ModelManager::State::AcquireModel(const std::string& id,
     MutexUnlock unlocked(mu);  // the load runs without the lock; a throw takes it again
     ModelOptions mo;
     for (const auto& [k, v] : opts) mo.Set(k, v);
-    mo.decode_batch_default_rows = options.decode_batch_rows;
+    // The default rows only where no option chose them: an explicit decode_batch.max_rows=1 is
+    // "off", and a device model refuses rows it was asked for.
+    if (std::none_of(opts.begin(), opts.end(),
+                     [](const auto& kv) { return kv.first == "decode_batch.max_rows"; })) {
+      mo.decode_batch_default_rows = options.decode_batch_rows;
+    }
     model = runtime->Load(id, spec.path, mo);
     // The Tier 2 settings made through the service before an unload, expiry or eviction
     // (they were checked when they were made).

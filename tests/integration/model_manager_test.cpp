@@ -175,6 +175,23 @@ TEST(ModelManager, APinnedModelIsNeverEvicted) {
   EXPECT_FALSE(Loaded(m, "a"));
 }
 
+// ModelManagerOptions::decode_batch_rows (ebb serve's --parallel) reaches a model only when no
+// option of it names decode_batch.max_rows: the defaults', its own, or a load's; 1 there is off.
+TEST(ModelManager, DefaultBatchRowsGoOnlyToModelsWhoseOptionsDoNotNameThem) {
+  Runtime rt;
+  ModelManagerOptions o = ThreeModels();
+  o.decode_batch_rows = 3;
+  o.models["b"].options = {{"decode_batch.max_rows", "1"}};
+  ModelManager m(rt, o);
+  EXPECT_EQ(m.Load("a")->options().decode_batch_max_rows, 3);
+  EXPECT_EQ(m.Load("b")->options().decode_batch_max_rows, 1);
+  EXPECT_EQ(m.Load("c", {{"decode_batch.max_rows", "1"}})->options().decode_batch_max_rows, 1);
+  Runtime rt2;
+  o.defaults = {{"decode_batch.max_rows", "2"}};
+  ModelManager with_default(rt2, o);
+  EXPECT_EQ(with_default.Load("a")->options().decode_batch_max_rows, 2);
+}
+
 TEST(ModelManager, ConcurrentFirstUsesShareOneLoad) {
   Runtime rt;
   ModelManager m(rt, ThreeModels());

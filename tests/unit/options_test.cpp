@@ -114,7 +114,6 @@ TEST(OptionTableIssue22, EveryDefaultIsTheFieldsDefault) {
     if (HasScope(s, OptionScope::kModel)) {
       ModelOptions set;
       set.Set(key, def);
-      set.decode_batch_max_rows_set = false;  // a record of which key Set() named, not a value
       EXPECT_TRUE(set == ModelOptions{}) << "ModelOptions' field default differs from the table";
       ++checked;
     }
