@@ -150,6 +150,8 @@ void ModelOptions::Set(std::string_view key, std::string_view value) {
     shrink_above_bytes = ParseByteSize(v, k);
   } else if (k == "memory.release_file_pages") {
     release_file_pages = internal::ParseBool(k, v);
+  } else if (k == "cpu_ops") {
+    cpu_ops = internal::Trim(v);  // the table checked the value
   } else if (k == "prefill_logits") {
     last_position_logits = internal::Trim(v) == "last";
   } else if (k == "model_cache.dir") {

@@ -53,9 +53,7 @@
 // fails with a clear error on a CPU with neither.
 #pragma once
 
-#define ORT_API_MANUAL_INIT
-#include "onnxruntime_cxx_api.h"
-#undef ORT_API_MANUAL_INIT
+#include "onnxruntime_c_api.h"
 
 namespace ebb_cpu_ops {
 

@@ -41,9 +41,7 @@
 // CPU: needs AVX-512 F/BW and VNNI; kernel creation fails with a clear error otherwise.
 #pragma once
 
-#define ORT_API_MANUAL_INIT
-#include "onnxruntime_cxx_api.h"
-#undef ORT_API_MANUAL_INIT
+#include "onnxruntime_c_api.h"
 
 namespace ebb_cpu_ops {
 

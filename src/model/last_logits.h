@@ -39,15 +39,16 @@ class RewrittenModel {
   RewrittenModel(const RewrittenModel&) = delete;
   ~RewrittenModel() = default;
 
+  // Takes the memory file the rewrite wrote (RewriteForLastLogits, cpu_ops_rewrite.h's
+  // RewriteForCpuOps) and the path ORT opens it by.
+  RewrittenModel(platform::File file, std::filesystem::path path)
+      : file_(std::move(file)), path_(std::move(path)) {}
+
   // A path ORT can open (platform::File::OpenablePath: /proc/self/fd/N on Linux) while this
   // object lives.
   const std::filesystem::path& path() const { return path_; }
 
  private:
-  friend std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path&,
-                                                            const std::string&, int, std::string*);
-  RewrittenModel(platform::File file, std::filesystem::path path)
-      : file_(std::move(file)), path_(std::move(path)) {}
   platform::File file_;  // the memory file; closed by the destructor
   std::filesystem::path path_;
 };

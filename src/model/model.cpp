@@ -25,6 +25,7 @@
 #include "memory/mapped_file_guard.h"
 #include "memory/memory_governor.h"
 #include "model/cache_builder.h"
+#include "model/cpu_ops_rewrite.h"
 #include "model/ep_placement.h"
 #include "model/graph_ops.h"
 #include "model/last_logits.h"
@@ -129,33 +130,60 @@ std::optional<std::map<OpId, int>> TryGraphOps(const std::filesystem::path& mode
 }
 
 // A session of the model folder's graph as ebb runs it: rewritten for last-position logits
-// (last_logits.h) when asked and possible, else as it is. Throws the Ort::Exception of the plain
-// load when the model itself does not load.
+// (last_logits.h) when asked and possible, then with nodes moved to ebb's kernels (cpu_ops,
+// cpu_ops_rewrite.h) when `cpu_ops` has a kind, else as it is. `cpu_ops_moved` (may be null)
+// receives what the loaded graph runs on ebb's kernels. ebb's rewrites must never be why a model
+// does not load: a rewritten graph ORT refuses is logged and the next simpler one is loaded.
+// Throws the Ort::Exception of the plain load when the model itself does not load.
 std::unique_ptr<Ort::Session> CreateSourceSession(const GenaiConfig& cfg, bool last_logits,
-                                                  Ort::SessionOptions so) {
-  // Last-position logits: ORT loads a rewritten copy of the graph from a memory file, with the
-  // external data still read from the model's folder.
+                                                  CpuOpsKinds cpu_ops, Ort::SessionOptions so,
+                                                  CpuOpsPlan* cpu_ops_moved) {
+  if (cpu_ops_moved) *cpu_ops_moved = {};
+  // A rewritten graph lives in a memory file; its external data is still read from the folder.
+  auto from_memory = [&](const RewrittenModel& m) {
+    Ort::SessionOptions o = so.Clone();
+    o.AddConfigEntry("session.model_external_initializers_file_folder_path",
+                     cfg.model_path.parent_path().c_str());
+    return std::make_unique<Ort::Session>(OrtEnvironment(), m.path().c_str(), o);
+  };
+  std::optional<RewrittenModel> logits_model;
   if (!cfg.is_encoder && last_logits) {
     std::string why_not;
-    std::optional<RewrittenModel> rewritten =
-        RewriteForLastLogits(cfg.model_path, cfg.io.logits, cfg.hidden_size, &why_not);
-    if (!rewritten) {
+    logits_model = RewriteForLastLogits(cfg.model_path, cfg.io.logits, cfg.hidden_size, &why_not);
+    if (!logits_model) {
       EBB_LOG_INFO("prefill_logits=last: {} keeps every position's logits ({})",
                    cfg.model_path.string(), why_not);
+    }
+  }
+  if (cpu_ops.any()) {
+    std::string why_not;
+    CpuOpsPlan plan;
+    std::optional<RewrittenModel> moved =
+        RewriteForCpuOps(logits_model ? logits_model->path() : cfg.model_path, cpu_ops,
+                         cfg.head_size, &plan, &why_not);
+    if (!moved) {
+      EBB_LOG_INFO("cpu_ops: {} runs on ORT's kernels ({})", cfg.model_path.string(), why_not);
     } else {
-      Ort::SessionOptions o = so.Clone();
-      o.AddConfigEntry("session.model_external_initializers_file_folder_path",
-                       cfg.model_path.parent_path().c_str());
       try {
-        return std::make_unique<Ort::Session>(OrtEnvironment(), rewritten->path().c_str(), o);
+        auto session = from_memory(*moved);
+        if (cpu_ops_moved) *cpu_ops_moved = plan;
+        return session;
       } catch (const Ort::Exception& e) {
-        // ebb's rewrite must never be why a model does not load: load the file as it is (which
-        // reports the model's own problems, if that is what failed).
         EBB_LOG_WARN(
-            "prefill_logits=last: the rewritten graph of {} did not load ({}); loading it "
-            "as it is",
+            "cpu_ops: the graph of {} with ebb's kernels did not load ({}); loading it with "
+            "ORT's",
             cfg.model_path.string(), internal::OneLine(e.what()));
       }
+    }
+  }
+  if (logits_model) {
+    try {
+      return from_memory(*logits_model);
+    } catch (const Ort::Exception& e) {
+      EBB_LOG_WARN(
+          "prefill_logits=last: the rewritten graph of {} did not load ({}); loading it "
+          "as it is",
+          cfg.model_path.string(), internal::OneLine(e.what()));
     }
   }
   return std::make_unique<Ort::Session>(OrtEnvironment(), cfg.model_path.c_str(), so);
@@ -178,9 +206,9 @@ uint64_t EstimateWeightsBytes(const std::filesystem::path& dir) {
 ModelCache::BuildJob MakeCacheBuildJob(ModelImpl& mi, const Ort::SessionOptions& so) {
   ModelCache::BuildJob job;
   job.session_options = so.Clone();
-  job.create_source = [cfg = mi.config,
-                       last = mi.options.last_position_logits](Ort::SessionOptions o) {
-    return CreateSourceSession(cfg, last, std::move(o));
+  job.create_source = [cfg = mi.config, last = mi.options.last_position_logits,
+                       cpu_ops = mi.cpu_ops](Ort::SessionOptions o) {
+    return CreateSourceSession(cfg, last, cpu_ops, std::move(o), nullptr);
   };
   job.probe = [&mi](Ort::Session& s) {
     return ProbeOutputs(s, mi.config, mi.io, mi.encoder, mi.info.past_present_share_buffer);
@@ -273,6 +301,39 @@ Ort::SessionOptions PrepareSessionOptions(ModelImpl& mi, const EffectiveSessionO
   return so;
 }
 
+// Step 1a', ebb's kernels (option cpu_ops, cpu_ops_rewrite.h): the kinds this load moves, and the
+// built-in ebb.cpu domain registered on `so` when a node will move (every session of the load,
+// the model cache's included, clones `so`). Not on a device (its provider runs the graph), not for
+// an encoder, and not for a graph that already has ebb.cpu nodes with libebb_cpu_ops.so named
+// (the library registers the same domain).
+void PlanCpuOpsForLoad(ModelImpl& mi, const EffectiveSessionOptions& session,
+                       Ort::SessionOptions& so) {
+  const GenaiConfig& cfg = mi.config;
+  if (mi.options.cpu_ops == "off" || mi.device || cfg.is_encoder) return;
+  std::string note;
+  const CpuOpsKinds kinds = ResolveCpuOps(mi.options.cpu_ops, CpuFlags(), &note);
+  if (!note.empty()) EBB_LOG_WARN("cpu_ops={}: {}; it stays on ORT's", mi.options.cpu_ops, note);
+  if (!kinds.any()) return;
+  std::string why_not;
+  const CpuOpsPlan plan = PlanCpuOps(cfg.model_path, kinds, cfg.head_size, &why_not);
+  for (const auto& left : plan.left) EBB_LOG_INFO("cpu_ops: {} stays on ORT's: {}", mi.id, left);
+  if (plan.moved() == 0) {
+    EBB_LOG_INFO("cpu_ops: no node of {} moves to ebb's kernels{}", cfg.model_path.string(),
+                 plan.already_ebb_cpu > 0 ? " (its graph already has ebb.cpu nodes)"
+                 : why_not.empty()        ? ""
+                                          : " (" + why_not + ")");
+    return;
+  }
+  const std::string library = CustomOpsLibrary(session);
+  if (!library.empty() && std::filesystem::path(library).filename() == "libebb_cpu_ops.so") {
+    EBB_LOG_INFO("cpu_ops: {} names libebb_cpu_ops.so; its graph keeps ORT's kernels",
+                 cfg.model_path.string());
+    return;
+  }
+  RegisterBuiltinCpuOps(so);
+  mi.cpu_ops = kinds;
+}
+
 // Step 1b, the session: from the model cache's entry (the graph already optimised, the weights
 // mapped from it) or from the model file; when the load builds the entry, the optimised graph is
 // written first (model_cache.h). A cache problem never fails a load. `placement` receives which
@@ -290,6 +351,16 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
           std::make_unique<Ort::Session>(OrtEnvironment(), cache.cached_model().c_str(), cached_so);
       cache.MarkUsed();
       mi.weights_entry = cache.entry();
+      if (mi.cpu_ops.any()) {  // what the entry's graph runs on ebb's kernels
+        if (const auto ops = TryGraphOps(cache.cached_model())) {
+          auto count = [&](const char* op) {
+            auto it = ops->find({kCpuOpsDomain, op});
+            return it == ops->end() ? 0 : it->second;
+          };
+          mi.cpu_ops_attention = count("GroupQueryAttention");
+          mi.cpu_ops_matmul = count("MatMulNBits");
+        }
+      }
       EBB_LOG_INFO("model cache: loaded {} from {} (graph already optimised, weights mapped)",
                    cfg.model_path.string(), cache.entry().string());
     } catch (const Ort::Exception& e) {
@@ -303,7 +374,11 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
   }
   if (!mi.session) {
     try {
-      mi.session = CreateSourceSession(cfg, mi.options.last_position_logits, so.Clone());
+      CpuOpsPlan moved;
+      mi.session =
+          CreateSourceSession(cfg, mi.options.last_position_logits, mi.cpu_ops, so.Clone(), &moved);
+      mi.cpu_ops_attention = moved.attention;
+      mi.cpu_ops_matmul = moved.matmul;
     } catch (const Ort::Exception& e) {
       throw SessionCreateError(cfg, session, e.what());
     }
@@ -422,12 +497,28 @@ void BuildInfo(ModelImpl& mi, const EffectiveSessionOptions& session,
                                               graph_ops->count({"ebb.cpu", "GroupQueryAttention"}) >
                                           0
                                     : cfg.search.past_present_share_buffer);
+  // The operators as the session runs them: cpu_ops moved some nodes to ebb.cpu.
+  std::optional<std::map<OpId, int>> ops = graph_ops;
+  std::string library = CustomOpsLibrary(session);
+  if (ops && mi.cpu_ops_attention + mi.cpu_ops_matmul > 0) {
+    for (const auto& [op, moved] :
+         {std::pair<const char*, int>{"GroupQueryAttention", mi.cpu_ops_attention},
+          std::pair<const char*, int>{"MatMulNBits", mi.cpu_ops_matmul}}) {
+      if (moved == 0) continue;
+      int& from = (*ops)[{"com.microsoft", op}];
+      from -= std::min(from, moved);
+      if (from == 0) ops->erase({"com.microsoft", op});
+      (*ops)[{kCpuOpsDomain, op}] += moved;
+    }
+    library = library.empty() ? "built into libebb, cpu_ops=" + mi.options.cpu_ops
+                              : std::filesystem::path(library).filename().string() +
+                                    " and built into libebb, cpu_ops=" + mi.options.cpu_ops;
+  }
   info.past_present_share_buffer =
       cfg.search.past_present_share_buffer && info.uses_gqa && !mi.io.combined_kv;
   info.last_position_logits = !mi.io.logits_index.empty();
-  info.kernels = graph_ops ? DescribeModelKernels(*graph_ops, CpuFlags(), CustomOpsLibrary(session),
-                                                  providers.FirstAccelerator())
-                           : "unknown (ebb could not list the graph's operators; see the log)";
+  info.kernels = ops ? DescribeModelKernels(*ops, CpuFlags(), library, providers.FirstAccelerator())
+                     : "unknown (ebb could not list the graph's operators; see the log)";
   if (!placement.empty()) {
     info.kernels += "; " + placement;
     EBB_LOG_INFO("model '{}' kernels: {}", mi.id, info.kernels);
@@ -587,10 +678,11 @@ std::shared_ptr<Model> BuildModel(std::shared_ptr<ModelHost> host, std::string i
   // The session options, config then user (the one merge: ort/session_options.h).
   const EffectiveSessionOptions session(cfg.session_options, options);
   PressureSource pressure = CheckLoadOptions(mi, options);
-  const Ort::SessionOptions so = PrepareSessionOptions(mi, session);
+  Ort::SessionOptions so = PrepareSessionOptions(mi, session);
   // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
   CheckRegularFile(cfg.model_path, "the model's ONNX file");
   const std::optional<std::map<OpId, int>> graph_ops = TryGraphOps(cfg.model_path);
+  PlanCpuOpsForLoad(mi, session, so);
   // The compiled-model cache (model_cache.h): load from its entry, or write the optimised graph,
   // load the model normally and finish the entry in the background once the load is done.
   ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, session,

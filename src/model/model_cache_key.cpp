@@ -109,6 +109,8 @@ std::string GraphInputs(const EffectiveSessionOptions& session,
     out << "graph_optimization_level=all (ebb)\n";
   // ebb's own graph rewrite (last_logits.h) changes the compiled graph too.
   out << "prefill_logits=" << (options.last_position_logits ? "last" : "all") << "\n";
+  // Only when on, so the entries built before the option existed keep their key.
+  if (options.cpu_ops != "off") out << "cpu_ops=" << options.cpu_ops << "\n";
   for (const auto& [k, v] : merged) {
     if (ConflictingKey(k) && conflict->empty()) *conflict = k;
     if (k == "custom_ops_library") {

@@ -61,13 +61,16 @@ class Span {
     }
     throw Malformed{"varint longer than 10 bytes"};
   }
-  // Consumes a field's value; returns the [begin, end) of a length-delimited payload.
+  // Consumes a field's value; returns the [begin, end) of a length-delimited payload, or of a
+  // varint's bytes (VarintIn reads its value).
   std::pair<uint64_t, uint64_t> Value(int wire_type, uint64_t end) {
     uint64_t n = 0;
     switch (wire_type) {
-      case kVarint:
+      case kVarint: {
+        const uint64_t begin = pos;
         Varint(end);
-        return {pos, pos};
+        return {begin, pos};
+      }
       case kFixed64:
         n = 8;
         break;
@@ -84,6 +87,12 @@ class Span {
     const uint64_t begin = pos;
     pos += n;
     return {begin, pos};
+  }
+  // The value of the varint whose bytes are `r` (a kVarint field's range from Value()).
+  uint64_t VarintIn(std::pair<uint64_t, uint64_t> r) const {
+    Span c(data_, size_);
+    c.pos = r.first;
+    return c.Varint(r.second);
   }
   std::string_view Str(std::pair<uint64_t, uint64_t> r) const {
     return {reinterpret_cast<const char*>(data_ + r.first), r.second - r.first};

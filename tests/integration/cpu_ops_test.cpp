@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -29,10 +30,12 @@
 #include <thread>
 #include <vector>
 
+#include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/runtime.h"
+#include "ebb/stats.h"
 #include "generate/decode_batcher.h"
 #include "model/model_views.h"
 #include "test_env.h"
@@ -346,6 +349,108 @@ TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {
   const Compared c = TeacherForced(original, rewritten, 12);
   EXPECT_LT(c.max_diff_rel, 2e-2);
   EXPECT_GE(c.argmax_agree, c.steps - 1);
+}
+
+// The option cpu_ops moves the nodes at load, as tools/cpu_ops_model.py moves them in a folder:
+// the same kernels on the same graph give the same logits, bit for bit; the kernels line says
+// what moved and where the kernels are; the model cache stores the moved graph, and a load from
+// it runs the same kernels.
+TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem) {
+  SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
+  TempDir d;
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
+  // On a CPU without VNNI the tool leaves the matmuls too (it checks the CPU as the option does).
+  const fs::path tool = Rewrite(d, src, "tool", "--ops matmul,gqa");
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  ModelOptions on = off;
+  on.Set("cpu_ops", "auto");
+  auto rewritten_by_tool = ebb::LoadModel(tool, off);
+  auto moved_at_load = ebb::LoadModel(src, on);
+  auto plain = ebb::LoadModel(src, off);
+  const std::string kernels = moved_at_load->info().kernels;
+  EXPECT_THAT(kernels, HasSubstr("ebb.cpu.GroupQueryAttention x2"));
+  EXPECT_THAT(kernels, HasSubstr("built into libebb, cpu_ops=auto"));
+  if (HasVnni()) {
+    EXPECT_THAT(kernels, HasSubstr("ebb.cpu.MatMulNBits x"));
+    EXPECT_THAT(kernels, ::testing::Not(HasSubstr("MatMulNBits x15: MLAS")));
+  }
+  EXPECT_THAT(plain->info().kernels, ::testing::Not(HasSubstr("ebb.cpu")));
+  EXPECT_TRUE(moved_at_load->info().uses_gqa);
+  EXPECT_TRUE(moved_at_load->info().past_present_share_buffer);
+  const Compared same = TeacherForced(rewritten_by_tool, moved_at_load, 12);
+  EXPECT_EQ(same.max_diff_rel, 0.0) << "the same kernels on the same graph";
+  // ...and not ORT's: their arithmetic differs in the last bits (docs/cpu_ops.md "Numbers").
+  EXPECT_GT(TeacherForced(plain, moved_at_load, 4).max_diff_rel, 0.0)
+      << "ebb's kernels did not run";
+  // Only the attention: the matmuls stay MLAS's.
+  ModelOptions attention = off;
+  attention.Set("cpu_ops", "attention");
+  auto attention_only = ebb::LoadModel(src, attention);
+  EXPECT_THAT(attention_only->info().kernels, HasSubstr("ebb.cpu.GroupQueryAttention x2"));
+  EXPECT_THAT(attention_only->info().kernels, ::testing::Not(HasSubstr("ebb.cpu.MatMulNBits")));
+  EXPECT_THAT(attention_only->info().kernels, HasSubstr("MatMulNBits x"));
+
+  // Through the model cache: the building load, then a load from the entry.
+  ModelOptions cached = on;
+  cached.Set("model_cache.dir", (d.path() / "cache").string());
+  {
+    auto building = ebb::LoadModel(src, cached);
+    EXPECT_EQ(building->info().kernels, kernels);
+    WeightsMemory w = building->runtime().Stats().weights;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (w.cache == "building" && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      w = building->runtime().Stats().weights;
+    }
+    ASSERT_EQ(w.cache, "built");
+  }
+  auto from_entry = ebb::LoadModel(src, cached);
+  EXPECT_EQ(from_entry->runtime().Stats().weights.cache, "loaded");
+  EXPECT_EQ(from_entry->info().kernels, kernels);
+  const Compared entry = TeacherForced(moved_at_load, from_entry, 12);
+  EXPECT_EQ(entry.tokens, same.tokens);
+  EXPECT_EQ(entry.argmax_agree, entry.steps);
+  // cpu_ops is part of the entry's key: the same folder with ORT's kernels does not load it.
+  ModelOptions cached_off = cached;
+  cached_off.Set("cpu_ops", "off");
+  auto other = ebb::LoadModel(src, cached_off);
+  EXPECT_NE(other->runtime().Stats().weights.cache, "loaded");
+  EXPECT_THAT(other->info().kernels, ::testing::Not(HasSubstr("ebb.cpu")));
+}
+
+// Where nothing can move, cpu_ops=auto changes nothing and never fails the load: an fp16 cache
+// (the kernel takes fp32), a graph without GroupQueryAttention or MatMulNBits (gpt2's MatMul and
+// Attention), an encoder. The same greedy tokens as with ORT's kernels alone.
+TEST(CpuOps, TheCpuOpsOptionLeavesGraphsItCannotMoveAsTheyAre) {
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  ModelOptions on = off;
+  on.Set("cpu_ops", "auto");
+  for (const char* name : {"llama-tiny-fp16io", "gpt2-tiny-fp32", "bert-tiny-fp32"}) {
+    SCOPED_TRACE(name);
+    const fs::path dir = testing::TestModelsDir() / name;
+    auto a = ebb::LoadModel(dir, on);
+    auto b = ebb::LoadModel(dir, off);
+    EXPECT_THAT(a->info().kernels, ::testing::Not(HasSubstr("ebb.cpu")));
+    EXPECT_EQ(a->info().kernels, b->info().kernels);
+    if (a->info().is_encoder) continue;
+    GeneratorParams p;
+    p.max_length = 24;
+    Generator ga(a, p), gb(b, p);
+    EXPECT_EQ(Greedy(ga, {5, 17, 42, 7}), Greedy(gb, {5, 17, 42, 7}));
+  }
+}
+
+// A bad value names the accepted ones.
+TEST(CpuOps, ABadCpuOpsValueIsRefusedNamingTheChoices) {
+  ModelOptions o;
+  try {
+    o.Set("cpu_ops", "fast");
+    ADD_FAILURE() << "cpu_ops=fast was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not one of: off auto attention matmul"));
+  }
 }
 
 TEST(CpuOps, TheRewriteRefusesAnFp16KvThatOrtsKernelWouldRead) {
