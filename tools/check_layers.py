@@ -25,7 +25,7 @@ BANDS = {
     "platform": 0,
     "core": 1,
     "ort": 2, "kv": 2, "memory": 2, "tokenizer": 2, "template": 2, "constrain": 2,
-    # ebb's ORT custom ops (libebb_cpu_ops.so, and compiled into libebb): include only ORT.
+    # ebb's ORT custom ops (libebb_cpu_ops.so, and compiled into libebb): include ORT and platform/.
     "cpu_ops": 2,
     "model": 3,
     "generate": 4, "embed": 4,

@@ -108,7 +108,7 @@ struct EBB_API ModelOptions {
   // "off" (default) = ORT's kernels; "auto" = each kind this CPU can run; "attention" or
   // "matmul" = that kind only. The graph's eligible nodes are moved to the domain ebb.cpu at load
   // (the model's files are not changed); the kernels line (ModelInfo::kernels) names them.
-  std::string cpu_ops = "off";
+  std::string cpu_ops = "auto";
   // decode_batch.*: concurrent generators of the model decode in one Run() per step
   // (docs/memory.md "Batched decode"). max_rows 1 (default) = off: every generator runs alone.
   int32_t decode_batch_max_rows = 1;  // decode_batch.max_rows: rows per batched step

@@ -76,7 +76,7 @@ struct WeightsMemory {
   WeightsState state = WeightsState::kAnonymous;
   uint64_t anon_bytes = 0;           // weights held as anonymous copies: weights_bytes when
                                      // "anonymous", else 0 (an estimate: ORT does not report it)
-  uint64_t file_backed_bytes = 0;    // size of the mapped entry data file (0 when anonymous)
+  uint64_t file_backed_bytes = 0;    // size of the mapped entry files (data, ebb packs; 0 = anon)
   uint64_t file_resident_bytes = 0;  // resident pages of those mappings now (/proc/self/smaps)
   uint64_t num_releases = 0;         // ReleaseWeights that handed pages back
   // The load (docs/memory.md "The first load"). A runtime's Stats(): the highest of its models'.

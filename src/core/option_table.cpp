@@ -86,12 +86,12 @@ constexpr std::array kTable = {
                "last: a prefill Run computes the LM head only at the sampled position (the "
                "graph is rewritten at load; kept as it is, logged, when its LM head is not a "
                "MatMul); all: the graph as it is"},
-    OptionSpec{"cpu_ops", T::kEnum, kMo, "", "off", "off|auto|attention|matmul",
+    OptionSpec{"cpu_ops", T::kEnum, kMo, "", "auto", "off|auto|attention|matmul",
                "ebb's own CPU kernels (docs/cpu_ops.md): at load, a decoder's eligible "
                "GroupQueryAttention (AVX2) and int4 MatMulNBits (AVX-512 VNNI, accuracy_level 4) "
-               "nodes move to them; auto = each kind this CPU runs. The matmul kernel keeps a "
-               "repacked copy of the int4 weights in anonymous memory; the kernels line names "
-               "what moved"},
+               "nodes move to them; auto = each kind this CPU runs, off = ORT's kernels. The "
+               "matmul's repacked weights are file pages of the model cache entry (anonymous on "
+               "a load without one); the kernels line names what moved"},
     OptionSpec{"model_cache.dir", T::kString, kMo, "", "auto", "auto, off or a folder",
                "cache of ORT's optimised graph and prepacked weights, built by the first load "
                "(the graph before it, the prepacked weights in the background after it, never "

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cpu_ops.h"
+#include "pack_file.h"
 
 namespace ebb_cpu_ops {
 namespace {
@@ -35,35 +36,62 @@ OrtStatus* Error(const std::string& what) { return OpError(kOpType, what); }
 // Columns past N (the last pair of groups is padded) have code 0 and scale 0.
 struct Packed {
   long n = 0, k = 0, block = 0, unit = 0, units = 0, groups = 0;
-  Aligned codes, scales, zps;
   bool has_zp = false;
+  // The layout's three sections (codes, scales, zps; zps empty without zero points): in the
+  // kernel's own memory (Pack) or in a mapped pack file (pack_file.h).
+  const uint8_t* codes = nullptr;
+  const uint8_t* scales = nullptr;
+  const uint8_t* zps = nullptr;
+  Aligned owned_codes, owned_scales, owned_zps;
 
   size_t UnitBytes() const { return static_cast<size_t>(unit / 8 * 64); }
   const uint8_t* Codes(long g, long u) const {
-    return codes.data + (static_cast<size_t>(g * units + u)) * UnitBytes();
+    return codes + (static_cast<size_t>(g * units + u)) * UnitBytes();
   }
   const float* Scales(long g, long u) const {
-    return reinterpret_cast<const float*>(scales.data) + (g * units + u) * kGroup;
+    return reinterpret_cast<const float*>(scales) + (g * units + u) * kGroup;
   }
   const int32_t* Zps(long g, long u) const {
-    return reinterpret_cast<const int32_t*>(zps.data) + (g * units + u) * kGroup;
+    return reinterpret_cast<const int32_t*>(zps) + (g * units + u) * kGroup;
+  }
+
+  // Sets units and groups from n, k, block and unit; the sections' sizes in bytes.
+  std::vector<size_t> Layout(bool zero_points) {
+    const long blocks = (k + block - 1) / block;
+    units = (blocks * block) / unit;
+    groups = ((n + kGroup * kPair - 1) / (kGroup * kPair)) * kPair;
+    has_zp = zero_points;
+    const size_t cells = static_cast<size_t>(groups * units * kGroup);
+    return {static_cast<size_t>(groups * units) * UnitBytes(), cells * sizeof(float),
+            has_zp ? cells * sizeof(int32_t) : 0};
+  }
+
+  // Uses a pack file's sections instead of the kernel's own copy (which is freed).
+  void UseMapped(const PackMapping& m) {
+    codes = m.section(0);
+    scales = m.section(1);
+    zps = has_zp ? m.section(2) : nullptr;
+    owned_codes = Aligned();
+    owned_scales = Aligned();
+    owned_zps = Aligned();
   }
 
   // b: [N][blocks][block/2] as MatMulNBits holds it; sc: [N * blocks]; zp: [N][ceil(blocks/2)]
-  // or null.
+  // or null. Layout() first.
   void Pack(const uint8_t* b, const float* sc, const uint8_t* zp) {
     const long blocks = (k + block - 1) / block, col_bytes = blocks * block / 2;
     const long zp_stride = (blocks + 1) / 2;
-    units = (blocks * block) / unit;
-    groups = ((n + kGroup * kPair - 1) / (kGroup * kPair)) * kPair;
-    codes.Reset(static_cast<size_t>(groups * units) * UnitBytes());
-    scales.Reset(static_cast<size_t>(groups * units * kGroup) * sizeof(float));
-    std::memset(codes.data, 0, codes.bytes);
-    std::memset(scales.data, 0, scales.bytes);
-    has_zp = zp != nullptr;
+    const std::vector<size_t> bytes = Layout(zp != nullptr);
+    owned_codes.Reset(bytes[0]);
+    owned_scales.Reset(bytes[1]);
+    std::memset(owned_codes.data, 0, bytes[0]);
+    std::memset(owned_scales.data, 0, bytes[1]);
+    codes = owned_codes.data;
+    scales = owned_scales.data;
     if (has_zp) {
-      zps.Reset(static_cast<size_t>(groups * units * kGroup) * sizeof(int32_t));
-      std::memset(zps.data, 0, zps.bytes);
+      owned_zps.Reset(bytes[2]);
+      std::memset(owned_zps.data, 0, bytes[2]);
+      zps = owned_zps.data;
     }
     auto code = [&](long col, long kk) {
       const uint8_t byte = b[col * col_bytes + kk / 2];
@@ -271,8 +299,14 @@ void Task(void* user, size_t t) {
 
 struct Kernel {
   Packed w;
+  std::unique_ptr<PackMapping> mapping;  // the pack file w's sections are in, if any
+  bool unpacked = false;                 // kNoPackKey: a session that never runs
 
   OrtStatusPtr ComputeV2(OrtKernelContext* context) {
+    if (unpacked) {
+      return Error("this session was created with " + std::string(kNoPackKey) +
+                   "=1 (it only writes the optimised graph) and cannot run");
+    }
     try {
       Ort::KernelContext ctx(context);
       Ort::ConstValue a = ctx.GetInput(0);
@@ -320,7 +354,6 @@ const T* ConstantInput(const Ort::ConstKernelInfo& ki, size_t i, ONNXTensorEleme
 
 struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
   OrtStatusPtr CreateKernelV2(const OrtApi& api, const OrtKernelInfo* info, void** out) const {
-    (void)api;
     try {
       if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
           !__builtin_cpu_supports("avx512vnni")) {
@@ -360,7 +393,35 @@ struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
         if (!zp) return Error(node + why);
       }
       if (!sc) return Error(node + why);
-      w.Pack(b, sc, zp);
+      const PackSettings settings = ReadPackSettings(api, info);
+      if (settings.skip) {
+        w.Layout(zp != nullptr);
+        kernel->unpacked = true;
+        *out = kernel.release();
+        return nullptr;
+      }
+      // A pack file (pack_file.h): the layout's shape and a sample of B, the scales and the zero
+      // points identify it; the sample reads two pages of each, not the weights.
+      const size_t b_bytes = static_cast<size_t>(w.n * blocks * w.block / 2);
+      const size_t sc_bytes = static_cast<size_t>(w.n * blocks) * sizeof(float);
+      const size_t zp_bytes = zp ? static_cast<size_t>(w.n * ((blocks + 1) / 2)) : 0;
+      const PackKey key{{w.n, w.k, w.block, w.unit, zp != nullptr ? 1 : 0},
+                        SampleHash({{b, b_bytes}, {sc, sc_bytes}, {zp, zp_bytes}})};
+      const std::string path = settings.dir.empty() ? "" : PackPath(settings.dir, ki.GetNodeName());
+      const std::vector<size_t> sizes = w.Layout(zp != nullptr);
+      if (!path.empty()) kernel->mapping = OpenPack(path, key, sizes);
+      if (kernel->mapping) {
+        w.UseMapped(*kernel->mapping);
+      } else {
+        w.Pack(b, sc, zp);
+        if (!path.empty() && settings.write &&
+            WritePack(path, key, {{w.codes, sizes[0]}, {w.scales, sizes[1]}, {w.zps, sizes[2]}})
+                .empty()) {
+          // Run from the file from now on: what the session computes is what a later load reads.
+          kernel->mapping = OpenPack(path, key, sizes);
+          if (kernel->mapping) w.UseMapped(*kernel->mapping);
+        }
+      }
       *out = kernel.release();
       return nullptr;
     } catch (const Ort::Exception& e) {

@@ -27,8 +27,10 @@
 // 8 k of 16 columns (lane L = column L, 4 k in its low nibbles and the next 4 in its high ones), so
 // each row's 4 int8 of A, broadcast, feed one vpdpbusd per 16 columns and 4 k, and the result is
 // 16 columns' sums, stored as they are (no horizontal reduction). The copy is the op's own
-// anonymous memory, the size of B: the trade ggml's repack makes too (a cached layout would keep
-// it file-backed, as ebb's model cache does for MLAS's prepacked weights; not built).
+// anonymous memory, the size of B (the trade ggml's repack makes too), except where the session
+// names a pack folder (pack_file.h): ebb's compiled-model cache has its build write the layout
+// into the entry, and every later load maps it from there (file-backed, shareable pages; B itself
+// is then read only for a two-page sample). A session that only writes a graph skips the repack.
 //
 // Tiles: 32 columns (two vectors) by up to 4 rows. Each 64-byte load is unpacked once and
 // multiplied by every row of the tile from registers, so at M = 4 the unpacking and the weight

@@ -1,5 +1,6 @@
 #include "model/cpu_ops_rewrite.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string_view>
@@ -7,6 +8,7 @@
 
 #include "cpu_ops/cpu_ops.h"
 #include "model/proto_wire.h"
+#include "ort/cpu_kernels.h"
 #include "platform/file.h"
 
 namespace ebb::internal {
@@ -302,6 +304,43 @@ std::optional<RewrittenModel> RewriteForCpuOps(const std::filesystem::path& onnx
   } catch (const Malformed& m) {
     *why_not = "cannot parse the model (" + m.what + ")";
     return std::nullopt;
+  }
+}
+
+CpuOpsDecision DecideCpuOps(const GenaiConfig& cfg, const std::string& setting, bool on_device,
+                            const std::string& custom_ops_library) {
+  CpuOpsDecision d;
+  if (setting == "off" || on_device || cfg.is_encoder) return d;
+  if (!custom_ops_library.empty() &&
+      std::filesystem::path(custom_ops_library).filename() == "libebb_cpu_ops.so") {
+    d.notes.push_back("the folder names libebb_cpu_ops.so, whose ops its graph uses as it is");
+    return d;
+  }
+  std::string note;
+  const CpuOpsKinds kinds = ResolveCpuOps(setting, CpuFlags(), &note);
+  if (!note.empty()) d.notes.push_back(note + "; that kind stays on ORT's kernels");
+  if (!kinds.any()) return d;
+  std::string why_not;
+  d.plan = PlanCpuOps(cfg.model_path, kinds, cfg.head_size, &why_not);
+  for (const auto& left : d.plan.left) d.notes.push_back(left + "; it stays on ORT's kernel");
+  if (d.plan.moved() == 0) {
+    d.notes.push_back(d.plan.already_ebb_cpu > 0 ? "the graph already has ebb.cpu nodes"
+                      : why_not.empty()          ? "no node of the graph can move"
+                                                 : why_not);
+    return d;
+  }
+  d.kinds = kinds;
+  return d;
+}
+
+void ApplyCpuOpsToKernels(const CpuOpsPlan& moved, std::map<OpId, int>* ops) {
+  for (const auto& [op, n] : {std::pair<const char*, int>{"GroupQueryAttention", moved.attention},
+                              std::pair<const char*, int>{"MatMulNBits", moved.matmul}}) {
+    if (n == 0) continue;
+    int& from = (*ops)[{kMsDomain, op}];
+    from -= std::min(from, n);
+    if (from == 0) ops->erase({kMsDomain, op});
+    (*ops)[{kCpuOpsDomain, op}] += n;
   }
 }
 

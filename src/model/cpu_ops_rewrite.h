@@ -20,8 +20,9 @@
 //              accuracy_level 4 (the kernel quantizes activations to int8 as MLAS does at level
 //              4; another level would change the arithmetic), B, float32 scales and uint8
 //              zero_points (when present) as initializers, no g_idx or bias. Needs AVX-512 F/BW
-//              and VNNI. Its kernel repacks B into anonymous memory (the size of the int4 weights):
-//              these weights are then not file-backed (docs/cpu_ops.md "Memory").
+//              and VNNI. Its kernel repacks B (the size of the int4 weights): into the model
+//              cache entry's files, which later loads map, or anonymous memory on a load without
+//              an entry (cpu_ops/pack_file.h, docs/cpu_ops.md "Memory").
 // Every other node is left as it is, and each left node of these types is listed with its reason.
 // A kernel that still refuses a node when the session is created (a shape the plan could not
 // see) fails that session; the caller then loads the graph without this rewrite.
@@ -32,11 +33,14 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "model/genai_config.h"
+#include "model/graph_ops.h"
 #include "model/last_logits.h"
 
 namespace ebb::internal {
@@ -79,6 +83,22 @@ CpuOpsPlan PlanCpuOps(const std::filesystem::path& onnx_file, CpuOpsKinds kinds,
 std::optional<RewrittenModel> RewriteForCpuOps(const std::filesystem::path& onnx_file,
                                                CpuOpsKinds kinds, int head_size, CpuOpsPlan* plan,
                                                std::string* why_not);
+
+// What cpu_ops does for one load of `cfg` (a load, and `ebb info`'s kernels line, decide alike):
+// nothing with the setting off, on a device (`on_device`: its provider runs the graph), for an
+// encoder, or when the folder names libebb_cpu_ops.so (`custom_ops_library`: it registers the same
+// domain); else the kinds the CPU runs and the plan over the graph. `notes` receives what a load
+// logs (kinds the CPU lacks, nodes left, why nothing moves).
+struct CpuOpsDecision {
+  CpuOpsKinds kinds;  // none when nothing moves
+  CpuOpsPlan plan;
+  std::vector<std::string> notes;
+};
+CpuOpsDecision DecideCpuOps(const GenaiConfig& cfg, const std::string& setting, bool on_device,
+                            const std::string& custom_ops_library);
+
+// The kernels line's operator counts (model_kernels.h) after `moved` nodes went to ebb.cpu.
+void ApplyCpuOpsToKernels(const CpuOpsPlan& moved, std::map<OpId, int>* ops);
 
 // Registers libebb's built-in ebb.cpu domain on `so`. Throws Ort::Exception when ORT refuses.
 void RegisterBuiltinCpuOps(Ort::SessionOptions& so);

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/option_parse.h"
 #include "core/strings.h"
+#include "cpu_ops/pack_file.h"
 #include "ebb/error.h"
 #include "ebb/process_memory.h"
 #include "ebb/version.h"
@@ -308,30 +309,13 @@ Ort::SessionOptions PrepareSessionOptions(ModelImpl& mi, const EffectiveSessionO
 // (the library registers the same domain).
 void PlanCpuOpsForLoad(ModelImpl& mi, const EffectiveSessionOptions& session,
                        Ort::SessionOptions& so) {
-  const GenaiConfig& cfg = mi.config;
-  if (mi.options.cpu_ops == "off" || mi.device || cfg.is_encoder) return;
-  std::string note;
-  const CpuOpsKinds kinds = ResolveCpuOps(mi.options.cpu_ops, CpuFlags(), &note);
-  if (!note.empty()) EBB_LOG_WARN("cpu_ops={}: {}; it stays on ORT's", mi.options.cpu_ops, note);
-  if (!kinds.any()) return;
-  std::string why_not;
-  const CpuOpsPlan plan = PlanCpuOps(cfg.model_path, kinds, cfg.head_size, &why_not);
-  for (const auto& left : plan.left) EBB_LOG_INFO("cpu_ops: {} stays on ORT's: {}", mi.id, left);
-  if (plan.moved() == 0) {
-    EBB_LOG_INFO("cpu_ops: no node of {} moves to ebb's kernels{}", cfg.model_path.string(),
-                 plan.already_ebb_cpu > 0 ? " (its graph already has ebb.cpu nodes)"
-                 : why_not.empty()        ? ""
-                                          : " (" + why_not + ")");
-    return;
-  }
-  const std::string library = CustomOpsLibrary(session);
-  if (!library.empty() && std::filesystem::path(library).filename() == "libebb_cpu_ops.so") {
-    EBB_LOG_INFO("cpu_ops: {} names libebb_cpu_ops.so; its graph keeps ORT's kernels",
-                 cfg.model_path.string());
-    return;
-  }
+  const CpuOpsDecision d =
+      DecideCpuOps(mi.config, mi.options.cpu_ops, mi.device.has_value(), CustomOpsLibrary(session));
+  for (const auto& note : d.notes)
+    EBB_LOG_INFO("cpu_ops={}: '{}': {}", mi.options.cpu_ops, mi.id, note);
+  if (!d.kinds.any()) return;
   RegisterBuiltinCpuOps(so);
-  mi.cpu_ops = kinds;
+  mi.cpu_ops = d.kinds;
 }
 
 // Step 1b, the session: from the model cache's entry (the graph already optimised, the weights
@@ -346,6 +330,10 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
     cache.Prefetch();
     Ort::SessionOptions cached_so = so.Clone();
     cached_so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
+    // ebb's int4 matmul kernel (cpu_ops, or libebb_cpu_ops.so named by the folder) maps the
+    // repacked weights the build wrote into the entry (read only: an entry is never modified; a
+    // missing file repacks into anonymous memory). Other kernels ignore the entry.
+    cached_so.AddConfigEntry(ebb_cpu_ops::kPackDirKey, cache.entry().c_str());
     try {
       mi.session =
           std::make_unique<Ort::Session>(OrtEnvironment(), cache.cached_model().c_str(), cached_so);
@@ -497,27 +485,18 @@ void BuildInfo(ModelImpl& mi, const EffectiveSessionOptions& session,
                                               graph_ops->count({"ebb.cpu", "GroupQueryAttention"}) >
                                           0
                                     : cfg.search.past_present_share_buffer);
-  // The operators as the session runs them: cpu_ops moved some nodes to ebb.cpu.
-  std::optional<std::map<OpId, int>> ops = graph_ops;
-  std::string library = CustomOpsLibrary(session);
-  if (ops && mi.cpu_ops_attention + mi.cpu_ops_matmul > 0) {
-    for (const auto& [op, moved] :
-         {std::pair<const char*, int>{"GroupQueryAttention", mi.cpu_ops_attention},
-          std::pair<const char*, int>{"MatMulNBits", mi.cpu_ops_matmul}}) {
-      if (moved == 0) continue;
-      int& from = (*ops)[{"com.microsoft", op}];
-      from -= std::min(from, moved);
-      if (from == 0) ops->erase({"com.microsoft", op});
-      (*ops)[{kCpuOpsDomain, op}] += moved;
-    }
-    library = library.empty() ? "built into libebb, cpu_ops=" + mi.options.cpu_ops
-                              : std::filesystem::path(library).filename().string() +
-                                    " and built into libebb, cpu_ops=" + mi.options.cpu_ops;
-  }
   info.past_present_share_buffer =
       cfg.search.past_present_share_buffer && info.uses_gqa && !mi.io.combined_kv;
   info.last_position_logits = !mi.io.logits_index.empty();
-  info.kernels = ops ? DescribeModelKernels(*ops, CpuFlags(), library, providers.FirstAccelerator())
+  // The operators as the session runs them: cpu_ops moved some nodes to ebb.cpu.
+  std::optional<std::map<OpId, int>> ops = graph_ops;
+  CpuOpsPlan moved;
+  moved.attention = mi.cpu_ops_attention;
+  moved.matmul = mi.cpu_ops_matmul;
+  if (ops) ApplyCpuOpsToKernels(moved, &*ops);
+  info.kernels = ops ? DescribeModelKernels(*ops, CpuFlags(), CustomOpsLibrary(session),
+                                            providers.FirstAccelerator(),
+                                            moved.moved() > 0 ? mi.options.cpu_ops : "")
                      : "unknown (ebb could not list the graph's operators; see the log)";
   if (!placement.empty()) {
     info.kernels += "; " + placement;
@@ -651,7 +630,7 @@ void FinishLoad(ModelImpl& mi, PressureSource pressure) {
   if (!mi.weights_entry.empty()) {
     // A cache file truncated or rewritten under the mapping must fail the request that read it,
     // not kill the process with SIGBUS (memory/mapped_file_guard.h).
-    mi.weights_guard = MappedFileGuard::Protect({mi.weights_entry / ModelCache::kDataFile});
+    mi.weights_guard = MappedFileGuard::Protect(ModelCache::WeightFiles(mi.weights_entry));
   }
   mi.loaded_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())

@@ -16,6 +16,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "cpu_ops/pack_file.h"
 #include "ebb/version.h"
 #include "model/prepack_chunks.h"
 #include "model/prepacked_align.h"
@@ -439,6 +440,8 @@ Ort::SessionOptions SavingOptions(const Ort::SessionOptions& base, const fs::pat
   so.AddConfigEntry("session.optimized_model_external_initializers_file_name",
                     ModelCache::kDataFile);
   so.AddConfigEntry("session.optimized_model_external_initializers_min_size_in_bytes", "1024");
+  // Such a session never runs: ebb's int4 matmul kernel (cpu_ops) need not repack its weights.
+  so.AddConfigEntry(ebb_cpu_ops::kNoPackKey, "1");
   return so;
 }
 
@@ -549,6 +552,10 @@ bool ModelCache::BuildEntry(BuildJob& job) {
       Ort::SessionOptions so = job.session_options.Clone();
       so.SetIntraOpNumThreads(1);
       so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
+      // ebb's int4 matmul kernel (cpu_ops) writes its repacked weights into the entry and runs
+      // the probe from those files, which every later load of the entry maps (pack_file.h).
+      so.AddConfigEntry(ebb_cpu_ops::kPackDirKey, temp_.c_str());
+      so.AddConfigEntry(ebb_cpu_ops::kPackWriteKey, "1");
       Ort::Session probe_session(OrtEnvironment(), (temp_ / kGraphFile).c_str(), so);
       const std::vector<float> got = job.probe(probe_session);
       const std::vector<float> want = job.reference();
@@ -572,6 +579,16 @@ bool ModelCache::BuildEntry(BuildJob& job) {
   if (!committed) return false;
   EnforceBudget();
   return true;
+}
+
+std::vector<fs::path> ModelCache::WeightFiles(const fs::path& entry) {
+  std::vector<fs::path> files = {entry / kDataFile};
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(entry, ec)) {
+    if (e.path().extension() == ".pack" && e.is_regular_file(ec)) files.push_back(e.path());
+  }
+  std::sort(files.begin() + 1, files.end());
+  return files;
 }
 
 void ModelCache::EnforceBudget() const {

@@ -148,6 +148,10 @@ class ModelCache {
   // on the calling thread.
   bool BuildEntry(BuildJob& job);
 
+  // The files of `entry` a loaded model maps its weights from: kDataFile and the repacked weights
+  // of ebb's int4 matmul kernel (cpu_ops/pack_file.h, *.pack), sorted. Never throws.
+  static std::vector<std::filesystem::path> WeightFiles(const std::filesystem::path& entry);
+
   static constexpr const char* kGraphFile = "model.onnx";
   static constexpr const char* kDataFile = "model.onnx.data";
   static constexpr const char* kManifestFile = "manifest.json";

@@ -9,6 +9,7 @@
 #include "core/strings.h"
 #include "ebb/chat_template.h"
 #include "ebb/error.h"
+#include "model/cpu_ops_rewrite.h"
 #include "model/ep_placement.h"
 #include "model/graph_ops.h"
 #include "model/model_device.h"
@@ -148,9 +149,15 @@ ModelFolderInfo DescribeModel(const std::filesystem::path& dir,
   } catch (const Error&) {
     // A provider the config names that ebb does not know: a load says so; info shows the CPU's.
   }
+  // As a load with default options runs it: ebb's kernels where cpu_ops (default auto) moves
+  // nodes.
+  std::map<OpId, int> ops = GraphOps(c.model_path);
+  const std::string library = s.custom_ops_library == "none" ? "" : s.custom_ops_library;
+  const std::string cpu_ops = ModelOptions{}.cpu_ops;
+  const CpuOpsDecision moved = DecideCpuOps(c, cpu_ops, !accelerator.empty(), library);
+  if (moved.kinds.any()) ApplyCpuOpsToKernels(moved.plan, &ops);
   s.kernels =
-      DescribeModelKernels(GraphOps(c.model_path), CpuFlags(),
-                           s.custom_ops_library == "none" ? "" : s.custom_ops_library, accelerator);
+      DescribeModelKernels(ops, CpuFlags(), library, accelerator, moved.kinds.any() ? cpu_ops : "");
   if (!s.placement.empty()) s.kernels += "; " + s.placement;
   if (!c.is_encoder) {
     // The KV element size is the graph's (the first layer's past input), as BuildModel uses.

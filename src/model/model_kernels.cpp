@@ -33,10 +33,13 @@ std::string Counted(const std::string& name, int count) {
 std::string DescribeModelKernels(const std::map<OpId, int>& ops,
                                  const std::set<std::string>& cpu_flags,
                                  const std::string& custom_ops_library,
-                                 const std::string& gpu_provider) {
-  std::vector<std::string> nbits, matmul, attention, custom;
+                                 const std::string& gpu_provider,
+                                 const std::string& builtin_cpu_ops) {
+  std::vector<std::string> nbits, matmul, attention, custom, builtin;
   for (const auto& [op, count] : ops) {
-    if (op.domain == "com.microsoft" && op.op_type == "MatMulNBits") {
+    if (!builtin_cpu_ops.empty() && op.domain == "ebb.cpu") {
+      builtin.push_back(Counted(op.domain + "." + op.op_type, count));
+    } else if (op.domain == "com.microsoft" && op.op_type == "MatMulNBits") {
       nbits.push_back(Counted(op.op_type, count));
     } else if (IsMatMul(op)) {
       matmul.push_back(Counted(op.op_type, count));
@@ -66,6 +69,9 @@ std::string DescribeModelKernels(const std::map<OpId, int>& ops,
   if (!nbits.empty()) groups.push_back(join(nbits, ", ") + ": MLAS " + MlasInt4Kernel(cpu_flags));
   if (!matmul.empty()) groups.push_back(join(matmul, ", ") + ": MLAS GEMM");
   if (!attention.empty()) groups.push_back(join(attention, ", ") + ": ORT CPU");
+  if (!builtin.empty()) {
+    groups.push_back(join(builtin, ", ") + ": ebb (built in, cpu_ops=" + builtin_cpu_ops + ")");
+  }
   if (!custom.empty()) groups.push_back(join(custom, ", ") + ": custom op (" + library + ")");
   std::string out = groups.empty() ? "ORT CPU" : join(groups, "; ");
   if (!nbits.empty() && cpu_flags.count("amx_int8") > 0) {

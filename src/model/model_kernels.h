@@ -31,9 +31,13 @@ namespace ebb::internal {
 // are that provider's: "cuda: MatMulNBits x85, GroupQueryAttention x12". A graph with none of
 // these families: "ORT CPU" (or the provider's name).
 // `cpu_flags`: CpuFlags(); `custom_ops_library`: the path session_options names, or empty.
+// `builtin_cpu_ops`: the cpu_ops setting (e.g. "auto") when the session registered libebb's own
+// ebb.cpu kernels (cpu_ops_rewrite.h), else empty; their nodes are then one group of their own:
+//   "ebb.cpu.GroupQueryAttention x12, ebb.cpu.MatMulNBits x84: ebb (built in, cpu_ops=auto)"
 std::string DescribeModelKernels(const std::map<OpId, int>& ops,
                                  const std::set<std::string>& cpu_flags,
                                  const std::string& custom_ops_library,
-                                 const std::string& gpu_provider);
+                                 const std::string& gpu_provider,
+                                 const std::string& builtin_cpu_ops = "");
 
 }  // namespace ebb::internal

@@ -98,9 +98,11 @@ WeightsMemory ModelImpl::WeightsStats() const {
     w.anon_bytes = weights_bytes;
     return w;
   }
-  std::error_code ec;
-  w.file_backed_bytes = std::filesystem::file_size(weights_entry / ModelCache::kDataFile, ec);
-  if (ec) w.file_backed_bytes = 0;
+  for (const auto& f : ModelCache::WeightFiles(weights_entry)) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(f, ec);
+    if (!ec) w.file_backed_bytes += bytes;
+  }
   w.file_resident_bytes = ResidentFilePages(weights_entry).resident_bytes;
   return w;
 }

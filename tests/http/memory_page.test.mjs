@@ -91,7 +91,10 @@ before(async () => {
     throw new Error('playwright-core is missing from tests/http/node_modules: run scripts/bootstrap ' +
       `(it runs npm ci in tests/http) (${e.message})`);
   }
-  ({ server, url } = await startServe(EBB, ['--models-dir', MODELS, '--api-key', KEY]));
+  // ORT's attention takes its scratch, which grows with the prompt, from the arena: the shrink
+  // test needs that growth (ebb's own kernel, cpu_ops, keeps a small scratch of its own).
+  ({ server, url } = await startServe(EBB, ['--models-dir', MODELS, '--api-key', KEY,
+    '--option', 'cpu_ops=off']));
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   page = await browser.newPage({ viewport: { width: 1200, height: 800 } });

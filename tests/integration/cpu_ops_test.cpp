@@ -26,6 +26,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -363,6 +364,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   const fs::path tool = Rewrite(d, src, "tool", "--ops matmul,gqa");
   ModelOptions off;
   off.Set("model_cache.dir", "off");
+  off.Set("cpu_ops", "off");
   ModelOptions on = off;
   on.Set("cpu_ops", "auto");
   auto rewritten_by_tool = ebb::LoadModel(tool, off);
@@ -370,7 +372,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   auto plain = ebb::LoadModel(src, off);
   const std::string kernels = moved_at_load->info().kernels;
   EXPECT_THAT(kernels, HasSubstr("ebb.cpu.GroupQueryAttention x2"));
-  EXPECT_THAT(kernels, HasSubstr("built into libebb, cpu_ops=auto"));
+  EXPECT_THAT(kernels, HasSubstr("ebb (built in, cpu_ops=auto)"));
   if (HasVnni()) {
     EXPECT_THAT(kernels, HasSubstr("ebb.cpu.MatMulNBits x"));
     EXPECT_THAT(kernels, ::testing::Not(HasSubstr("MatMulNBits x15: MLAS")));
@@ -405,9 +407,36 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
     }
     ASSERT_EQ(w.cache, "built");
   }
+  // The int4 matmul kernel's repacked weights are files of the entry (one per moved node), which
+  // the load from the entry maps instead of repacking into anonymous memory.
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(d.path() / "cache")) {
+    if (e.is_directory() && e.path().filename().string().rfind(".", 0) != 0) {
+      entries.push_back(e.path());
+    }
+  }
+  ASSERT_EQ(entries.size(), 1u);
+  int packs = 0;
+  for (const auto& f : fs::directory_iterator(entries[0])) {
+    packs += f.path().extension() == ".pack" ? 1 : 0;
+  }
   auto from_entry = ebb::LoadModel(src, cached);
   EXPECT_EQ(from_entry->runtime().Stats().weights.cache, "loaded");
   EXPECT_EQ(from_entry->info().kernels, kernels);
+  if (HasVnni()) {
+    const std::string moved = kernels.substr(kernels.find("ebb.cpu.MatMulNBits x") + 21);
+    EXPECT_EQ(packs, std::stoi(moved));
+    std::set<std::string> mapped;
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+      if (line.find(entries[0].string()) != std::string::npos && line.ends_with(".pack")) {
+        mapped.insert(line.substr(line.rfind('/')));
+      }
+    }
+    EXPECT_EQ(static_cast<int>(mapped.size()), packs) << "the load from the entry maps each pack";
+  } else {
+    EXPECT_EQ(packs, 0);
+  }
   const Compared entry = TeacherForced(moved_at_load, from_entry, 12);
   EXPECT_EQ(entry.tokens, same.tokens);
   EXPECT_EQ(entry.argmax_agree, entry.steps);
@@ -425,6 +454,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
 TEST(CpuOps, TheCpuOpsOptionLeavesGraphsItCannotMoveAsTheyAre) {
   ModelOptions off;
   off.Set("model_cache.dir", "off");
+  off.Set("cpu_ops", "off");
   ModelOptions on = off;
   on.Set("cpu_ops", "auto");
   for (const char* name : {"llama-tiny-fp16io", "gpt2-tiny-fp32", "bert-tiny-fp32"}) {

@@ -8,6 +8,7 @@
 
 #include "ebb/json.h"
 #include "ebb/model.h"
+#include "ebb/options.h"
 #include "ebb/runtime.h"
 #include "ebb/version.h"
 #include "ort/cpu_kernels.h"
@@ -22,14 +23,40 @@ using ::testing::Not;
 // synth_model.py's llama: q, k, v, o, gate, up and down per layer, and the LM head.
 std::string MatMuls(const ModelInfo& i) { return " x" + std::to_string(7 * i.num_layers + 1); }
 
+ModelOptions OrtKernels() {
+  ModelOptions o;
+  o.Set("cpu_ops", "off");
+  return o;
+}
+
 TEST(ModelKernels, AnInt4ModelRunsMatMulNBitsOnMlasAndItsAttentionOnOrt) {
-  const auto model = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-int4");
+  const auto model = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-int4", OrtKernels());
   const ModelInfo& i = model->info();
   const std::string mlas = internal::MlasInt4Kernel(internal::CpuFlags());
   EXPECT_THAT(i.kernels, HasSubstr("MatMulNBits" + MatMuls(i) + ": MLAS " + mlas));
   EXPECT_THAT(i.kernels,
               HasSubstr("GroupQueryAttention x" + std::to_string(i.num_layers) + ": ORT CPU"));
   EXPECT_THAT(i.kernels, Not(HasSubstr("MLAS GEMM"))) << "every matmul of the model is int4";
+}
+
+// By default (cpu_ops=auto) the nodes ebb's kernels take are one group of the line, naming the
+// setting; the rest stay as above. What moves depends on the CPU (the matmul needs VNNI).
+TEST(ModelKernels, ByDefaultEbbsOwnKernelsAreOneGroupOfTheLine) {
+  const auto model = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-int4");
+  const ModelInfo& i = model->info();
+  const auto& flags = internal::CpuFlags();
+  const bool avx2 = flags.count("avx2") && flags.count("fma") && flags.count("f16c");
+  const bool vnni = flags.count("avx512f") && flags.count("avx512bw") && flags.count("avx512_vnni");
+  if (!avx2 && !flags.count("avx512f")) {
+    EXPECT_THAT(i.kernels, Not(HasSubstr("ebb.cpu"))) << "this CPU runs neither kernel";
+    return;
+  }
+  const std::string attention = "ebb.cpu.GroupQueryAttention x" + std::to_string(i.num_layers);
+  EXPECT_THAT(i.kernels, HasSubstr(vnni ? attention + ", ebb.cpu.MatMulNBits" + MatMuls(i) +
+                                              ": ebb (built in, cpu_ops=auto)"
+                                        : attention + ": ebb (built in, cpu_ops=auto)"));
+  EXPECT_THAT(i.kernels, Not(HasSubstr("ORT CPU")));
+  EXPECT_EQ(i.kernels.find("MLAS") == std::string::npos, vnni);
 }
 
 TEST(ModelKernels, AnFp32ModelHasNoInt4Kernel) {
