@@ -9,7 +9,6 @@
 #include "cpu_ops/cpu_ops.h"
 #include "model/proto_wire.h"
 #include "ort/cpu_kernels.h"
-#include "platform/file.h"
 
 namespace ebb::internal {
 namespace {
@@ -30,9 +29,6 @@ using namespace proto::onnx;  // the field numbers (proto_wire.h)
 constexpr const char* kMsDomain = "com.microsoft";
 constexpr const char* kEbbDomain = kCpuOpsDomain;
 static_assert(std::string_view(kCpuOpsDomain) == ebb_cpu_ops::kDomain);
-constexpr uint64_t kModelOpsetImport = 8;                // ModelProto.opset_import
-constexpr uint64_t kOpsetDomain = 1, kOpsetVersion = 2;  // OperatorSetIdProto
-constexpr uint64_t kUint8 = 2;                           // TensorProto.DataType.UINT8
 constexpr int kHeadSizes[] = {16, 32, 48, 64, 96, 128};  // gqa_kernels.h
 
 struct Node {
@@ -273,34 +269,24 @@ std::optional<RewrittenModel> RewriteForCpuOps(const std::filesystem::path& onnx
     PutInt(opset, kOpsetVersion, 1);
     PutLen(opset_field, kModelOpsetImport, opset);
 
-    int err = 0;
-    platform::File mem = platform::File::CreateInMemory("ebb-cpu-ops-model", &err);
-    if (!mem.is_open()) {
-      *why_not = std::string("memfd_create failed: ") + std::strerror(err);
-      return std::nullopt;
-    }
     const uint8_t* d = file.data();
-    auto write = [&](const void* p, uint64_t n) {
-      if (err == 0) err = mem.WriteAll(p, n);
+    auto bytes = [](const std::string& str) {
+      return std::pair<const uint8_t*, uint64_t>{reinterpret_cast<const uint8_t*>(str.data()),
+                                                 str.size()};
     };
-    write(d, g.tag_begin);
-    write(graph_header.data(), graph_header.size());
+    std::vector<std::pair<const uint8_t*, uint64_t>> pieces = {{d, g.tag_begin},
+                                                               bytes(graph_header)};
     uint64_t at = g.begin;
     for (size_t m = 0; m < moves.size(); ++m) {
       const Node& n = g.nodes[moves[m]];
-      write(d + at, n.entry_begin - at);
-      write(moved[m].data(), moved[m].size());
+      pieces.push_back({d + at, n.entry_begin - at});
+      pieces.push_back(bytes(moved[m]));
       at = n.entry_end;
     }
-    write(d + at, g.end - at);
-    write(d + g.end, file.size() - g.end);
-    write(opset_field.data(), opset_field.size());  // fields may come in any order
-    if (err != 0) {
-      *why_not = std::string("writing the rewritten model failed: ") + std::strerror(err);
-      return std::nullopt;
-    }
-    std::filesystem::path path = mem.OpenablePath();
-    return RewrittenModel(std::move(mem), std::move(path));
+    pieces.push_back({d + at, g.end - at});
+    pieces.push_back({d + g.end, file.size() - g.end});
+    pieces.push_back(bytes(opset_field));  // a ModelProto's fields may come in any order
+    return WriteRewrittenModel("ebb-cpu-ops-model", pieces, why_not);
   } catch (const Malformed& m) {
     *why_not = "cannot parse the model (" + m.what + ")";
     return std::nullopt;

@@ -87,6 +87,26 @@ struct NodeRef {
 
 }  // namespace
 
+std::optional<RewrittenModel> WriteRewrittenModel(
+    const char* name, const std::vector<std::pair<const uint8_t*, uint64_t>>& pieces,
+    std::string* why_not) {
+  int err = 0;
+  platform::File mem = platform::File::CreateInMemory(name, &err);
+  if (!mem.is_open()) {
+    *why_not = std::string("memfd_create failed: ") + std::strerror(err);
+    return std::nullopt;
+  }
+  for (const auto& [p, n] : pieces) {
+    if (err == 0) err = mem.WriteAll(p, n);
+  }
+  if (err != 0) {
+    *why_not = std::string("writing the rewritten model failed: ") + std::strerror(err);
+    return std::nullopt;
+  }
+  std::filesystem::path path = mem.OpenablePath();
+  return RewrittenModel(std::move(mem), std::move(path));
+}
+
 std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path& onnx_file,
                                                    const std::string& logits_output,
                                                    int hidden_size, std::string* why_not) {
@@ -212,31 +232,17 @@ std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path& 
     PutTag(graph_header, kModelGraph, kLen);
     PutVarint(graph_header, graph_len);
 
-    int err = 0;
-    platform::File mem = platform::File::CreateInMemory("ebb-last-logits-model", &err);
-    if (!mem.is_open()) {
-      *why_not = std::string("memfd_create failed: ") + std::strerror(err);
-      return std::nullopt;
-    }
     const uint8_t* d = file.data();
-    const std::pair<const uint8_t*, uint64_t> pieces[] = {
-        {d, graph_tag},
-        {reinterpret_cast<const uint8_t*>(graph_header.data()), graph_header.size()},
-        {d + graph_begin, lm.entry_begin - graph_begin},
-        {reinterpret_cast<const uint8_t*>(inserted.data()), inserted.size()},
-        {d + lm.entry_end, graph_end - lm.entry_end},
-        {reinterpret_cast<const uint8_t*>(index_input.data()), index_input.size()},
-        {d + graph_end, file.size() - graph_end},
-    };
-    for (const auto& [p, n] : pieces) {
-      if (err == 0) err = mem.WriteAll(p, n);
-    }
-    if (err != 0) {
-      *why_not = std::string("writing the rewritten model failed: ") + std::strerror(err);
-      return std::nullopt;
-    }
-    std::filesystem::path path = mem.OpenablePath();
-    return RewrittenModel(std::move(mem), std::move(path));
+    return WriteRewrittenModel(
+        "ebb-last-logits-model",
+        {{d, graph_tag},
+         {reinterpret_cast<const uint8_t*>(graph_header.data()), graph_header.size()},
+         {d + graph_begin, lm.entry_begin - graph_begin},
+         {reinterpret_cast<const uint8_t*>(inserted.data()), inserted.size()},
+         {d + lm.entry_end, graph_end - lm.entry_end},
+         {reinterpret_cast<const uint8_t*>(index_input.data()), index_input.size()},
+         {d + graph_end, file.size() - graph_end}},
+        why_not);
   } catch (const Malformed& m) {
     *why_not = "cannot parse the model (" + m.what + ")";
     return std::nullopt;

@@ -20,9 +20,12 @@
 // Thread-safety: free functions and a move-only handle; no shared state.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "platform/file.h"
 
@@ -52,6 +55,13 @@ class RewrittenModel {
   platform::File file_;  // the memory file; closed by the destructor
   std::filesystem::path path_;
 };
+
+// Writes `pieces` (byte ranges, in order) into a new memory file named `name` (for debugging
+// output): the one way ebb's load-time rewrites hand ORT a graph. Returns nullopt with `why_not`
+// when the file cannot be created or written.
+std::optional<RewrittenModel> WriteRewrittenModel(
+    const char* name, const std::vector<std::pair<const uint8_t*, uint64_t>>& pieces,
+    std::string* why_not);
 
 // Rewrites `onnx_file` so that `logits_output` is computed at one position per row (above).
 // `hidden_size` is the LM head's input width (genai_config model.decoder.hidden_size).

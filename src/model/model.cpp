@@ -304,9 +304,8 @@ Ort::SessionOptions PrepareSessionOptions(ModelImpl& mi, const EffectiveSessionO
 
 // Step 1a', ebb's kernels (option cpu_ops, cpu_ops_rewrite.h): the kinds this load moves, and the
 // built-in ebb.cpu domain registered on `so` when a node will move (every session of the load,
-// the model cache's included, clones `so`). Not on a device (its provider runs the graph), not for
-// an encoder, and not for a graph that already has ebb.cpu nodes with libebb_cpu_ops.so named
-// (the library registers the same domain).
+// the model cache's included, clones `so`). DecideCpuOps says when nothing moves (a device, an
+// encoder, a folder naming libebb_cpu_ops.so, a graph with no eligible node); its notes are logged.
 void PlanCpuOpsForLoad(ModelImpl& mi, const EffectiveSessionOptions& session,
                        Ort::SessionOptions& so) {
   const CpuOpsDecision d =
@@ -345,8 +344,8 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
             auto it = ops->find({kCpuOpsDomain, op});
             return it == ops->end() ? 0 : it->second;
           };
-          mi.cpu_ops_attention = count("GroupQueryAttention");
-          mi.cpu_ops_matmul = count("MatMulNBits");
+          mi.cpu_ops_moved.attention = count("GroupQueryAttention");
+          mi.cpu_ops_moved.matmul = count("MatMulNBits");
         }
       }
       EBB_LOG_INFO("model cache: loaded {} from {} (graph already optimised, weights mapped)",
@@ -362,11 +361,8 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
   }
   if (!mi.session) {
     try {
-      CpuOpsPlan moved;
-      mi.session =
-          CreateSourceSession(cfg, mi.options.last_position_logits, mi.cpu_ops, so.Clone(), &moved);
-      mi.cpu_ops_attention = moved.attention;
-      mi.cpu_ops_matmul = moved.matmul;
+      mi.session = CreateSourceSession(cfg, mi.options.last_position_logits, mi.cpu_ops, so.Clone(),
+                                       &mi.cpu_ops_moved);
     } catch (const Ort::Exception& e) {
       throw SessionCreateError(cfg, session, e.what());
     }
@@ -490,9 +486,7 @@ void BuildInfo(ModelImpl& mi, const EffectiveSessionOptions& session,
   info.last_position_logits = !mi.io.logits_index.empty();
   // The operators as the session runs them: cpu_ops moved some nodes to ebb.cpu.
   std::optional<std::map<OpId, int>> ops = graph_ops;
-  CpuOpsPlan moved;
-  moved.attention = mi.cpu_ops_attention;
-  moved.matmul = mi.cpu_ops_matmul;
+  const CpuOpsPlan& moved = mi.cpu_ops_moved;
   if (ops) ApplyCpuOpsToKernels(moved, &*ops);
   info.kernels = ops ? DescribeModelKernels(*ops, CpuFlags(), CustomOpsLibrary(session),
                                             providers.FirstAccelerator(),

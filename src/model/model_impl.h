@@ -78,10 +78,10 @@ class ModelImpl final : public Model {
   std::string device_cache_mode;  // WebGPU: storageBufferCacheMode in force
   std::unique_ptr<Ort::Session> session;
   // cpu_ops (cpu_ops_rewrite.h): the kinds this load moves (resolved against the CPU and the
-  // graph; none on a device or for an encoder), and what the session's graph runs on ebb's
-  // kernels (the plan's counts, or the cached graph's; 0 when the rewritten graph did not load).
+  // graph; none on a device or for an encoder), and the nodes the session's graph runs on ebb's
+  // kernels (the plan's counts, or the cached graph's; none when the rewritten graph did not load).
   CpuOpsKinds cpu_ops;
-  int cpu_ops_attention = 0, cpu_ops_matmul = 0;
+  CpuOpsPlan cpu_ops_moved;
   // Every Run() on the session goes through it (model/step_runner.h).
   StepRunner runner{*this};
   // The cache entry whose files the session maps its weights from (model_cache.h); empty: the

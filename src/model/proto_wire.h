@@ -22,7 +22,8 @@ constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
 // The ONNX field numbers ebb reads or writes (onnx.proto3), in one list so that the readers
 // (model/graph_ops.cpp, model/last_logits.cpp, model/prepacked_align.cpp) agree.
 namespace onnx {
-constexpr uint64_t kModelGraph = 7;  // ModelProto.graph
+constexpr uint64_t kModelGraph = 7, kModelOpsetImport = 8;  // ModelProto.graph, .opset_import
+constexpr uint64_t kOpsetDomain = 1, kOpsetVersion = 2;     // OperatorSetIdProto
 constexpr uint64_t kGraphNode = 1, kGraphName = 2, kGraphInitializer = 5, kGraphInput = 11,
                    kGraphOutput = 12;  // GraphProto
 constexpr uint64_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
@@ -36,7 +37,7 @@ constexpr uint64_t kEntryKey = 1, kEntryValue = 2;          // StringStringEntry
 constexpr uint64_t kValueInfoName = 1, kValueInfoType = 2;  // ValueInfoProto
 constexpr uint64_t kTypeTensor = 1, kTensorElemType = 1, kTensorShape = 2, kShapeDim = 1,
                    kDimParam = 2;  // TypeProto, TypeProto.Tensor, TensorShapeProto, Dimension
-constexpr uint64_t kInt64 = 7;     // TensorProto.DataType.INT64
+constexpr uint64_t kUint8 = 2, kInt64 = 7;                     // TensorProto.DataType.UINT8, INT64
 constexpr uint64_t kFloat = 1, kFloat16 = 10, kBfloat16 = 16;  // TensorProto.DataType
 }  // namespace onnx
 

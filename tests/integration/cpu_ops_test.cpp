@@ -440,6 +440,24 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   const Compared entry = TeacherForced(moved_at_load, from_entry, 12);
   EXPECT_EQ(entry.tokens, same.tokens);
   EXPECT_EQ(entry.argmax_agree, entry.steps);
+  if (packs > 0) {
+    // A pack file changed after the entry was written (its header zeroed here): the manifest no
+    // longer matches, so the load rebuilds the entry instead of running from that file.
+    fs::path pack;
+    for (const auto& f : fs::directory_iterator(entries[0])) {
+      if (f.path().extension() == ".pack") pack = f.path();
+    }
+    fs::permissions(pack, fs::perms::owner_write, fs::perm_options::add);
+    {
+      std::fstream f(pack, std::ios::in | std::ios::out | std::ios::binary);
+      const std::string zeros(64, '\0');
+      f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    }
+    auto after_change = ebb::LoadModel(src, cached);
+    EXPECT_NE(after_change->runtime().Stats().weights.cache, "loaded");
+    EXPECT_EQ(after_change->info().kernels, kernels);
+    EXPECT_EQ(TeacherForced(moved_at_load, after_change, 12).max_diff_rel, 0.0);
+  }
   // cpu_ops is part of the entry's key: the same folder with ORT's kernels does not load it.
   ModelOptions cached_off = cached;
   cached_off.Set("cpu_ops", "off");
