@@ -10,7 +10,10 @@
 // tensor is a whole number of pages. The stride follows the widest row, not max_length: ORT's
 // CPU GroupQueryAttention costs in proportion to the buffer's width (measured: a 2048-token
 // buffer made a 128-token decode ~3x slower), so the region starts narrow and is re-laid wider
-// (x1.5, copying each row's valid columns) when a Run needs more columns. A member's KvCache is
+// (x1.5, copying each row's valid columns) when a Run needs more columns. When every attention
+// node runs on ebb's kernel (cpu_ops; its cost follows each row's valid keys), the first Run
+// lays the region out at the full context length instead and it is never re-laid: only the
+// virtual size grows (MAP_NORESERVE). A member's KvCache is
 // a [1, H, stride, D] view of its row (KvSlotView, read under the engine lock) that charges the
 // model's KvPool for its tokens exactly as a pool-allocated cache would (budgets, memory.limit
 // and the KV figures stay true); the mapping itself is not charged. Leave() gives the row's
@@ -140,6 +143,9 @@ class DecodeBatcher {
   bool no_wait_;
   int max_wait_us_;
   int max_stride_ = 0;  // context_length + 1, aligned to the region's align_tokens()
+  // Guarded by engine_mu_: lay the rows out at max_stride_ at once (the model's attention cost
+  // follows the keys, not the width) until the OS refuses the address space.
+  bool full_width_;
 
   std::mutex prompt_mu_;  // the prompt turn (PromptTurn): taken before engine_mu_, never after
   std::mutex engine_mu_;  // held around every Run() on region_ and every change of it

@@ -488,6 +488,9 @@ void BuildInfo(ModelImpl& mi, const EffectiveSessionOptions& session,
   std::optional<std::map<OpId, int>> ops = graph_ops;
   const CpuOpsPlan& moved = mi.cpu_ops_moved;
   if (ops) ApplyCpuOpsToKernels(moved, &*ops);
+  mi.attention_cost_follows_keys = ops &&
+                                   ops->count({"com.microsoft", "GroupQueryAttention"}) == 0 &&
+                                   ops->count({kCpuOpsDomain, "GroupQueryAttention"}) > 0;
   info.kernels = ops ? DescribeModelKernels(*ops, CpuFlags(), CustomOpsLibrary(session),
                                             providers.FirstAccelerator(),
                                             moved.moved() > 0 ? mi.options.cpu_ops : "")

@@ -82,6 +82,11 @@ class ModelImpl final : public Model {
   // kernels (the plan's counts, or the cached graph's; none when the rewritten graph did not load).
   CpuOpsKinds cpu_ops;
   CpuOpsPlan cpu_ops_moved;
+  // Every GroupQueryAttention of the session runs on ebb's kernel (cpu_ops, or a folder naming
+  // libebb_cpu_ops.so), whose cost follows each row's valid keys, not the KV buffer's width
+  // (ORT's CPU kernel's does). The batcher then lays its rows out at full width from the start
+  // (decode_batcher.h). Set at load, read-only after.
+  bool attention_cost_follows_keys = false;
   // Every Run() on the session goes through it (model/step_runner.h).
   StepRunner runner{*this};
   // The cache entry whose files the session maps its weights from (model_cache.h); empty: the

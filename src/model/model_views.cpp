@@ -14,6 +14,7 @@ const ModelInfo& RunView::info() const { return m_->info; }
 const DecoderIo& RunView::io() const { return m_->io; }
 const EncoderIo& RunView::encoder() const { return m_->encoder; }
 const KvShape& RunView::kv_shape() const { return m_->kv_shape; }
+bool RunView::attention_cost_follows_keys() const { return m_->attention_cost_follows_keys; }
 KvPool& RunView::kv_pool() const { return *m_->kv_pool; }
 PrefixCache* RunView::prefix_cache() const { return m_->prefix_cache.get(); }
 ConstraintCache* RunView::constraints() const { return m_->constraints.get(); }

@@ -52,6 +52,9 @@ class RunView {
   const EncoderIo& encoder() const;  // encoders (info().is_encoder)
   // One sequence's KV geometry (batch 1); copy it and set `batch`. Zero for encoders.
   const KvShape& kv_shape() const;
+  // Whether every attention node's cost follows its rows' valid keys rather than the KV
+  // buffer's width (ebb's GroupQueryAttention kernel; ORT's CPU kernel's cost is the width's).
+  bool attention_cost_follows_keys() const;
   KvPool& kv_pool() const;               // decoders: where every KV cache's memory comes from
   PrefixCache* prefix_cache() const;     // null: no prefix cache (encoders, or turned off)
   ConstraintCache* constraints() const;  // null for encoders

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
@@ -19,6 +21,7 @@
 #include "generate/decode_batcher.h"
 #include "model/model_views.h"
 #include "model/step_runner.h"
+#include "platform/testing.h"
 #include "test_env.h"
 
 namespace ebb {
@@ -33,8 +36,9 @@ using Tokens = std::vector<int32_t>;
 fs::path ModelDir() { return testing::TestModelsDir() / "llama-tiny-int4-b32"; }
 
 std::shared_ptr<Model> LoadBatched(int rows, const char* policy = "gather",
-                                   const char* wait_us = "2000") {
+                                   const char* wait_us = "2000", const char* cpu_ops = "auto") {
   ModelOptions mo;
+  mo.Set("cpu_ops", cpu_ops);
   mo.Set("decode_batch.max_rows", std::to_string(rows));
   mo.Set("decode_batch.policy", policy);
   mo.Set("decode_batch.max_wait_us", wait_us);
@@ -72,17 +76,25 @@ class DecodeBatch : public ::testing::Test {
   }
 };
 
+// The batcher's narrowest and widest stride, seen by the requests after each token.
+struct Strides {
+  int min = 0, max = 0;
+};
+
 // Four requests of different prompt lengths; request k joins once request k-1 has generated 4
-// tokens. Returns the batcher's stride at the end of the last request.
-int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts) {
+// tokens. `cpu_ops` for both the solo and the batched load.
+Strides FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts,
+                                       const char* cpu_ops = "auto") {
   std::vector<Tokens> solo;
   {
-    auto plain = ebb::LoadModel(ModelDir());
+    ModelOptions mo;
+    mo.Set("cpu_ops", cpu_ops);
+    auto plain = ebb::LoadModel(ModelDir(), mo);
     for (const auto& p : prompts) solo.push_back(Solo(plain, p, kMax));
   }
   // A long gather window: members that are decoding are waited for, so steps have several rows
   // even on a loaded machine (done members pause and are not waited for).
-  auto model = LoadBatched(4, "gather", "1000000");
+  auto model = LoadBatched(4, "gather", "1000000", cpu_ops);
   std::vector<Tokens> got(prompts.size());
   // Request k joins once request k-1 has generated 4 tokens (staggered joins), and request k-1
   // holds there until request k has prefilled: without the hold, a loaded machine could let a
@@ -91,7 +103,7 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
   std::condition_variable cv;
   std::vector<int> produced(prompts.size(), 0);
   std::vector<bool> joined(prompts.size(), false);
-  std::atomic<int> max_stride_seen{0};
+  std::atomic<int> max_stride_seen{0}, min_stride_seen{INT_MAX};
   std::vector<std::thread> threads;
   for (size_t k = 0; k < prompts.size(); ++k) {
     threads.emplace_back([&, k] {
@@ -110,6 +122,13 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
       cv.notify_all();
       while (!g.done()) {
         g.GenerateNextToken();
+        const int st = BatcherOf(model)->stride();  // after each token
+        int seen = max_stride_seen.load();
+        while (st > seen && !max_stride_seen.compare_exchange_weak(seen, st)) {
+        }
+        seen = min_stride_seen.load();
+        while (st < seen && !min_stride_seen.compare_exchange_weak(seen, st)) {
+        }
         {
           std::unique_lock<std::mutex> lock(mu);
           ++produced[k];
@@ -119,10 +138,6 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
           }
         }
       }
-      const int st = BatcherOf(model)->stride();
-      int seen = max_stride_seen.load();
-      while (st > seen && !max_stride_seen.compare_exchange_weak(seen, st)) {
-      }
       auto s = g.sequence(0);
       got[k].assign(s.begin(), s.end());
     });
@@ -131,7 +146,7 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
   for (size_t k = 0; k < prompts.size(); ++k) EXPECT_EQ(got[k], solo[k]) << "request " << k;
   auto* b = BatcherOf(model);
   EXPECT_NE(b, nullptr);
-  if (b == nullptr) return 0;
+  if (b == nullptr) return {};
   // Batched for real: more member tokens than Run()s.
   EXPECT_GT(b->stepped_rows(), b->steps());
   // The model's statistics count the same steps and rows (MemoryStats::decode_batch).
@@ -141,19 +156,59 @@ int FourStaggeredRequestsMatchSolo(int kMax, const std::vector<Tokens>& prompts)
   EXPECT_EQ(ds.rows, b->stepped_rows());
   EXPECT_EQ(model->kv_stats().in_use_bytes, 0u);
   EXPECT_EQ(b->resident_bytes(), 0u);
-  return max_stride_seen.load();
+  return {min_stride_seen.load(), max_stride_seen.load()};
 }
 
 TEST_F(DecodeBatch, FourStaggeredRequestsMatchTheirSoloRuns) {
   FourStaggeredRequestsMatchSolo(40, {Prompt(3, 1), Prompt(9, 2), Prompt(17, 3), Prompt(6, 4)});
 }
 
-// Rows longer than the first stride: the region is re-laid wider (several times) while members
-// decode and prefill; every request still matches its solo run.
+// Rows longer than the first stride: on ORT's attention kernel (whose cost follows the KV
+// buffer's width) the region is re-laid wider (several times) while members decode and prefill;
+// every request still matches its solo run.
 TEST_F(DecodeBatch, WideningTheRowsKeepsEveryRequestsTokens) {
-  const int stride = FourStaggeredRequestsMatchSolo(
-      220, {Prompt(70, 1), Prompt(3, 2), Prompt(130, 3), Prompt(20, 4)});
-  EXPECT_GE(stride, 220);
+  const Strides s = FourStaggeredRequestsMatchSolo(
+      220, {Prompt(70, 1), Prompt(3, 2), Prompt(130, 3), Prompt(20, 4)}, "off");
+  EXPECT_GE(s.max, 220);
+  EXPECT_LT(s.min, s.max);  // the first tokens ran on a narrower region: it was re-laid
+}
+
+// On ebb's attention kernel (cpu_ops; its cost follows each row's valid keys) the region is laid
+// out once, at the full context length, and never re-laid; the tokens are the solo runs'.
+TEST_F(DecodeBatch, OnEbbsAttentionTheRowsAreLaidOutOnceAtFullWidth) {
+  ModelOptions mo;
+  mo.Set("cpu_ops", "attention");
+  const ModelInfo info = ebb::LoadModel(ModelDir(), mo)->info();
+  if (info.kernels.find("ebb.cpu.GroupQueryAttention") == std::string::npos) {
+    GTEST_SKIP() << "ebb's attention kernel does not run on this CPU (" << info.kernels << ")";
+  }
+  const Strides s = FourStaggeredRequestsMatchSolo(
+      220, {Prompt(70, 1), Prompt(3, 2), Prompt(130, 3), Prompt(20, 4)}, "attention");
+  EXPECT_EQ(s.min, s.max);
+  EXPECT_GT(s.max, info.context_length);  // one spare column for a full row's pad
+}
+
+// Where the OS refuses the full width's address space (vm.overcommit_memory=2, ulimit -v), the
+// region grows as it does on ORT's kernel instead, and the tokens are still the solo run's.
+TEST_F(DecodeBatch, WhereTheFullWidthIsRefusedTheRowsGrowAsNeeded) {
+  ModelOptions mo;
+  mo.Set("cpu_ops", "attention");
+  auto plain = ebb::LoadModel(ModelDir(), mo);
+  if (plain->info().kernels.find("ebb.cpu.GroupQueryAttention") == std::string::npos) {
+    GTEST_SKIP() << "ebb's attention kernel does not run on this CPU (" << plain->info().kernels
+                 << ")";
+  }
+  const Tokens prompt = Prompt(40, 5);
+  const Tokens solo = Solo(plain, prompt, 120);
+  auto model = LoadBatched(2, "gather", "2000", "attention");
+  GeneratorParams p;
+  p.max_length = 120;
+  Generator g(model, p);
+  platform::testing::FailNext(platform::testing::Op::kMapAnonymous, ENOMEM);  // the full width
+  EXPECT_EQ(Generate(g, prompt), solo);
+  ASSERT_NE(BatcherOf(model), nullptr);
+  EXPECT_GE(BatcherOf(model)->stride(), 120);
+  EXPECT_LT(BatcherOf(model)->stride(), model->info().context_length);
 }
 
 // Issue 40: a prompt that arrives while another member decodes runs in chunks of
