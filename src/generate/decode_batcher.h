@@ -13,7 +13,8 @@
 // (x1.5, copying each row's valid columns) when a Run needs more columns. When every attention
 // node runs on ebb's kernel (cpu_ops; its cost follows each row's valid keys), the first Run
 // lays the region out at the full context length instead and it is never re-laid: only the
-// virtual size grows (MAP_NORESERVE). A member's KvCache is
+// virtual size grows (MAP_NORESERVE); where the OS refuses that address space, it grows as
+// above. A member's KvCache is
 // a [1, H, stride, D] view of its row (KvSlotView, read under the engine lock) that charges the
 // model's KvPool for its tokens exactly as a pool-allocated cache would (budgets, memory.limit
 // and the KV figures stay true); the mapping itself is not charged. Leave() gives the row's
