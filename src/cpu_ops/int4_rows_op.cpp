@@ -8,11 +8,14 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cpu_ops.h"
 #include "pack_file.h"
+#include "pack_ledger.h"
+#include "platform/vm.h"
 
 namespace ebb_cpu_ops {
 namespace {
@@ -26,6 +29,51 @@ constexpr long kMaxUnit = 128;   // k per scale step: min(block_size, 128)
 constexpr long kPrefetch = 2048;  // bytes ahead in each column group's stream, into L2
 
 OrtStatus* Error(const std::string& what) { return OpError(kOpType, what); }
+
+// The kernel's own copy of the layout (no pack file to map): one private anonymous mapping with
+// page-aligned sections, so that it goes back to the operating system whole when the kernel goes,
+// and a mapping the system refuses fails the kernel's creation with the reason (ORT then refuses
+// the session, and ebb loads the graph on ORT's kernels: model/model.cpp CreateSourceSession).
+class OwnedPack {
+ public:
+  OwnedPack() = default;
+  OwnedPack(const OwnedPack&) = delete;
+  OwnedPack& operator=(const OwnedPack&) = delete;
+  ~OwnedPack() { Free(); }
+
+  // Maps zero-filled sections of `bytes` each; returns their addresses. Throws std::runtime_error
+  // naming the size and the system's error when the mapping is refused.
+  std::vector<uint8_t*> Map(const std::vector<size_t>& bytes) {
+    Free();
+    const size_t page = static_cast<size_t>(ebb::platform::PageSize());
+    std::vector<size_t> offsets;
+    size_t total = 0;
+    for (size_t b : bytes) {
+      offsets.push_back(total);
+      total += (b + page - 1) / page * page;
+    }
+    const ebb::platform::MapResult m = ebb::platform::MapAnonymous(std::max(total, page));
+    if (!m.addr) {
+      throw std::runtime_error("could not map " + std::to_string(total) +
+                               " bytes for the repacked weights: " + std::strerror(m.err));
+    }
+    addr_ = m.addr;
+    bytes_ = std::max(total, page);
+    std::vector<uint8_t*> out;
+    for (size_t o : offsets) out.push_back(static_cast<uint8_t*>(addr_) + o);
+    return out;
+  }
+  size_t bytes() const { return bytes_; }  // mapped: the sections, each rounded up to pages
+  void Free() {
+    if (addr_) ebb::platform::Unmap(addr_, bytes_);
+    addr_ = nullptr;
+    bytes_ = 0;
+  }
+
+ private:
+  void* addr_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 // The weights, repacked at kernel creation for 16-column vectors (the op's own anonymous copy):
 //   codes  [group][unit][step][64 bytes]: unit = `unit` k (min(block_size, 128)), step = 8 k;
@@ -42,7 +90,7 @@ struct Packed {
   const uint8_t* codes = nullptr;
   const uint8_t* scales = nullptr;
   const uint8_t* zps = nullptr;
-  Aligned owned_codes, owned_scales, owned_zps;
+  OwnedPack owned;
 
   size_t UnitBytes() const { return static_cast<size_t>(unit / 8 * 64); }
   const uint8_t* Codes(long g, long u) const {
@@ -71,28 +119,18 @@ struct Packed {
     codes = m.section(0);
     scales = m.section(1);
     zps = has_zp ? m.section(2) : nullptr;
-    owned_codes = Aligned();
-    owned_scales = Aligned();
-    owned_zps = Aligned();
+    owned.Free();
   }
 
   // b: [N][blocks][block/2] as MatMulNBits holds it; sc: [N * blocks]; zp: [N][ceil(blocks/2)]
-  // or null. Layout() first.
+  // or null. Layout() first. Throws std::runtime_error when the system refuses the memory.
   void Pack(const uint8_t* b, const float* sc, const uint8_t* zp) {
     const long blocks = (k + block - 1) / block, col_bytes = blocks * block / 2;
     const long zp_stride = (blocks + 1) / 2;
-    const std::vector<size_t> bytes = Layout(zp != nullptr);
-    owned_codes.Reset(bytes[0]);
-    owned_scales.Reset(bytes[1]);
-    std::memset(owned_codes.data, 0, bytes[0]);
-    std::memset(owned_scales.data, 0, bytes[1]);
-    codes = owned_codes.data;
-    scales = owned_scales.data;
-    if (has_zp) {
-      owned_zps.Reset(bytes[2]);
-      std::memset(owned_zps.data, 0, bytes[2]);
-      zps = owned_zps.data;
-    }
+    const std::vector<uint8_t*> sections = owned.Map(Layout(zp != nullptr));  // zero-filled
+    codes = sections[0];
+    scales = sections[1];
+    zps = has_zp ? sections[2] : nullptr;
     auto code = [&](long col, long kk) {
       const uint8_t byte = b[col * col_bytes + kk / 2];
       return (kk & 1) ? byte >> 4 : byte & 0x0F;
@@ -312,6 +350,17 @@ struct Kernel {
   Packed w;
   std::unique_ptr<PackMapping> mapping;  // the pack file w's sections are in, if any
   bool unpacked = false;                 // kNoPackKey: a session that never runs
+  // The load's count of anonymous packs (pack_ledger.h), and what this kernel added to it: its
+  // own copy's bytes, taken back when the kernel goes.
+  PackCount ledger;
+  uint64_t counted = 0;
+
+  Kernel() = default;
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+  ~Kernel() {
+    if (ledger) ledger->fetch_sub(counted);
+  }
 
   OrtStatusPtr ComputeV2(OrtKernelContext* context) {
     if (unpacked) {
@@ -424,7 +473,11 @@ struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
       if (kernel->mapping) {
         w.UseMapped(*kernel->mapping);
       } else {
-        w.Pack(b, sc, zp);
+        try {
+          w.Pack(b, sc, zp);
+        } catch (const std::exception& e) {
+          return Error(node + e.what());
+        }
         if (!path.empty() && settings.write &&
             WritePack(path, key, {{w.codes, sizes[0]}, {w.scales, sizes[1]}, {w.zps, sizes[2]}})
                 .empty()) {
@@ -432,6 +485,10 @@ struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
           kernel->mapping = OpenPack(path, key, sizes);
           if (kernel->mapping) w.UseMapped(*kernel->mapping);
         }
+      }
+      if (!kernel->mapping && (kernel->ledger = PackLedger::Find(settings.ledger))) {
+        kernel->counted = w.owned.bytes();
+        kernel->ledger->fetch_add(kernel->counted);
       }
       *out = kernel.release();
       return nullptr;

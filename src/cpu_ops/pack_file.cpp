@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "pack_ledger.h"
 #include "platform/file.h"
 #include "platform/vm.h"
 
@@ -62,6 +63,7 @@ PackSettings ReadPackSettings(const OrtApi& api, const OrtKernelInfo* info) {
   s.dir = get(kPackDirKey);
   s.write = get(kPackWriteKey) == "1";
   s.skip = get(kNoPackKey) == "1";
+  s.ledger = get(kPackLedgerKey);
   api.ReleaseKeyValuePairs(kv);
   return s;
 }

@@ -43,6 +43,7 @@ struct PackSettings {
   std::string dir;     // "" = no pack files
   bool write = false;  // kPackWriteKey
   bool skip = false;   // kNoPackKey
+  std::string ledger;  // pack_ledger.h's kPackLedgerKey: where anonymous packs are counted
 };
 // Reads them from the kernel's session config (OrtApi::KernelInfo_GetConfigEntries).
 PackSettings ReadPackSettings(const OrtApi& api, const OrtKernelInfo* info);

@@ -17,6 +17,7 @@
 #include "core/option_parse.h"
 #include "core/strings.h"
 #include "cpu_ops/pack_file.h"
+#include "cpu_ops/pack_ledger.h"
 #include "ebb/error.h"
 #include "ebb/process_memory.h"
 #include "ebb/version.h"
@@ -325,9 +326,14 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
                    const Ort::SessionOptions& so, ModelCache& cache, ModelCache::BuildJob& job,
                    std::string* placement) {
   const GenaiConfig& cfg = mi.config;
+  // ebb's int4 matmul counts the weights it repacks into anonymous memory (no pack file to map)
+  // into this load's ledger (cpu_ops/pack_ledger.h); ResolveGraphIo charges them with the weights.
+  ebb_cpu_ops::PackLedger ledger;
+  Ort::SessionOptions counted = so.Clone();
+  if (mi.cpu_ops.any()) counted.AddConfigEntry(ebb_cpu_ops::kPackLedgerKey, ledger.id().c_str());
   auto load_entry = [&] {
     cache.Prefetch();
-    Ort::SessionOptions cached_so = so.Clone();
+    Ort::SessionOptions cached_so = counted.Clone();
     cached_so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
     // ebb's int4 matmul kernel (cpu_ops, or libebb_cpu_ops.so named by the folder) maps the
     // repacked weights the build wrote into the entry (read only: an entry is never modified; a
@@ -361,12 +367,13 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
   }
   if (!mi.session) {
     try {
-      mi.session = CreateSourceSession(cfg, mi.options.last_position_logits, mi.cpu_ops, so.Clone(),
-                                       &mi.cpu_ops_moved);
+      mi.session = CreateSourceSession(cfg, mi.options.last_position_logits, mi.cpu_ops,
+                                       counted.Clone(), &mi.cpu_ops_moved);
     } catch (const Ort::Exception& e) {
       throw SessionCreateError(cfg, session, e.what());
     }
   }
+  mi.repacked_anon_bytes = ledger.anon_bytes();
   if (mi.device) {
     *placement = DescribeEpPlacement(ReadEpPlacement(*mi.session), mi.device->provider,
                                      OrtProviderName(mi.device->provider));
@@ -381,7 +388,10 @@ void ResolveGraphIo(ModelImpl& mi) {
   } else {
     mi.io = ResolveIo(cfg, *mi.session);
   }
-  mi.weights_bytes = WeightsBytes(cfg.model_path);
+  // The weight files, plus ebb's repacked copy of the int4 weights where it is anonymous memory
+  // (no model-cache entry to map it from yet): both are what the weights hold for the model's
+  // life, so memory.limit and the stats count both.
+  mi.weights_bytes = WeightsBytes(cfg.model_path) + mi.repacked_anon_bytes;
   if (const auto tok = cfg.dir / "tokenizer.json"; std::filesystem::exists(tok)) {
     mi.tokenizer_owned = Tokenizer::FromFile(tok);
     // A tokenizer whose ids reach past the graph's logits: a prompt with such a token fails
@@ -582,7 +592,11 @@ void LogLoad(const ModelImpl& mi, std::chrono::steady_clock::time_point load_sta
       "in {:.0f} ms; weights {} ({}); process RSS {}, anonymous {}",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
           .count(),
-      FormatBytes(mi.weights_bytes), WeightsStateName(mi.WeightsState()),
+      FormatBytes(mi.weights_bytes),
+      mi.repacked_anon_bytes == 0
+          ? std::string(WeightsStateName(mi.WeightsState()))
+          : fmt::format("{}, of which {} repacked by ebb's int4 matmul",
+                        WeightsStateName(mi.WeightsState()), FormatBytes(mi.repacked_anon_bytes)),
       FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.rss_bytes))),
       FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, pm.anon_bytes))));
   if (cfg.is_encoder) {

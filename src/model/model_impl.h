@@ -65,7 +65,12 @@ class ModelImpl final : public Model {
   // Decoders: the KV geometry of one sequence (batch 1), resolved once at load from the config
   // and the graph's KV inputs; users copy it and set `batch`. Encoders: all zero.
   KvShape kv_shape;
+  // What memory.limit charges for the weights: the weight files' bytes plus
+  // repacked_anon_bytes.
   uint64_t weights_bytes = 0;
+  // ebb's int4 matmul's repacked weights held in anonymous memory (cpu_ops without a model-cache
+  // entry to map them from: pack_ledger.h); 0 otherwise.
+  uint64_t repacked_anon_bytes = 0;
   // Declared before the session so that it is released after it: the env arena the session
   // allocates from must outlive the session.
   std::unique_ptr<EnvArenaLease> env_arena;

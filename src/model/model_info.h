@@ -54,8 +54,10 @@ ModelFolderInfo DescribeModel(const std::filesystem::path& dir,
 // `ebb info --json`'s "model" document.
 nlohmann::json ModelFolderInfoJson(const ModelFolderInfo& s);
 
-// The bytes a load of `dir` would charge to memory.limit (its weight files), read from the
-// folder's config without loading. Throws what reading the config throws (NotFound, ...).
+// The bytes a load of `dir` would charge to memory.limit at least (its weight files), read from
+// the folder's config without loading. A load with cpu_ops and no cache entry to map its repacked
+// weights from charges that copy too (ModelImpl::repacked_anon_bytes). Throws what reading the
+// config throws (NotFound, ...).
 uint64_t EstimateWeightsBytes(const std::filesystem::path& dir);
 
 // The chat_template option (ebb/options.h) parsed for the model folder `dir`: the template text

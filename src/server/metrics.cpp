@@ -247,7 +247,9 @@ std::string Metrics::Render(const Runtime& runtime, const ModelManager& manager,
   const std::vector<ManagedModel> list = manager.List();
   w.Family("ebb_model_loaded", "gauge", "1 when the model is loaded, 0 when it is only known.");
   for (const auto& m : list) w.Sample("ebb_model_loaded", L(m.id), m.loaded ? 1 : 0);
-  w.Family("ebb_model_weights_bytes", "gauge", "Bytes of a loaded model's weight files.");
+  w.Family("ebb_model_weights_bytes", "gauge",
+           "Bytes of a loaded model's weights as memory.limit charges them (weight files, plus "
+           "ebb's anonymous int4 repack).");
   for (const auto& m : list) {
     if (m.summary) w.Sample("ebb_model_weights_bytes", L(m.id), m.summary->weights_bytes);
   }

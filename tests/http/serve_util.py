@@ -116,8 +116,22 @@ def chat_body(model, content="hello", max_tokens=8, **extra):
             "max_tokens": max_tokens, "temperature": 0, **extra}
 
 
+def charged_weights_bytes(folder, *args):
+    """The weights bytes ebb charges to memory.limit for `folder` loaded with `args` (ebb serve
+    arguments), read from a throwaway server: the weight files plus, on a CPU where ebb's int4
+    matmul runs, its anonymous repack (docs/cpu_ops.md "Memory")."""
+    with Server("--model", f"m={folder}", *args) as s:
+        st, _, j = s.post("/v1/models/m/load", {})
+        assert st == 200, j
+        st, _, j = s.get("/v1/models/m/runtime")
+        assert st == 200, j
+        return j["info"]["weights_bytes"]
+
+
 def weights_bytes(folder):
-    """Bytes of a model folder's weight files, as ebb charges them to memory.limit."""
+    """Bytes of a model folder's weight files: what ebb charges to memory.limit for its weights
+    unless ebb's int4 matmul holds a repacked copy in anonymous memory (cpu_ops on a VNNI CPU,
+    no model-cache entry; then see charged_weights_bytes)."""
     cfg = json.loads((folder / "genai_config.json").read_text())
     name = cfg["model"]["decoder"]["filename"]
     total = 0

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from json_schema_lite import load_schema, validate
-from serve_util import EBB, MODELS, Server, chat_body, wait_until, weights_bytes
+from serve_util import (EBB, MODELS, Server, charged_weights_bytes, chat_body, wait_until,
+                        weights_bytes)
 
 TINY = "llama-tiny-fp32"
 BERT = "bert-tiny-fp32"
@@ -689,7 +690,8 @@ def test_tier2_settings_made_over_http_survive_unload_and_reload():
 def test_a_model_with_a_running_request_is_never_evicted():
     # a: a slower model with a long streamed request; b and c: one tiny folder under two ids.
     small, tiny = MODELS / "llama-small-int4", MODELS / TINY
-    ws, wt = weights_bytes(small), weights_bytes(tiny)
+    ws, wt = charged_weights_bytes(small), weights_bytes(tiny)
+    assert ws >= weights_bytes(small)
     kv_a = 24576 * 140  # llama-small-int4: 24,576 KV bytes per token, prompt + 120 tokens
     # a (weights and KV) and one tiny model with room for its small requests; not two tiny ones.
     args = ["--memory-limit", str(ws + kv_a + wt + (wt // 2)),

@@ -15,8 +15,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -39,6 +41,7 @@
 #include "ebb/stats.h"
 #include "generate/decode_batcher.h"
 #include "model/model_views.h"
+#include "platform/testing.h"
 #include "test_env.h"
 
 #ifndef EBB_TEST_CPU_OPS_LIB
@@ -356,6 +359,107 @@ TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {
 // the same kernels on the same graph give the same logits, bit for bit; the kernels line says
 // what moved and where the kernels are; the model cache stores the moved graph, and a load from
 // it runs the same kernels.
+// Without a model-cache entry to map them from, the int4 matmul's repacked weights are an
+// anonymous copy beside ORT's initializers for the model's life: memory.limit charges them with
+// the weight files, and refuses a load whose limit has room for the files but not for them.
+TEST(CpuOps, RepackedWeightsInAnonymousMemoryAreChargedToMemoryLimit) {
+  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  TempDir d;
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
+  // The repack's size from docs/cpu_ops.md's layout: per node, N rounded up to 32 columns, and
+  // for each column K / 2 bytes of codes and one float scale per 32 k (block 32): N K / 2 and
+  // N K / 8 bytes, each section rounded up to whole pages in the kernel's mapping. The tiny
+  // preset (synth_info.json): hidden 64, kv 2 x 16, intermediate 128, vocabulary 1024; 2 layers
+  // of q, k, v, o, gate, up and down ({N, K}), and the LM head.
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  auto pages = [&](uint64_t b) { return (b + page - 1) / page * page; };
+  const std::vector<std::pair<uint64_t, uint64_t>> layer = {
+      {64, 64}, {32, 64}, {32, 64}, {64, 64}, {128, 64}, {128, 64}, {64, 128}};
+  uint64_t repack = pages(1024 * 64 / 2) + pages(1024 * 64 / 8);
+  for (int l = 0; l < 2; ++l) {
+    for (const auto& [n, k] : layer) repack += pages(n * k / 2) + pages(n * k / 8);
+  }
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  off.Set("cpu_ops", "off");
+  ModelOptions on = off;
+  on.Set("cpu_ops", "matmul");
+  const uint64_t files = ebb::LoadModel(src, off)->weights_bytes();
+  EXPECT_EQ(files, fs::file_size(src / "model.onnx"));
+  EXPECT_EQ(ebb::LoadModel(src, on)->weights_bytes(), files + repack);
+
+  // memory.limit with room for the files and all but one byte of the repack: refused.
+  const uint64_t others = Runtime::Default().Stats().weights_bytes;
+  ModelOptions tight = on;
+  tight.Set("memory.limit", std::to_string(others + files + repack - 1));
+  try {
+    ebb::LoadModel(src, tight);
+    ADD_FAILURE() << "a load over memory.limit by its repacked weights was not refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ResourceExhausted);
+    EXPECT_THAT(e.what(), HasSubstr(std::to_string(files + repack) + " bytes) of weights"));
+  }
+  tight.Set("memory.limit", std::to_string(others + files + repack));
+  {
+    auto fits = ebb::LoadModel(src, tight);
+    EXPECT_EQ(Runtime::Default().Stats().weights_bytes, others + files + repack);
+  }
+  Runtime::Default().SetMemoryLimit(0);
+
+  // From a model-cache entry the kernels map their packs: nothing anonymous to charge. The
+  // building load itself still runs from the model file (the entry is built beside it).
+  ModelOptions cached = on;
+  cached.Set("model_cache.dir", (d.path() / "cache").string());
+  {
+    auto building = ebb::LoadModel(src, cached);
+    EXPECT_EQ(building->weights_bytes(), files + repack);
+    WeightsMemory w = building->runtime().Stats().weights;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (w.cache == "building" && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      w = building->runtime().Stats().weights;
+    }
+    ASSERT_EQ(w.cache, "built");
+  }
+  auto from_entry = ebb::LoadModel(src, cached);
+  ASSERT_EQ(from_entry->runtime().Stats().weights.cache, "loaded");
+  EXPECT_EQ(from_entry->weights_bytes(), files);
+}
+
+// A kernel that cannot be created (here: the system refuses the memory for the int4 matmul's
+// repacked weights) makes ORT refuse the rewritten graph; the load goes on with ORT's kernels,
+// with the same logits as cpu_ops=off, and charges no repack.
+TEST(CpuOps, AGraphWhoseKernelsCannotBeCreatedLoadsOnOrtsKernels) {
+  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
+  ModelOptions off;
+  off.Set("model_cache.dir", "off");
+  off.Set("cpu_ops", "off");
+  ModelOptions on = off;
+  on.Set("cpu_ops", "matmul");
+  auto plain = ebb::LoadModel(src, off);
+  std::shared_ptr<Model> fell_back;
+  {
+    // Every anonymous mapping of the session's creation fails (ORT's own allocations are not
+    // mappings of the platform seam); cleared before anything else runs.
+    platform::testing::FailNext(platform::testing::Op::kMapAnonymous, ENOMEM, 1000);
+    try {
+      fell_back = ebb::LoadModel(src, on);
+    } catch (...) {
+      platform::testing::ClearFailures();
+      throw;
+    }
+    platform::testing::ClearFailures();
+  }
+  EXPECT_THAT(fell_back->info().kernels, ::testing::Not(HasSubstr("ebb.cpu.MatMulNBits")));
+  EXPECT_THAT(fell_back->info().kernels, HasSubstr("MatMulNBits x"));
+  EXPECT_EQ(fell_back->weights_bytes(), plain->weights_bytes());
+  const Compared c = TeacherForced(plain, fell_back, 8);
+  EXPECT_EQ(c.max_diff_rel, 0.0) << "not ORT's kernels";
+  // Unarmed, the same options load ebb's kernel.
+  EXPECT_THAT(ebb::LoadModel(src, on)->info().kernels, HasSubstr("ebb.cpu.MatMulNBits x"));
+}
+
 TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem) {
   SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
   TempDir d;

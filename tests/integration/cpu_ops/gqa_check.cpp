@@ -15,7 +15,11 @@
 //   decode at cap     B 1, S 1, seqlens [cap - 1]
 // Prints one JSON line per scenario and mode: the largest |difference| of the output (over the
 // rows that are not padding) and of present's rows [0, seqlens_k[b] + 1), each relative to the
-// largest |value| of the reference; exits 1 when any is over --tolerance (default 1e-5). Then
+// largest |value| of the reference; exits 1 when any is over --tolerance (default 1e-5). For the
+// scenarios with B 2 it also runs each batch row alone (B 1, its own inputs, past and seqlens_k),
+// in place, through both ops: ebb's op must give that row's output and present bit for bit (a
+// row's attention does not depend on the rows beside it, so batched decode rows equal solo
+// runs) and exits 1 otherwise; ORT's difference is printed ("ref_row_diff_rel"), not checked. Then
 // inputs the op must refuse (a seqlens_k shorter than the batch, a key of the wrong width), one
 // line each: exits 1 when the op runs one, or fails without naming the input.
 // --bench N then times 12 decode steps at the end of the buffer (B 1, S 1, seqlens [cap - 1], in
@@ -106,6 +110,37 @@ Result RunOnce(Ort::Session& s, const Scenario& sc, long heads, long kv, long d,
     r.pv.assign(outs[2].GetTensorData<float>(), outs[2].GetTensorData<float>() + n);
   }
   return r;
+}
+
+// Row bi of a [B, ...] buffer whose rows hold `per` values each.
+std::vector<float> RowOf(const std::vector<float>& all, long bi, long per) {
+  return std::vector<float>(all.begin() + bi * per, all.begin() + (bi + 1) * per);
+}
+
+// The largest |x - y| over row bi's valid part of a batched result `b` against the same row
+// run alone (`one`): its queries' outputs (all of them for a decode step, the unpadded ones of a
+// padded prompt) and present rows [0, total).
+double RowDiff(const Result& b, const Result& one, long bi, long seq, long rows, long heads,
+               long kv, long d, long total) {
+  double diff = 0;
+  for (long s = 0; s < rows; ++s) {
+    for (long i = 0; i < heads * d; ++i) {
+      const float x = b.out[static_cast<size_t>((bi * seq + s) * heads * d + i)];
+      diff = std::max(diff, std::fabs(static_cast<double>(x) -
+                                      one.out[static_cast<size_t>(s * heads * d + i)]));
+    }
+  }
+  for (long g = 0; g < kv; ++g) {
+    for (long t = 0; t < total; ++t) {
+      for (long i = 0; i < d; ++i) {
+        const size_t at = static_cast<size_t>(((bi * kv + g) * b.present_cap + t) * d + i);
+        const size_t at1 = static_cast<size_t>((g * one.present_cap + t) * d + i);
+        diff = std::max(diff, std::fabs(static_cast<double>(b.pk[at]) - one.pk[at1]));
+        diff = std::max(diff, std::fabs(static_cast<double>(b.pv[at]) - one.pv[at1]));
+      }
+    }
+  }
+  return diff;
 }
 
 }  // namespace
@@ -204,6 +239,39 @@ int main(int argc, char** argv) {
           "\"present_diff_rel\": "
           "%.3e, \"pass\": %s}\n",
           sc.name, in_place ? "true" : "false", out_rel, kv_rel, pass ? "true" : "false");
+    }
+    if (sc.batch > 1) {
+      // Each row alone, in place, against its row of the batched run.
+      const long qw1 = sc.seq * qw, kw1 = sc.seq * kv * d, pw1 = kv * cap * d;
+      Result a = RunOnce(ref, sc, heads, kv, d, cap, packed, true, q, k, v, past_k, past_v);
+      Result b = RunOnce(op, sc, heads, kv, d, cap, packed, true, q, k, v, past_k, past_v);
+      const bool first =
+          sc.seq > 1 && sc.seq == *std::max_element(sc.seqlens.begin(), sc.seqlens.end()) + 1;
+      double ref_diff = 0, op_diff = 0, ref_max = 0;
+      for (float x : a.out) ref_max = std::max(ref_max, std::fabs(static_cast<double>(x)));
+      for (long bi = 0; bi < sc.batch; ++bi) {
+        const int32_t len = sc.seqlens[static_cast<size_t>(bi)];
+        // A padded prompt's row alone is its own unpadded prompt: S = its length + 1.
+        const long seq1 = first ? std::min<long>(sc.seq, len + 1) : sc.seq;
+        const Scenario one{sc.name, 1, seq1, {len}};
+        auto head = [](const std::vector<float>& row, long n) {
+          return std::vector<float>(row.begin(), row.begin() + n);
+        };
+        const auto q1 = head(RowOf(q, bi, qw1), seq1 * qw),
+                   k1 = head(RowOf(k, bi, kw1), seq1 * kv * d),
+                   v1 = head(RowOf(v, bi, kw1), seq1 * kv * d), pk1 = RowOf(past_k, bi, pw1),
+                   pv1 = RowOf(past_v, bi, pw1);
+        const Result a1 = RunOnce(ref, one, heads, kv, d, cap, packed, true, q1, k1, v1, pk1, pv1);
+        const Result b1 = RunOnce(op, one, heads, kv, d, cap, packed, true, q1, k1, v1, pk1, pv1);
+        ref_diff = std::max(ref_diff, RowDiff(a, a1, bi, sc.seq, seq1, heads, kv, d, len + 1));
+        op_diff = std::max(op_diff, RowDiff(b, b1, bi, sc.seq, seq1, heads, kv, d, len + 1));
+      }
+      const bool pass = op_diff == 0;
+      ok = ok && pass;
+      std::printf(
+          "{\"scenario\": \"%s\", \"rows_alone\": true, \"op_row_diff\": %.3e, "
+          "\"ref_row_diff_rel\": %.3e, \"pass\": %s}\n",
+          sc.name, op_diff, ref_diff / std::max(ref_max, 1e-30), pass ? "true" : "false");
     }
   }
   // Inputs the op must refuse, each with an error that names the input (a seqlens_k shorter than
