@@ -72,7 +72,9 @@ class EBB_API Model : public std::enable_shared_from_this<Model> {
   KvStats kv_stats() const;
   // Generators alive on this model now (each holds a reference and may hold KV).
   int num_live_generators() const;
-  // Bytes of the model's weight files (the .onnx file and its external data).
+  // Bytes of the model's weights as memory.limit charges them: its weight files (the .onnx file
+  // and its external data), plus ebb's int4 matmul's repacked copy where it is anonymous memory
+  // (cpu_ops without a model-cache entry to map it from; docs/cpu_ops.md "Memory").
   uint64_t weights_bytes() const;
   // MemoryStats::weights.state (anonymous, file-backed, released, broken) without the /proc
   // reads of runtime().Stats(): cheap enough for every request.

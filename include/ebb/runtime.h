@@ -38,9 +38,9 @@ namespace ebb {
 
 // The runtime-scope keys of the option table (docs/options.md).
 struct EBB_API RuntimeOptions {
-  // memory.limit: the weights (their files' bytes, charged from load to unload) and the KV of
-  // all the runtime's models together may not exceed this; 0 = no limit. ORT's arena is not
-  // charged (cap it with arena.max_mem).
+  // memory.limit: the weights (their files' bytes plus ebb's anonymous int4 repack, charged from
+  // load to unload: Model::weights_bytes) and the KV of all the runtime's models together may
+  // not exceed this; 0 = no limit. ORT's arena is not charged (cap it with arena.max_mem).
   uint64_t memory_limit_bytes = 0;
   // arena.* and arena_extend_strategy, checked, as given (values keep their spelling): the
   // process-wide CPU arena, registered when the Runtime is created and used by every model that
@@ -59,7 +59,7 @@ struct ModelSummary {
   std::string type;                  // genai_config model.type (config.json model_type)
   bool is_encoder = false;           // an embedding model (ebb::Embed), no KV cache
   std::string kernels;               // ModelInfo::kernels: what its matmuls and attention run on
-  uint64_t weights_bytes = 0;        // model file + external data
+  uint64_t weights_bytes = 0;        // Model::weights_bytes: files (+ ebb's anonymous repack)
   WeightsMemory weights;             // anonymous, file-backed or released (ebb/stats.h)
   KvStats kv;                        // the model's KV pool in host memory (ebb/stats.h)
   DeviceMemory device;               // its accelerator's figures, the KV there (ebb/stats.h)

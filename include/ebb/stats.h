@@ -75,7 +75,8 @@ EBB_API std::string_view WeightsStateName(WeightsState state) noexcept;
 struct WeightsMemory {
   WeightsState state = WeightsState::kAnonymous;
   uint64_t anon_bytes = 0;           // weights held as anonymous copies: weights_bytes when
-                                     // "anonymous", else 0 (an estimate: ORT does not report it)
+                                     // "anonymous" (an estimate: ORT does not report it), else
+                                     // ebb's int4 repack of nodes the entry had no pack for
   uint64_t file_backed_bytes = 0;    // size of the mapped entry files (data, ebb packs; 0 = anon)
   uint64_t file_resident_bytes = 0;  // resident pages of those mappings now (/proc/self/smaps)
   uint64_t num_releases = 0;         // ReleaseWeights that handed pages back
@@ -201,7 +202,9 @@ struct MemoryStats {
   uint32_t shrink_every = 0;          // requests; 0 = off
   uint64_t shrink_above_bytes = 0;    // process RSS; 0 = off
   bool ort_shrink_every_run = false;  // run option memory.enable_memory_arena_shrinkage set
-  // The model's weight files (a runtime's Stats(): all its models'), charged to memory.limit.
+  // The model's weights as memory.limit charges them (a runtime's Stats(): all its models'):
+  // its weight files, plus ebb's int4 matmul's repacked copy where it is anonymous memory (no
+  // model-cache entry to map it from; docs/cpu_ops.md "Memory").
   uint64_t weights_bytes = 0;
   WeightsMemory weights;  // a model's; a runtime's Stats() sums the byte fields of its models
   PrefixCacheStats prefix_cache;     // a model's; a runtime's Stats() sums its models'

@@ -290,7 +290,8 @@ def _input(prompt):
 class Runtime:
     """The owner of named models and their shared memory budget.
 
-    memory_limit: memory.limit, the weights (their files' bytes, from load to unload) plus the
+    memory_limit: memory.limit, the weights (their files' bytes, plus ebb's anonymous int4 repack
+    without a model-cache entry; from load to unload) plus the
     KV cache of all the runtime's models together ("8GiB" or an int; None: no limit). A load or
     a generation that would go over it raises ResourceExhausted; ORT's arena is not counted
     (cap it with arena={"max_mem": ...}).

@@ -52,13 +52,14 @@ class OwnedPack {
       offsets.push_back(total);
       total += (b + page - 1) / page * page;
     }
-    const ebb::platform::MapResult m = ebb::platform::MapAnonymous(std::max(total, page));
+    total = std::max(total, page);
+    const ebb::platform::MapResult m = ebb::platform::MapAnonymous(total);
     if (!m.addr) {
       throw std::runtime_error("could not map " + std::to_string(total) +
                                " bytes for the repacked weights: " + std::strerror(m.err));
     }
     addr_ = m.addr;
-    bytes_ = std::max(total, page);
+    bytes_ = total;
     std::vector<uint8_t*> out;
     for (size_t o : offsets) out.push_back(static_cast<uint8_t*>(addr_) + o);
     return out;

@@ -3,10 +3,11 @@
 // (model/model.cpp; docs/memory.md "What memory.limit counts").
 //
 // ebb's int4 matmul (int4_rows_op.cpp) repacks its weights at kernel creation. With a pack file
-// (pack_file.h: a model-cache entry) they are file pages, counted with the entry's files; without
-// one (model_cache.dir=off, or the first load, which runs from the model file while the entry is
-// built in the background) they are an anonymous copy beside ORT's initializers: about the size
-// of the int4 weights again, which the weight files' size does not include.
+// (pack_file.h: a model-cache entry) they are clean file pages, which memory.limit does not
+// charge (the model's weight files stand for its weights); without one (model_cache.dir=off, or the
+// first load, which runs from the model file while the entry is built in the background) they are
+// an anonymous copy beside ORT's initializers: about the size of the int4 weights again, which the
+// weight files' size does not include.
 //
 // How: the load creates a PackLedger and names it in the session config entry kPackLedgerKey; each
 // kernel of that session that packs into its own memory finds the ledger's count by that id, adds

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/strings.h"
 #include "ebb/error.h"
@@ -61,12 +62,19 @@ void MemoryGovernor::Release(uint64_t bytes) {
   in_use_ -= std::min(in_use_, bytes);
 }
 
+namespace {
+thread_local uint64_t t_refused_weights = 0;  // TakeRefusedWeightsCharge
+}  // namespace
+
+uint64_t MemoryGovernor::TakeRefusedWeightsCharge() { return std::exchange(t_refused_weights, 0); }
+
 void MemoryGovernor::ChargeWeights(uint64_t bytes, const std::string& model_id) {
   uint64_t shortfall = 0;
   if (!Fits(bytes, &shortfall)) Reclaim(shortfall);
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t used = ChargedBytes(weights_, in_use_);
   if (limit_ > 0 && used + bytes > limit_) {
+    t_refused_weights = bytes;
     throw Error(
         ErrorCode::ResourceExhausted,
         "model '" + model_id + "' needs " + FormatBytes(bytes) + " (" + std::to_string(bytes) +

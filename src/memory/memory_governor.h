@@ -46,6 +46,10 @@ class MemoryGovernor {
   // Charges a model's weights or throws ebb::Error(ResourceExhausted) naming the model, the
   // bytes and what is in use; nothing is charged on failure.
   void ChargeWeights(uint64_t bytes, const std::string& model_id);
+  // The bytes of the last ChargeWeights this thread had refused, then 0 (cleared by the read): how
+  // a model manager learns what a failed load really needed (its weight files plus what only the
+  // load knows, such as ebb's anonymous int4 repack) to make that room and load again.
+  static uint64_t TakeRefusedWeightsCharge();
   // A model's prefix cache registers at load and unregisters before it is destroyed;
   // RemoveReclaimer waits for a reclaim that is running.
   uint64_t AddReclaimer(ReclaimFn fn);

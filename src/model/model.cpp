@@ -327,7 +327,8 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
                    std::string* placement) {
   const GenaiConfig& cfg = mi.config;
   // ebb's int4 matmul counts the weights it repacks into anonymous memory (no pack file to map)
-  // into this load's ledger (cpu_ops/pack_ledger.h); ResolveGraphIo charges them with the weights.
+  // into this load's ledger (cpu_ops/pack_ledger.h); ResolveGraphIo adds them to weights_bytes,
+  // which ChargeWeights charges to memory.limit.
   ebb_cpu_ops::PackLedger ledger;
   Ort::SessionOptions counted = so.Clone();
   if (mi.cpu_ops.any()) counted.AddConfigEntry(ebb_cpu_ops::kPackLedgerKey, ledger.id().c_str());
@@ -389,8 +390,8 @@ void ResolveGraphIo(ModelImpl& mi) {
     mi.io = ResolveIo(cfg, *mi.session);
   }
   // The weight files, plus ebb's repacked copy of the int4 weights where it is anonymous memory
-  // (no model-cache entry to map it from yet): both are what the weights hold for the model's
-  // life, so memory.limit and the stats count both.
+  // (no model-cache entry to map it from yet, or a node whose pack the entry lacks): both are what
+  // the weights hold for the model's life, so memory.limit and the stats count both.
   mi.weights_bytes = WeightsBytes(cfg.model_path) + mi.repacked_anon_bytes;
   if (const auto tok = cfg.dir / "tokenizer.json"; std::filesystem::exists(tok)) {
     mi.tokenizer_owned = Tokenizer::FromFile(tok);
@@ -464,6 +465,7 @@ void ChargeWeights(ModelImpl& mi, const EffectiveSessionOptions& session) {
     throw;
   }
   mi.weights_charged = true;
+  mi.anon_weights_charged = true;
   gov.AddModel(1);
   mi.registered = true;
 }

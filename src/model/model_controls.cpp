@@ -142,8 +142,9 @@ MemoryStats ModelControls::Stats() const {
   s.decode_batch.steps = m.decode_batch_steps.load(std::memory_order_relaxed);
   s.decode_batch.rows = m.decode_batch_rows.load(std::memory_order_relaxed);
   s.limit_bytes = m.host->governor().limit();
-  // This model's share of the charge (its weights are charged from load to unload).
-  s.used_bytes = internal::ChargedBytes(m.weights_charged ? m.weights_bytes : 0, pool.in_use_bytes);
+  // This model's share of the charge (its weights are charged from load to unload, but for
+  // file-backed pages it released).
+  s.used_bytes = internal::ChargedBytes(m.ChargedWeightsBytes(), pool.in_use_bytes);
   return s;
 }
 

@@ -108,10 +108,20 @@ class ModelImpl final : public Model {
   std::atomic<int> cache_build_result{-1};
   std::atomic<uint64_t> cache_build_peak_anon_bytes{0};
   Ort::MemoryInfo cpu_memory{nullptr};
-  bool has_cpu_arena = true;     // enable_cpu_mem_arena (config, then user)
-  bool registered = false;       // counted by the host's MemoryGovernor
-  bool weights_charged = false;  // weights_bytes charged to the governor; released by Release()
-  uint64_t arena_max_mem = 0;    // arena.max_mem when set (process-wide env arena)
+  bool has_cpu_arena = true;  // enable_cpu_mem_arena (config, then user)
+  bool registered = false;    // counted by the host's MemoryGovernor
+  // What of weights_bytes the governor holds: the file-backed part (weights_bytes -
+  // repacked_anon_bytes) while weights_charged, which ReleaseWeights hands back with the pages
+  // and a request charges again; the anonymous repack while anon_weights_charged, from the load
+  // to Release() (it stays in memory). ChargedWeightsBytes() is their sum.
+  bool weights_charged = false;
+  bool anon_weights_charged = false;
+  uint64_t FileWeightsBytes() const { return weights_bytes - repacked_anon_bytes; }
+  uint64_t ChargedWeightsBytes() const {
+    return (weights_charged ? FileWeightsBytes() : 0) +
+           (anon_weights_charged ? repacked_anon_bytes : 0);
+  }
+  uint64_t arena_max_mem = 0;  // arena.max_mem when set (process-wide env arena)
   std::unique_ptr<KvPool> kv_pool;
   // Decoders: KV of earlier requests' prefixes (kv/prefix_cache.h), in kv_pool's memory;
   // emptied (and its reclaimer unregistered) when the model's resources are freed, destroyed

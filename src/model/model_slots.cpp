@@ -26,7 +26,7 @@ uint64_t ModelImpl::AcquireGeneratorSlot(bool in_call) {
     // The weights come back into memory with this request: memory.limit charges them again
     // (ResourceExhausted, naming the budget, when it has no room; the model stays released).
     if (host && !weights_charged) {
-      host->governor().ChargeWeights(weights_bytes, id);
+      host->governor().ChargeWeights(FileWeightsBytes(), id);
       weights_charged = true;
     }
     weights_released_ = false;
@@ -165,10 +165,9 @@ void ModelImpl::FreeResources() {
   if (kv_pool) kv_pool->Trim();
   env_arena.reset();
   TrimHeap();
-  if (weights_charged && host) {
-    host->governor().ReleaseWeights(weights_bytes);
-    weights_charged = false;
-  }
+  if (host) host->governor().ReleaseWeights(ChargedWeightsBytes());
+  weights_charged = false;
+  anon_weights_charged = false;
 }
 
 }  // namespace ebb::internal

@@ -58,7 +58,9 @@ WeightsRelease ModelImpl::ReleaseWeights() {
   r.released = true;
   if (!weights_released_) {
     if (weights_charged && host) {
-      host->governor().ReleaseWeights(weights_bytes);
+      // The file-backed part: an anonymous repack (a node whose pack file was missing) stays
+      // in memory and charged.
+      host->governor().ReleaseWeights(FileWeightsBytes());
       weights_charged = false;
     }
     weights_released_ = true;
@@ -98,6 +100,7 @@ WeightsMemory ModelImpl::WeightsStats() const {
     w.anon_bytes = weights_bytes;
     return w;
   }
+  w.anon_bytes = repacked_anon_bytes;  // nodes whose pack file the entry lacked: repacked anew
   for (const auto& f : ModelCache::WeightFiles(weights_entry)) {
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(f, ec);

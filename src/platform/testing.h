@@ -22,6 +22,10 @@ enum class Op {
 // previous arming of the same op (its error is replaced).
 void FailNext(Op op, int err, int count = 1);
 
+// The next `skip` calls of `op` run normally, then `count` fail with `err` (a failure deep in a
+// sequence: the fourth of a load's mappings, say). Replaces a previous skip of the same op.
+void FailAfter(Op op, int skip, int err, int count = 1);
+
 // Disarms every op.
 void ClearFailures();
 

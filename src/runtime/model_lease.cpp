@@ -9,6 +9,7 @@
 #include "core/strings.h"
 #include "ebb/error.h"
 #include "ebb/model_controls.h"
+#include "memory/memory_governor.h"
 #include "model/model_info.h"
 #include "runtime/manager_policy.h"
 #include "runtime/model_folder_check.h"
@@ -136,7 +137,6 @@ std::shared_ptr<Model> ModelManager::State::AcquireModel(const std::string& id,
     WaitForRoom(id, need, "load");
     e.reserved_bytes = need;
     const Tier2Settings tier2 = e.tier2;
-    MutexUnlock unlocked(mu);  // the load runs without the lock; a throw takes it again
     ModelOptions mo;
     for (const auto& [k, v] : opts) mo.Set(k, v);
     // The default rows only where no option chose them: an explicit decode_batch.max_rows=1 is
@@ -145,7 +145,34 @@ std::shared_ptr<Model> ModelManager::State::AcquireModel(const std::string& id,
                      [](const auto& kv) { return kv.first == "decode_batch.max_rows"; })) {
       mo.decode_batch_default_rows = options.decode_batch_rows;
     }
-    model = runtime->Load(id, spec.path, mo);
+    uint64_t refused = 0;
+    {
+      MutexUnlock unlocked(mu);  // the load runs without the lock; a throw takes it again
+      internal::MemoryGovernor::TakeRefusedWeightsCharge();  // this thread's last: not ours
+      try {
+        model = runtime->Load(id, spec.path, mo);
+      } catch (const Error& err) {
+        refused = err.code() == ErrorCode::ResourceExhausted
+                      ? internal::MemoryGovernor::TakeRefusedWeightsCharge()
+                      : 0;
+        if (refused <= need) throw;
+      }
+    }
+    if (!model) {
+      // The load charges more than its weight files (ebb's anonymous int4 repack: known once its
+      // kernels exist), and memory.limit had no room for the rest: make that room as for any
+      // load (releasing or evicting idle models) and load once more.
+      EBB_LOG_INFO(
+          "'{}' needs {} of weights, more than its files' {}: making room and loading "
+          "it again",
+          id, internal::FormatBytes(refused), internal::FormatBytes(need));
+      entries[id].reserved_bytes = 0;  // nothing of the failed load is charged
+      WaitForRoom(id, refused, "load");
+      entries[id].reserved_bytes = refused;
+      MutexUnlock unlocked(mu);
+      model = runtime->Load(id, spec.path, mo);
+    }
+    MutexUnlock unlocked(mu);  // the Tier 2 settings below run without the lock, as the load
     // The Tier 2 settings made through the service before an unload, expiry or eviction
     // (they were checked when they were made).
     ModelControls& h = model->runtime();

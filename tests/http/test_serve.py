@@ -687,15 +687,42 @@ def test_tier2_settings_made_over_http_survive_unload_and_reload():
         assert st == 400, j
 
 
+def test_a_load_that_charges_more_than_its_files_makes_the_room_it_needs():
+    # On a CPU where ebb's int4 matmul runs (AVX-512 VNNI), a load without a model-cache entry
+    # charges its weight files plus the anonymous repack, which the room made before the load
+    # (from the files) does not include. The limit here fits `a` alone but not `a` beside the idle
+    # tiny `b`, while a's files fit beside b: the load is refused once, b is evicted, and a loads.
+    small, tiny = MODELS / "llama-small-int4", MODELS / TINY
+    files = weights_bytes(small)
+    charged = charged_weights_bytes(small, "--option", "model_cache.dir=off")
+    if charged == files:
+        pytest.skip("no anonymous repack on this CPU (ebb's int4 matmul needs AVX-512 VNNI)")
+    wt = weights_bytes(tiny)
+    limit = charged + wt - 1
+    assert files + wt <= limit < charged + wt
+    with Server("--memory-limit", str(limit), "--option", "model_cache.dir=off",
+                "--model", f"a={small}", "--model", f"b={tiny}") as s:
+        assert s.post("/v1/models/b/load", {})[0] == 200
+        st, _, j = s.post("/v1/models/a/load", {})
+        assert st == 200, j
+        loaded = {m["id"] for m in s.runtime()["models"] if m["loaded"]}
+        assert loaded == {"a"}, loaded
+        assert s.runtime()["evictions"] == 1
+        st, _, j = s.get("/v1/models/a/runtime")
+        assert j["info"]["weights_bytes"] == charged
+        assert s.post("/v1/chat/completions", chat_body("a", max_tokens=2))[0] == 200
+
+
 def test_a_model_with_a_running_request_is_never_evicted():
     # a: a slower model with a long streamed request; b and c: one tiny folder under two ids.
     small, tiny = MODELS / "llama-small-int4", MODELS / TINY
-    ws, wt = charged_weights_bytes(small), weights_bytes(tiny)
+    ws, wt = charged_weights_bytes(small, "--option", "model_cache.dir=off"), weights_bytes(tiny)
     assert ws >= weights_bytes(small)
     kv_a = 24576 * 140  # llama-small-int4: 24,576 KV bytes per token, prompt + 120 tokens
     # a (weights and KV) and one tiny model with room for its small requests; not two tiny ones.
     args = ["--memory-limit", str(ws + kv_a + wt + (wt // 2)),
-            "--model", f"a={small}", "--model", f"b={tiny}", "--model", f"c={tiny}"]
+            "--model", f"a={small}", "--model", f"b={tiny}", "--model", f"c={tiny}",
+            "--option", "model_cache.dir=off"]
     with Server(*args, "--parallel", "3") as s:
         c = s.conn()
         c.request("POST", "/v1/chat/completions",

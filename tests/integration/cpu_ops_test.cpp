@@ -355,10 +355,6 @@ TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {
   EXPECT_GE(c.argmax_agree, c.steps - 1);
 }
 
-// The option cpu_ops moves the nodes at load, as tools/cpu_ops_model.py moves them in a folder:
-// the same kernels on the same graph give the same logits, bit for bit; the kernels line says
-// what moved and where the kernels are; the model cache stores the moved graph, and a load from
-// it runs the same kernels.
 // Without a model-cache entry to map them from, the int4 matmul's repacked weights are an
 // anonymous copy beside ORT's initializers for the model's life: memory.limit charges them with
 // the weight files, and refuses a load whose limit has room for the files but not for them.
@@ -423,12 +419,15 @@ TEST(CpuOps, RepackedWeightsInAnonymousMemoryAreChargedToMemoryLimit) {
   }
   auto from_entry = ebb::LoadModel(src, cached);
   ASSERT_EQ(from_entry->runtime().Stats().weights.cache, "loaded");
+  EXPECT_THAT(from_entry->info().kernels, HasSubstr("ebb.cpu.MatMulNBits x"));
   EXPECT_EQ(from_entry->weights_bytes(), files);
+  EXPECT_EQ(from_entry->runtime().Stats().weights.anon_bytes, 0u);
 }
 
 // A kernel that cannot be created (here: the system refuses the memory for the int4 matmul's
-// repacked weights) makes ORT refuse the rewritten graph; the load goes on with ORT's kernels,
-// with the same logits as cpu_ops=off, and charges no repack.
+// repacked weights, after three kernels were created and counted) makes ORT refuse the rewritten
+// graph and free the kernels it made; the load goes on with ORT's kernels, with the same logits as
+// cpu_ops=off, and charges no repack.
 TEST(CpuOps, AGraphWhoseKernelsCannotBeCreatedLoadsOnOrtsKernels) {
   SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
@@ -440,9 +439,9 @@ TEST(CpuOps, AGraphWhoseKernelsCannotBeCreatedLoadsOnOrtsKernels) {
   auto plain = ebb::LoadModel(src, off);
   std::shared_ptr<Model> fell_back;
   {
-    // Every anonymous mapping of the session's creation fails (ORT's own allocations are not
-    // mappings of the platform seam); cleared before anything else runs.
-    platform::testing::FailNext(platform::testing::Op::kMapAnonymous, ENOMEM, 1000);
+    // The anonymous mappings of the session's creation after the third fail (ORT's own
+    // allocations are not mappings of the platform seam); cleared before anything else runs.
+    platform::testing::FailAfter(platform::testing::Op::kMapAnonymous, 3, ENOMEM, 1000);
     try {
       fell_back = ebb::LoadModel(src, on);
     } catch (...) {
@@ -453,13 +452,18 @@ TEST(CpuOps, AGraphWhoseKernelsCannotBeCreatedLoadsOnOrtsKernels) {
   }
   EXPECT_THAT(fell_back->info().kernels, ::testing::Not(HasSubstr("ebb.cpu.MatMulNBits")));
   EXPECT_THAT(fell_back->info().kernels, HasSubstr("MatMulNBits x"));
-  EXPECT_EQ(fell_back->weights_bytes(), plain->weights_bytes());
+  EXPECT_EQ(fell_back->weights_bytes(), plain->weights_bytes())
+      << "the refused session's kernels left their repack counted";
   const Compared c = TeacherForced(plain, fell_back, 8);
   EXPECT_EQ(c.max_diff_rel, 0.0) << "not ORT's kernels";
   // Unarmed, the same options load ebb's kernel.
   EXPECT_THAT(ebb::LoadModel(src, on)->info().kernels, HasSubstr("ebb.cpu.MatMulNBits x"));
 }
 
+// The option cpu_ops moves the nodes at load, as tools/cpu_ops_model.py moves them in a folder:
+// the same kernels on the same graph give the same logits, bit for bit; the kernels line says
+// what moved and where the kernels are; the model cache stores the moved graph, and a load from
+// it runs the same kernels.
 TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem) {
   SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
   TempDir d;

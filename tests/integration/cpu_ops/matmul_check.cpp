@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
       bool same = true;
       for (long j = 0; j < n; ++j) {
         const size_t at = static_cast<size_t>(r * n + j);
-        same = same && op1[static_cast<size_t>(j)] == got[at];
+        same = same && std::memcmp(&op1[static_cast<size_t>(j)], &got[at], sizeof(float)) == 0;
         ref_row_diff = std::max(
             ref_row_diff, std::fabs(static_cast<double>(ref1[static_cast<size_t>(j)]) - want[at]));
       }
