@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -33,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "cache_build_wait.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
@@ -98,6 +98,15 @@ fs::path Rewrite(const TempDir& d, const fs::path& src, const std::string& name,
                           (d.path() / (name + ".log")).string() + " 2>&1";
   EXPECT_EQ(RunShell(cmd), 0) << cmd;
   return out;
+}
+
+// Options for a load without the model cache (every load repacks or prepacks anew) and with
+// cpu_ops=`cpu_ops`.
+ModelOptions Uncached(const std::string& cpu_ops) {
+  ModelOptions o;
+  o.Set("model_cache.dir", "off");
+  o.Set("cpu_ops", cpu_ops);
+  return o;
 }
 
 // The greedy tokens of `a` from a fixed prompt, and the largest difference between a's and b's
@@ -375,11 +384,7 @@ TEST(CpuOps, RepackedWeightsInAnonymousMemoryAreChargedToMemoryLimit) {
   for (int l = 0; l < 2; ++l) {
     for (const auto& [n, k] : layer) repack += pages(n * k / 2) + pages(n * k / 8);
   }
-  ModelOptions off;
-  off.Set("model_cache.dir", "off");
-  off.Set("cpu_ops", "off");
-  ModelOptions on = off;
-  on.Set("cpu_ops", "matmul");
+  const ModelOptions off = Uncached("off"), on = Uncached("matmul");
   const uint64_t files = ebb::LoadModel(src, off)->weights_bytes();
   EXPECT_EQ(files, fs::file_size(src / "model.onnx"));
   EXPECT_EQ(ebb::LoadModel(src, on)->weights_bytes(), files + repack);
@@ -409,13 +414,7 @@ TEST(CpuOps, RepackedWeightsInAnonymousMemoryAreChargedToMemoryLimit) {
   {
     auto building = ebb::LoadModel(src, cached);
     EXPECT_EQ(building->weights_bytes(), files + repack);
-    WeightsMemory w = building->runtime().Stats().weights;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (w.cache == "building" && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      w = building->runtime().Stats().weights;
-    }
-    ASSERT_EQ(w.cache, "built");
+    ASSERT_EQ(testing::WaitForCacheBuild(*building).cache, "built");
   }
   auto from_entry = ebb::LoadModel(src, cached);
   ASSERT_EQ(from_entry->runtime().Stats().weights.cache, "loaded");
@@ -431,11 +430,7 @@ TEST(CpuOps, RepackedWeightsInAnonymousMemoryAreChargedToMemoryLimit) {
 TEST(CpuOps, AGraphWhoseKernelsCannotBeCreatedLoadsOnOrtsKernels) {
   SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
-  ModelOptions off;
-  off.Set("model_cache.dir", "off");
-  off.Set("cpu_ops", "off");
-  ModelOptions on = off;
-  on.Set("cpu_ops", "matmul");
+  const ModelOptions off = Uncached("off"), on = Uncached("matmul");
   auto plain = ebb::LoadModel(src, off);
   std::shared_ptr<Model> fell_back;
   {
@@ -470,11 +465,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
   // On a CPU without VNNI the tool leaves the matmuls too (it checks the CPU as the option does).
   const fs::path tool = Rewrite(d, src, "tool", "--ops matmul,gqa");
-  ModelOptions off;
-  off.Set("model_cache.dir", "off");
-  off.Set("cpu_ops", "off");
-  ModelOptions on = off;
-  on.Set("cpu_ops", "auto");
+  const ModelOptions off = Uncached("off"), on = Uncached("auto");
   auto rewritten_by_tool = ebb::LoadModel(tool, off);
   auto moved_at_load = ebb::LoadModel(src, on);
   auto plain = ebb::LoadModel(src, off);
@@ -494,9 +485,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   EXPECT_GT(TeacherForced(plain, moved_at_load, 4).max_diff_rel, 0.0)
       << "ebb's kernels did not run";
   // Only the attention: the matmuls stay MLAS's.
-  ModelOptions attention = off;
-  attention.Set("cpu_ops", "attention");
-  auto attention_only = ebb::LoadModel(src, attention);
+  auto attention_only = ebb::LoadModel(src, Uncached("attention"));
   EXPECT_THAT(attention_only->info().kernels, HasSubstr("ebb.cpu.GroupQueryAttention x2"));
   EXPECT_THAT(attention_only->info().kernels, ::testing::Not(HasSubstr("ebb.cpu.MatMulNBits")));
   EXPECT_THAT(attention_only->info().kernels, HasSubstr("MatMulNBits x"));
@@ -507,13 +496,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   {
     auto building = ebb::LoadModel(src, cached);
     EXPECT_EQ(building->info().kernels, kernels);
-    WeightsMemory w = building->runtime().Stats().weights;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (w.cache == "building" && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      w = building->runtime().Stats().weights;
-    }
-    ASSERT_EQ(w.cache, "built");
+    ASSERT_EQ(testing::WaitForCacheBuild(*building).cache, "built");
   }
   // The int4 matmul kernel's repacked weights are files of the entry (one per moved node), which
   // the load from the entry maps instead of repacking into anonymous memory.
@@ -578,11 +561,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
 // (the kernel takes fp32), a graph without GroupQueryAttention or MatMulNBits (gpt2's MatMul and
 // Attention), an encoder. The same greedy tokens as with ORT's kernels alone.
 TEST(CpuOps, TheCpuOpsOptionLeavesGraphsItCannotMoveAsTheyAre) {
-  ModelOptions off;
-  off.Set("model_cache.dir", "off");
-  off.Set("cpu_ops", "off");
-  ModelOptions on = off;
-  on.Set("cpu_ops", "auto");
+  const ModelOptions off = Uncached("off"), on = Uncached("auto");
   for (const char* name : {"llama-tiny-fp16io", "gpt2-tiny-fp32", "bert-tiny-fp32"}) {
     SCOPED_TRACE(name);
     const fs::path dir = testing::TestModelsDir() / name;

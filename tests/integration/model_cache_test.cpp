@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "cache_build_wait.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/log.h"
@@ -642,11 +643,7 @@ TEST(ModelCache, Fp32MatMulWeightsAreChunkedAndTheLoadReportsItsFigures) {
     EXPECT_GT(w.load_peak_anon_bytes, 0u);
     EXPECT_EQ(Greedy(model), want);
     // The build finishes in the background while the model serves.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (w.cache == "building" && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      w = model->runtime().Stats().weights;
-    }
+    w = testing::WaitForCacheBuild(*model);
     EXPECT_EQ(w.cache, "built");
     EXPECT_GT(w.cache_build_peak_anon_bytes, 0u);
     EXPECT_EQ(w.state, WeightsState::kAnonymous);  // this load still runs from its own copies
