@@ -14,7 +14,7 @@ CMAKE_GEN  := -G Ninja
 CTEST_ARGS ?=
 
 .PHONY: run test bootstrap build build-debug demo-model demo-models install sanitize-test tsan bench fuzz soak deploy-test format format-check thread-safety clean \
-        bench-deps bench-llamacpp bench-llamacpp-check
+        bench-deps bench-llamacpp bench-llamacpp-check bench-serve
 
 # Reruns when the script or the pinned test clients change (a stamp, so that an existing .deps/
 # from an older script still gets the new steps).
@@ -137,6 +137,21 @@ bench-llamacpp: bootstrap bench-deps
 
 bench-llamacpp-check: bench-llamacpp
 	$(PYTHON3) bench/vs_llamacpp.py --check --build-dir $(BUILD_REL)
+
+# `ebb serve --parallel 4`: 4 concurrent `openai` chats against one (issue 40 done-when 3;
+# docs/benchmarks.md). Not part of run/test/CI. The model is the phi-3.5-mini shape (int4, block
+# 128, random weights; synthesized once into $(BENCH_PHI): 2.3 GB, ~3 min); the bench waits for
+# its cache entry to be built, then alternates 5 rounds and fails when the median ratio is below
+# EBB_BENCH_SERVE_MIN_RATIO (default 2.5; 0 only reports).
+BENCH_PHI := models/bench-phi3.5-mini-int4
+bench-serve: build $(BENCH_PHI)/synth_info.json
+	EBB_BENCH_SERVE_CLI=$(BUILD_REL)/src/cli/ebb EBB_BENCH_SERVE_MODEL=$(CURDIR)/$(BENCH_PHI) \
+	  node tests/http/serve_parallel.bench.mjs --parallel 4 --tokens 64 --rounds 5
+
+# synth_info.json is the last file synth_model.py writes: an interrupted run is redone.
+$(BENCH_PHI)/synth_info.json: tools/synth_model.py
+	$(PYTHON3) tools/synth_model.py --family phi3 --preset phi-3.5-mini --precision int4 \
+	  --vocab 32064 --seed 0 --out $(BENCH_PHI)
 
 # clang-format (.clang-format, Debian 12's clang-format 14) over src/ include/ tests/ python/src/
 # fuzz/ bench/: `format` rewrites the files, `format-check` lists those that differ and fails

@@ -13,8 +13,8 @@ domain only, and the weights are not touched. --ops (default matmul,gqa) names t
   gqa     GroupQueryAttention with no input past sin_cache (position_ids, attention_bias,
           head_sink); the kernel itself checks the shapes (head size a multiple of 16 up to 64)
 Nodes left com.microsoft are listed with the reason. The folder is for the machine that writes
-it: an op whose kernel this CPU cannot run is not moved (matmul needs AVX-512 VNNI, gqa AVX2 +
-FMA + F16C), unless --any-cpu.
+it: an op whose kernel this CPU cannot run is not moved (matmul needs AVX2 + FMA or AVX-512
+VNNI, gqa AVX2 + FMA + F16C), unless --any-cpu.
 --kv-fp16 (with gqa) also declares the moved attention nodes' past and present graph inputs and
 outputs float16: the KV cache ebb allocates for the folder is then fp16 (half the bytes a decode
 step streams), which ebb.cpu.GroupQueryAttention reads and writes; ORT's kernel could not take
@@ -156,9 +156,10 @@ def main():
         ap.error("--kv-fp16 needs gqa in --ops")
     # The folder is for this machine: an op whose kernel this CPU cannot run would fail its load.
     flags = cpu_flags()
-    if not a.any_cpu and "matmul" in ops and not {"avx512f", "avx512bw", "avx512_vnni"} <= flags:
-        print("matmul: skipped, this CPU lacks AVX-512 VNNI (ebb.cpu.MatMulNBits needs it; "
-              "--any-cpu moves the nodes anyway, for another machine)")
+    if not a.any_cpu and "matmul" in ops and not ({"avx2", "fma"} <= flags or
+                                                   {"avx512f", "avx512bw", "avx512_vnni"} <= flags):
+        print("matmul: skipped, this CPU has neither AVX2 + FMA nor AVX-512 VNNI (ebb.cpu.MatMulNBits "
+              "needs one; --any-cpu moves the nodes anyway, for another machine)")
         ops.discard("matmul")
     if not a.any_cpu and "gqa" in ops and not ({"avx2", "fma", "f16c"} <= flags or "avx512f" in flags):
         raise SystemExit("this CPU lacks AVX2 + FMA + F16C, which ebb.cpu.GroupQueryAttention needs "

@@ -88,7 +88,7 @@ constexpr std::array kTable = {
                "MatMul); all: the graph as it is"},
     OptionSpec{"cpu_ops", T::kEnum, kMo, "", "auto", "off|auto|attention|matmul",
                "ebb's own CPU kernels (docs/cpu_ops.md): at load, a decoder's eligible "
-               "GroupQueryAttention (AVX2) and int4 MatMulNBits (AVX-512 VNNI, accuracy_level 4) "
+               "GroupQueryAttention and int4 MatMulNBits (accuracy_level 4; both AVX2 or AVX-512) "
                "nodes move to them; auto = each kind this CPU runs, off = ORT's kernels. The "
                "matmul's repacked weights are file pages of the model cache entry (anonymous on "
                "a load without one); the kernels line names what moved"},

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -29,6 +30,24 @@ constexpr long kMaxUnit = 128;   // k per scale step: min(block_size, 128)
 constexpr long kPrefetch = 2048;  // bytes ahead in each column group's stream, into L2
 
 OrtStatus* Error(const std::string& what) { return OpError(kOpType, what); }
+
+// The instruction set a kernel runs: AVX-512 F/BW + VNNI where the CPU has them, else AVX2 + FMA
+// (EBB_CPU_OPS_ISA=avx2 takes AVX2 on an AVX-512 CPU too: tests and comparisons). Both read the
+// same layout and compute the same integer dot products and the same float operations per
+// column, so for finite A their Y is the same bit for bit (docs/cpu_ops.md "Numbers").
+enum class Isa { kNone, kAvx2, kAvx512Vnni };
+
+Isa PickIsa() {
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (const char* isa = std::getenv("EBB_CPU_OPS_ISA"); isa && std::strcmp(isa, "avx2") == 0) {
+    return avx2 ? Isa::kAvx2 : Isa::kNone;
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vnni")) {
+    return Isa::kAvx512Vnni;
+  }
+  return avx2 ? Isa::kAvx2 : Isa::kNone;
+}
 
 // The kernel's own copy of the layout (no pack file to map): one private anonymous mapping with
 // page-aligned sections, so that it goes back to the operating system whole when the kernel goes,
@@ -178,7 +197,7 @@ struct QuantA {
 
   // The scale comes from a whole block of A (`block` elements, as MLAS quantizes A per
   // block_size), the codes and sums are stored per unit (min(block, 128) elements).
-  void Quantize(const float* a, long rows, long k, long unit_k, long nunits, long block) {
+  void Quantize(const float* a, long rows, long k, long unit_k, long nunits, long block, Isa isa) {
     m = rows;
     units = nunits;
     unit = unit_k;
@@ -190,13 +209,16 @@ struct QuantA {
     for (long r = 0; r < rows; ++r) {
       for (long u0 = 0; u0 < units; u0 += per_block) {
         const long k0 = u0 * unit;
-        const float amax = MaxAbs(a + r * k + k0, std::max(0L, std::min(block, k - k0)));
+        const long block_len = std::max(0L, std::min(block, k - k0));
+        const float amax = isa == Isa::kAvx2 ? MaxAbsAvx2(a + r * k + k0, block_len)
+                                             : MaxAbs(a + r * k + k0, block_len);
         for (long u = u0; u < u0 + per_block && u < units; ++u) {
           const long ku = u * unit, len = std::max(0L, std::min(unit, k - ku));
           const size_t i = static_cast<size_t>(r * units + u);
           scale[i] = amax / 127.f;
-          qsum[i] = QuantizeUnit(a + r * k + ku, len, unit, amax,
-                                 reinterpret_cast<int8_t*>(q.data) + (r * units + u) * stride);
+          int8_t* out = reinterpret_cast<int8_t*>(q.data) + (r * units + u) * stride;
+          qsum[i] = isa == Isa::kAvx2 ? QuantizeUnitAvx2(a + r * k + ku, len, unit, amax, out)
+                                      : QuantizeUnit(a + r * k + ku, len, unit, amax, out);
         }
       }
     }
@@ -228,6 +250,42 @@ struct QuantA {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtsepi32_epi8(v));
     }
     return _mm512_reduce_add_epi32(vsum);
+  }
+
+  // The same two in 8 lanes (AVX2): the same maximum, codes and sum for finite x.
+  __attribute__((target("avx2,fma"))) static __m256 LoadFirst(const float* x, long len) {
+    if (len >= 8) return _mm256_loadu_ps(x);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::max(0L, len))),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_maskload_ps(x, mask);
+  }
+  __attribute__((target("avx2,fma"))) static float MaxAbsAvx2(const float* x, long len) {
+    const __m256 sign = _mm256_set1_ps(-0.f);
+    __m256 vmax = _mm256_setzero_ps();
+    for (long i = 0; i < len; i += 8) {
+      vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, LoadFirst(x + i, len - i)));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+  }
+  __attribute__((target("avx2,fma"))) static int32_t QuantizeUnitAvx2(const float* x, long len,
+                                                                      long unit, float amax,
+                                                                      int8_t* out) {
+    const __m256 inv = _mm256_set1_ps(amax > 0.f ? 127.f / amax : 0.f);
+    __m256i vsum = _mm256_setzero_si256();
+    for (long i = 0; i < unit; i += 8) {
+      const __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(LoadFirst(x + i, len - i), inv));
+      vsum = _mm256_add_epi32(vsum, v);
+      // Saturating narrowing, as _mm512_cvtsepi32_epi8: int32 -> int16 -> int8, in order.
+      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), _mm_packs_epi16(w, w));
+    }
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(vsum), _mm256_extracti128_si256(vsum, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
   }
   const int8_t* Q(long r, long u) const {
     return reinterpret_cast<const int8_t*>(q.data) + (r * units + u) * stride;
@@ -310,22 +368,119 @@ __attribute__((EBB_TILE_ATTRS)) void Tile(const Packed& w, const QuantA& qa, lon
   }
 }
 
+// The same tile in AVX2 + FMA, for one 16-column group g (its two 8-column halves, h = 0, 1:
+// bytes 32 h .. 32 h + 31 of each 64-byte step) by MR rows. Without VNNI the u8 x s8 dot products
+// of 4 k are vpmaddubsw (pairs to int16) then vpmaddwd by 1 (int16 pairs to int32); the int16
+// sums of 4 steps (32 k) are added before widening: each step's term is at most 2 * 2 * 15 * 127 =
+// 7,620 in magnitude, so 4 of them fit int16 exactly (no saturation). The integer result per
+// column is the VNNI tile's exactly, and the float steps are the same, so Y is the same bits.
+// With up to 2 rows both halves go in one pass over the unit; with 3 or 4, each half is its own
+// pass (the unit, 1 KiB at unit 128, is in L1 for the second), so that the MR x halves int16 and
+// int32 accumulators, the unpacked codes and the broadcasts fit the 16 registers.
+template <int MR>
+__attribute__((target("avx2,fma"))) void TileAvx2(const Packed& w, const QuantA& qa, long r0,
+                                                  long g, float* y) {
+  constexpr int kHalves = MR <= 2 ? 2 : 1;  // halves per pass
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const long steps = w.unit / 8;  // a multiple of 4: unit is a power of two from 32
+  for (long u = 0; u < w.units; ++u) {
+    const uint8_t* b = w.Codes(g, u);
+    const int8_t* a[MR];
+    for (int r = 0; r < MR; ++r) a[r] = qa.Q(r0 + r, u);
+    for (int h0 = 0; h0 < 2; h0 += kHalves) {
+      __m256i iacc[MR][kHalves];
+      for (int r = 0; r < MR; ++r) {
+        const int32_t qs = qa.qsum[static_cast<size_t>((r0 + r) * qa.units + u)];
+        for (int h = 0; h < kHalves; ++h) {
+          iacc[r][h] = w.has_zp
+                           ? _mm256_mullo_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(
+                                                    w.Zps(g, u) + 8 * (h0 + h))),
+                                                _mm256_set1_epi32(-qs))
+                           : _mm256_set1_epi32(-8 * qs);
+        }
+      }
+      for (long st0 = 0; st0 < steps; st0 += 4) {
+        __m256i part[MR][kHalves];
+        for (int r = 0; r < MR; ++r)
+          for (int h = 0; h < kHalves; ++h) part[r][h] = _mm256_setzero_si256();
+        for (long st = st0; st < st0 + 4; ++st) {
+          if (h0 == 0)
+            _mm_prefetch(reinterpret_cast<const char*>(b + st * 64 + kPrefetch), _MM_HINT_T1);
+          __m256i lo[kHalves], hi[kHalves];
+          for (int h = 0; h < kHalves; ++h) {
+            const __m256i raw =
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(b + st * 64 + 32 * (h0 + h)));
+            lo[h] = _mm256_and_si256(raw, low4);
+            hi[h] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+          }
+          for (int r = 0; r < MR; ++r) {
+            int32_t alo, ahi;
+            std::memcpy(&alo, a[r] + st * 8, 4);
+            std::memcpy(&ahi, a[r] + st * 8 + 4, 4);
+            const __m256i vlo = _mm256_set1_epi32(alo), vhi = _mm256_set1_epi32(ahi);
+            for (int h = 0; h < kHalves; ++h) {
+              const __m256i d = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], vlo),
+                                                 _mm256_maddubs_epi16(hi[h], vhi));
+              part[r][h] = _mm256_add_epi16(part[r][h], d);
+            }
+          }
+        }
+        for (int r = 0; r < MR; ++r) {
+          for (int h = 0; h < kHalves; ++h) {
+            iacc[r][h] = _mm256_add_epi32(iacc[r][h], _mm256_madd_epi16(part[r][h], ones));
+          }
+        }
+      }
+      for (int h = 0; h < kHalves; ++h) {
+        const __m256 sb = _mm256_load_ps(w.Scales(g, u) + 8 * (h0 + h));
+        for (int r = 0; r < MR; ++r) {
+          const __m256 sa = _mm256_set1_ps(qa.scale[static_cast<size_t>((r0 + r) * qa.units + u)]);
+          acc[r][h0 + h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[r][h]), _mm256_mul_ps(sb, sa),
+                                           acc[r][h0 + h]);
+        }
+      }
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const long col0 = g * kGroup + 8 * h;
+    if (col0 >= w.n) break;
+    const long valid = std::min(8L, w.n - col0);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int r = 0; r < MR; ++r) _mm256_maskstore_ps(y + (r0 + r) * w.n + col0, mask, acc[r][h]);
+  }
+}
+
 #pragma GCC diagnostic pop
 #undef EBB_TILE_ATTRS
 
-void Rows(const Packed& w, const QuantA& qa, long r0, long rows, long g0, float* y) {
+// The rows [r0, r0 + MR) of one tile of the set `isa`: AVX2 tiles are one 16-column group (g),
+// AVX-512 VNNI tiles two (g, g + 1).
+template <int MR>
+void IsaTile(Isa isa, const Packed& w, const QuantA& qa, long r0, long g, float* y) {
+  if (isa == Isa::kAvx2) {
+    TileAvx2<MR>(w, qa, r0, g, y);
+  } else {
+    Tile<MR>(w, qa, r0, g, y);
+  }
+}
+
+void Rows(Isa isa, const Packed& w, const QuantA& qa, long r0, long rows, long g, float* y) {
   switch (rows) {
     case 1:
-      Tile<1>(w, qa, r0, g0, y);
+      IsaTile<1>(isa, w, qa, r0, g, y);
       break;
     case 2:
-      Tile<2>(w, qa, r0, g0, y);
+      IsaTile<2>(isa, w, qa, r0, g, y);
       break;
     case 3:
-      Tile<3>(w, qa, r0, g0, y);
+      IsaTile<3>(isa, w, qa, r0, g, y);
       break;
     default:
-      Tile<4>(w, qa, r0, g0, y);
+      IsaTile<4>(isa, w, qa, r0, g, y);
       break;
   }
 }
@@ -334,6 +489,7 @@ struct Call {
   const Packed* w;
   const QuantA* qa;
   float* y;
+  Isa isa;
 };
 
 // Task t: column groups [t * kTaskGroups, ...) for every row, 4 rows at a time.
@@ -343,7 +499,8 @@ void Task(void* user, size_t t) {
   const long end = std::min(c.w->groups, begin + kTaskGroups);
   for (long r0 = 0; r0 < c.qa->m; r0 += kTileM) {
     const long rows = std::min(kTileM, c.qa->m - r0);
-    for (long g = begin; g < end; g += kPair) Rows(*c.w, *c.qa, r0, rows, g, c.y);
+    const long groups_per_tile = c.isa == Isa::kAvx2 ? 1 : kPair;
+    for (long g = begin; g < end; g += groups_per_tile) Rows(c.isa, *c.w, *c.qa, r0, rows, g, c.y);
   }
 }
 
@@ -351,6 +508,7 @@ struct Kernel {
   Packed w;
   std::unique_ptr<PackMapping> mapping;  // the pack file w's sections are in, if any
   bool unpacked = false;                 // kNoPackKey: a session that never runs
+  Isa isa = Isa::kNone;                  // PickIsa() at creation
   // The load's count of anonymous packs (pack_ledger.h), and what this kernel added to it: its
   // own copy's bytes, taken back when the kernel goes.
   PackCount ledger;
@@ -381,8 +539,8 @@ struct Kernel {
       Ort::UnownedValue y = ctx.GetOutput(0, shape);
       if (m == 0) return nullptr;
       thread_local QuantA qa;  // per calling thread: reused across calls, never shared
-      qa.Quantize(a.GetTensorData<float>(), m, w.k, w.unit, w.units, w.block);
-      Call c{&w, &qa, y.GetTensorMutableData<float>()};
+      qa.Quantize(a.GetTensorData<float>(), m, w.k, w.unit, w.units, w.block, isa);
+      Call c{&w, &qa, y.GetTensorMutableData<float>(), isa};
       const size_t tasks = static_cast<size_t>((w.groups + kTaskGroups - 1) / kTaskGroups);
       Ort::ThrowOnError(g_api->KernelContext_ParallelFor(context, &Task, tasks, 0, &c));
       return nullptr;
@@ -416,14 +574,15 @@ const T* ConstantInput(const Ort::ConstKernelInfo& ki, size_t i, ONNXTensorEleme
 struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
   OrtStatusPtr CreateKernelV2(const OrtApi& api, const OrtKernelInfo* info, void** out) const {
     try {
-      if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-          !__builtin_cpu_supports("avx512vnni")) {
+      const Isa isa = PickIsa();
+      if (isa == Isa::kNone) {
         return Error(
-            "this CPU lacks AVX-512 F/BW/VNNI, which the kernel needs; run the model's "
-            "original folder (com.microsoft MatMulNBits) instead");
+            "this CPU has neither AVX-512 F/BW/VNNI nor AVX2 + FMA, which the kernel needs; run "
+            "the model's original folder (com.microsoft MatMulNBits) instead");
       }
       Ort::ConstKernelInfo ki(info);
       auto kernel = std::make_unique<Kernel>();
+      kernel->isa = isa;
       Packed& w = kernel->w;
       w.k = static_cast<long>(ki.GetAttribute<int64_t>("K"));
       w.n = static_cast<long>(ki.GetAttribute<int64_t>("N"));

@@ -40,7 +40,10 @@
 // Threads: Compute quantizes A on the calling thread, then cuts N into tasks of 64 columns and runs
 // them with KernelContext_ParallelFor on ORT's intra-op pool.
 //
-// CPU: needs AVX-512 F/BW and VNNI; kernel creation fails with a clear error otherwise.
+// CPU: AVX-512 F/BW + VNNI where the CPU has them (vpdpbusd), else AVX2 + FMA (the same tile per
+// 16-column group in two 8-column halves, vpmaddubsw + vpmaddwd: the same integer sums and float
+// steps, so the same Y bit for bit; EBB_CPU_OPS_ISA=avx2 forces it on an AVX-512 CPU); kernel
+// creation fails with a clear error on a CPU with neither.
 #pragma once
 
 #include "onnxruntime_c_api.h"

@@ -203,7 +203,8 @@ CpuOpsKinds ResolveCpuOps(const std::string& setting, const std::set<std::string
   auto has = [&](const char* f) { return cpu_flags.count(f) > 0; };
   const bool attention_cpu = (has("avx2") && has("fma") && has("f16c")) ||
                              (has("avx512f") && has("avx512bw") && has("avx512vl"));
-  const bool matmul_cpu = has("avx512f") && has("avx512bw") && has("avx512_vnni");
+  const bool matmul_cpu =
+      (has("avx2") && has("fma")) || (has("avx512f") && has("avx512bw") && has("avx512_vnni"));
   CpuOpsKinds k;
   if (setting == "auto") {
     k.attention = attention_cpu;
@@ -214,7 +215,10 @@ CpuOpsKinds ResolveCpuOps(const std::string& setting, const std::set<std::string
       *note = "this CPU lacks AVX2 + FMA + F16C, which the attention kernel needs";
   } else if (setting == "matmul") {
     k.matmul = matmul_cpu;
-    if (!matmul_cpu) *note = "this CPU lacks AVX-512 VNNI, which the int4 matmul kernel needs";
+    if (!matmul_cpu) {
+      *note =
+          "this CPU has neither AVX2 + FMA nor AVX-512 VNNI, which the int4 matmul kernel needs";
+    }
   }
   return k;
 }

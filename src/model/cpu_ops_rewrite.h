@@ -19,10 +19,11 @@
 //   matmul     com.microsoft MatMulNBits with bits 4, a power-of-two block_size from 32,
 //              accuracy_level 4 (the kernel quantizes activations to int8 as MLAS does at level
 //              4; another level would change the arithmetic), B, float32 scales and uint8
-//              zero_points (when present) as initializers, no g_idx or bias. Needs AVX-512 F/BW
-//              and VNNI. Its kernel repacks B (the size of the int4 weights): into the model
-//              cache entry's files, which later loads map, or anonymous memory on a load without
-//              an entry (cpu_ops/pack_file.h, docs/cpu_ops.md "Memory").
+//              zero_points (when present) as initializers, no g_idx or bias. Needs AVX2 + FMA
+//              (or AVX-512 F/BW + VNNI, which it uses where present). Its kernel repacks B (the
+//              size of the int4 weights): into the model cache entry's files, which later loads
+//              map, or anonymous memory on a load without an entry (cpu_ops/pack_file.h,
+//              docs/cpu_ops.md "Memory").
 // Every other node is left as it is, and each left node of these types is listed with its reason.
 // A kernel that still refuses a node when the session is created (a shape the plan could not
 // see) fails that session; the caller then loads the graph without this rewrite.

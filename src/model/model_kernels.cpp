@@ -1,5 +1,7 @@
 #include "model/model_kernels.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "ort/cpu_kernels.h"
@@ -28,6 +30,18 @@ std::string Counted(const std::string& name, int count) {
   return name + " x" + std::to_string(count);
 }
 
+// The instruction set ebb's built-in kernel for `op_type` runs on a CPU with `flags`, as the
+// kernels pick it (cpu_ops/gqa_kernels.cpp, cpu_ops/int4_rows_op.cpp): AVX-512 where the CPU has
+// what the kernel's AVX-512 set needs, else AVX2; EBB_CPU_OPS_ISA=avx2 makes both pick AVX2.
+std::string BuiltinIsa(const std::string& op_type, const std::set<std::string>& flags) {
+  const char* forced = std::getenv("EBB_CPU_OPS_ISA");
+  if (forced && std::strcmp(forced, "avx2") == 0) return "AVX2";
+  auto has = [&](const char* f) { return flags.count(f) > 0; };
+  const bool avx512 = has("avx512f") && has("avx512bw");
+  if (op_type == "MatMulNBits") return avx512 && has("avx512_vnni") ? "AVX-512 VNNI" : "AVX2";
+  return avx512 && has("avx512vl") ? "AVX-512" : "AVX2";
+}
+
 }  // namespace
 
 std::string DescribeModelKernels(const std::map<OpId, int>& ops,
@@ -38,7 +52,8 @@ std::string DescribeModelKernels(const std::map<OpId, int>& ops,
   std::vector<std::string> nbits, matmul, attention, custom, builtin;
   for (const auto& [op, count] : ops) {
     if (!builtin_cpu_ops.empty() && op.domain == "ebb.cpu") {
-      builtin.push_back(Counted(op.domain + "." + op.op_type, count));
+      builtin.push_back(Counted(op.domain + "." + op.op_type, count) + " (" +
+                        BuiltinIsa(op.op_type, cpu_flags) + ")");
     } else if (op.domain == "com.microsoft" && op.op_type == "MatMulNBits") {
       nbits.push_back(Counted(op.op_type, count));
     } else if (IsMatMul(op)) {

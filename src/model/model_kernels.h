@@ -32,8 +32,10 @@ namespace ebb::internal {
 // these families: "ORT CPU" (or the provider's name).
 // `cpu_flags`: CpuFlags(); `custom_ops_library`: the path session_options names, or empty.
 // `builtin_cpu_ops`: the cpu_ops setting (e.g. "auto") when the session registered libebb's own
-// ebb.cpu kernels (cpu_ops_rewrite.h), else empty; their nodes are then one group of their own:
-//   "ebb.cpu.GroupQueryAttention x12, ebb.cpu.MatMulNBits x84: ebb (built in, cpu_ops=auto)"
+// ebb.cpu kernels (cpu_ops_rewrite.h), else empty; their nodes are then one group of their own,
+// each with the instruction set its kernel runs on this CPU (AVX-512 VNNI, AVX-512 or AVX2):
+//   "ebb.cpu.GroupQueryAttention x12 (AVX-512), ebb.cpu.MatMulNBits x84 (AVX-512 VNNI): ebb
+//   (built in, cpu_ops=auto)"
 std::string DescribeModelKernels(const std::map<OpId, int>& ops,
                                  const std::set<std::string>& cpu_flags,
                                  const std::string& custom_ops_library,

@@ -130,7 +130,7 @@ def charged_weights_bytes(folder, *args):
 
 def weights_bytes(folder):
     """Bytes of a model folder's weight files: what ebb charges to memory.limit for its weights
-    unless ebb's int4 matmul holds a repacked copy in anonymous memory (cpu_ops on a VNNI CPU,
+    unless ebb's int4 matmul holds a repacked copy in anonymous memory (cpu_ops on an AVX2 CPU,
     no model-cache entry; then see charged_weights_bytes)."""
     cfg = json.loads((folder / "genai_config.json").read_text())
     name = cfg["model"]["decoder"]["filename"]

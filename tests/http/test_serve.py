@@ -688,7 +688,7 @@ def test_tier2_settings_made_over_http_survive_unload_and_reload():
 
 
 def test_a_load_that_charges_more_than_its_files_makes_the_room_it_needs():
-    # On a CPU where ebb's int4 matmul runs (AVX-512 VNNI), a load without a model-cache entry
+    # On a CPU where ebb's int4 matmul runs (AVX2 + FMA or AVX-512 VNNI), a load without a model-cache entry
     # charges its weight files plus the anonymous repack, which the room made before the load
     # (from the files) does not include. The limit here fits `a` alone but not `a` beside the idle
     # tiny `b`, while a's files fit beside b: the load is refused once, b is evicted, and a loads.
@@ -696,7 +696,7 @@ def test_a_load_that_charges_more_than_its_files_makes_the_room_it_needs():
     files = weights_bytes(small)
     charged = charged_weights_bytes(small, "--option", "model_cache.dir=off")
     if charged == files:
-        pytest.skip("no anonymous repack on this CPU (ebb's int4 matmul needs AVX-512 VNNI)")
+        pytest.skip("no anonymous repack on this CPU (ebb's int4 matmul needs AVX2 + FMA)")
     wt = weights_bytes(tiny)
     limit = charged + wt - 1
     assert files + wt <= limit < charged + wt

@@ -8,9 +8,9 @@
 //    batched decode (ebb recognises ebb.cpu.GroupQueryAttention as a GQA graph), its logits
 //    match the original's under teacher forcing, the kernels line names the ops, and an fp16
 //    KV (--kv-fp16) holds half the bytes per token.
-// The attention kernels need AVX2 + FMA + F16C (AVX-512 when the CPU has it; EBB_CPU_OPS_ISA=avx2
-// takes the AVX2 set anyway, and the op-by-op test runs both), the matmul AVX-512 VNNI: on a CPU
-// without them a test skips, saying so.
+// The attention kernels need AVX2 + FMA + F16C, the matmul's AVX2 + FMA (each runs its AVX-512
+// set where the CPU has it, VNNI for the matmul; EBB_CPU_OPS_ISA=avx2 takes the AVX2 sets anyway,
+// and the op-by-op tests run both): on a CPU without them a test skips, saying so.
 #include <cpuid.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -72,6 +72,8 @@ bool HasAvx512() {
          __builtin_cpu_supports("avx512vl");
 }
 bool HasVnni() { return HasAvx512() && __builtin_cpu_supports("avx512vnni"); }
+// The int4 matmul's AVX2 set (its AVX-512 set needs VNNI too).
+bool HasMatMulKernel() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 #define SKIP_WITHOUT(cond, what)                                                       \
   if (!(cond)) {                                                                       \
@@ -209,7 +211,7 @@ TEST(CpuOps, ARewrittenAttentionKeepsTheSharedKvAndTheLogits) {
   TempDir d;
   const fs::path src = testing::TestModelsDir() / "llama-tiny-fp32";
   const fs::path m = Rewrite(d, src, "gqa", "--ops gqa");
-  auto original = ebb::LoadModel(src);
+  auto original = ebb::LoadModel(src, Uncached("off"));  // ORT's kernels (auto would move them)
   auto rewritten = ebb::LoadModel(m);
   const ModelInfo& info = rewritten->info();
   EXPECT_THAT(info.kernels, HasSubstr("ebb.cpu.GroupQueryAttention x2: custom op"));
@@ -333,10 +335,11 @@ TEST(CpuOps, AnFp16KvHoldsHalfTheBytesPerToken) {
 }
 
 TEST(CpuOps, TheInt4MatMulMatchesMlasOpByOp) {
-  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  SKIP_WITHOUT(HasMatMulKernel(), "AVX2 + FMA");
   // tools/matmul_nbits_model.py's arguments: block sizes 32 to 256, K not a multiple of the block
   // (padding codes), N not a multiple of the 32-column tile, zero points or the default 8.
-  // matmul_check runs M = 1, 2, 3, 4, 5, 9 and exits 1 over 1e-4 of the largest |Y|.
+  // matmul_check runs M = 1, 2, 3, 4, 5, 9 and exits 1 over 1e-4 of the largest |Y|, or when a
+  // row of an M-row call is not the bits of the same row run alone.
   const std::vector<std::string> variants = {
       "--k 200 --n 70 --block-size 32",
       "--k 200 --n 70 --block-size 32 --zero-points",
@@ -345,15 +348,18 @@ TEST(CpuOps, TheInt4MatMulMatchesMlasOpByOp) {
       "--k 384 --n 100 --block-size 128 --zero-points",
       "--k 512 --n 33 --block-size 256 --zero-points",
   };
-  OpByOp("tools/matmul_nbits_model.py", EBB_TEST_MATMUL_CHECK, variants, {""});
+  // Every instruction set this CPU has: the best one (default), and AVX2 on a VNNI CPU.
+  std::vector<std::string> isas = {""};
+  if (HasVnni()) isas.push_back("EBB_CPU_OPS_ISA=avx2 ");
+  OpByOp("tools/matmul_nbits_model.py", EBB_TEST_MATMUL_CHECK, variants, isas);
 }
 
 TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {
-  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  SKIP_WITHOUT(HasMatMulKernel(), "AVX2 + FMA");
   TempDir d;
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4";
   const fs::path m = Rewrite(d, src, "mm", "--ops matmul");
-  auto original = ebb::LoadModel(src);
+  auto original = ebb::LoadModel(src, Uncached("off"));  // ORT's kernels (auto would move them)
   auto rewritten = ebb::LoadModel(m);
   EXPECT_THAT(rewritten->info().kernels, HasSubstr("ebb.cpu.MatMulNBits"));
   EXPECT_THAT(rewritten->info().kernels, ::testing::Not(HasSubstr("MLAS")));
@@ -364,11 +370,37 @@ TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {
   EXPECT_GE(c.argmax_agree, c.steps - 1);
 }
 
+// The int4 matmul's AVX2 set computes what its AVX-512 VNNI set computes: the same integer dot
+// products and float steps per column (int4_rows_op.cpp TileAvx2), so the logits are the same
+// bits, prompt (many rows) and steps alike. On a VNNI CPU EBB_CPU_OPS_ISA=avx2 takes the AVX2 set
+// (read when the kernels are created, and by the kernels line); an AVX2 CPU has only that set.
+TEST(CpuOps, TheInt4MatMulsAvx2SetGivesItsAvx512SetsLogitsBitForBit) {
+  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
+  auto avx512 = ebb::LoadModel(src, Uncached("matmul"));
+  ASSERT_EQ(setenv("EBB_CPU_OPS_ISA", "avx2", 1), 0);
+  std::shared_ptr<Model> avx2;
+  try {
+    avx2 = ebb::LoadModel(src, Uncached("matmul"));
+  } catch (...) {
+    unsetenv("EBB_CPU_OPS_ISA");
+    throw;
+  }
+  unsetenv("EBB_CPU_OPS_ISA");
+  EXPECT_THAT(avx512->info().kernels, HasSubstr("ebb.cpu.MatMulNBits x15 (AVX-512 VNNI)"));
+  EXPECT_THAT(avx2->info().kernels, HasSubstr("ebb.cpu.MatMulNBits x15 (AVX2)"));
+  const Compared same = TeacherForced(avx512, avx2, 12);
+  EXPECT_EQ(same.max_diff_rel, 0.0);
+  EXPECT_EQ(same.argmax_agree, same.steps);
+  // ...and both are ebb's kernel, not MLAS's (whose arithmetic differs in the last bits).
+  EXPECT_GT(TeacherForced(ebb::LoadModel(src, Uncached("off")), avx2, 4).max_diff_rel, 0.0);
+}
+
 // Without a model-cache entry to map them from, the int4 matmul's repacked weights are an
 // anonymous copy beside ORT's initializers for the model's life: memory.limit charges them with
 // the weight files, and refuses a load whose limit has room for the files but not for them.
 TEST(CpuOps, RepackedWeightsInAnonymousMemoryAreChargedToMemoryLimit) {
-  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  SKIP_WITHOUT(HasMatMulKernel(), "AVX2 + FMA");
   TempDir d;
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
   // The repack's size from docs/cpu_ops.md's layout: per node, N rounded up to 32 columns, and
@@ -428,7 +460,7 @@ TEST(CpuOps, RepackedWeightsInAnonymousMemoryAreChargedToMemoryLimit) {
 // graph and free the kernels it made; the load goes on with ORT's kernels, with the same logits as
 // cpu_ops=off, and charges no repack.
 TEST(CpuOps, AGraphWhoseKernelsCannotBeCreatedLoadsOnOrtsKernels) {
-  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  SKIP_WITHOUT(HasMatMulKernel(), "AVX2 + FMA");
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
   const ModelOptions off = Uncached("off"), on = Uncached("matmul");
   auto plain = ebb::LoadModel(src, off);
@@ -463,7 +495,8 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
   TempDir d;
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
-  // On a CPU without VNNI the tool leaves the matmuls too (it checks the CPU as the option does).
+  // On a CPU without AVX2 + FMA the tool leaves the matmuls too (it checks the CPU as the option
+  // does).
   const fs::path tool = Rewrite(d, src, "tool", "--ops matmul,gqa");
   const ModelOptions off = Uncached("off"), on = Uncached("auto");
   auto rewritten_by_tool = ebb::LoadModel(tool, off);
@@ -472,7 +505,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   const std::string kernels = moved_at_load->info().kernels;
   EXPECT_THAT(kernels, HasSubstr("ebb.cpu.GroupQueryAttention x2"));
   EXPECT_THAT(kernels, HasSubstr("ebb (built in, cpu_ops=auto)"));
-  if (HasVnni()) {
+  if (HasMatMulKernel()) {
     EXPECT_THAT(kernels, HasSubstr("ebb.cpu.MatMulNBits x"));
     EXPECT_THAT(kernels, ::testing::Not(HasSubstr("MatMulNBits x15: MLAS")));
   }
@@ -514,7 +547,7 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   auto from_entry = ebb::LoadModel(src, cached);
   EXPECT_EQ(from_entry->runtime().Stats().weights.cache, "loaded");
   EXPECT_EQ(from_entry->info().kernels, kernels);
-  if (HasVnni()) {
+  if (HasMatMulKernel()) {
     const std::string moved = kernels.substr(kernels.find("ebb.cpu.MatMulNBits x") + 21);
     EXPECT_EQ(packs, std::stoi(moved));
     std::set<std::string> mapped;

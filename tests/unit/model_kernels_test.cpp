@@ -29,6 +29,26 @@ TEST(ModelKernels, AnInt4DecoderNamesMlassKernelAndTheAttentionOp) {
             "MatMulNBits x85: MLAS AVX2; GroupQueryAttention x12: ORT CPU");
 }
 
+// ebb's built-in kernels are one group, each named with the instruction set its kernel picks on
+// the CPU: AVX-512 (VNNI for the matmul) where the CPU has it, else AVX2; on a CPU with AVX-512
+// but no VNNI the attention runs AVX-512 and the matmul AVX2.
+TEST(ModelKernels, EbbsBuiltInKernelsNameTheirInstructionSet) {
+  const std::map<OpId, int> moved = {{{"ebb.cpu", "GroupQueryAttention"}, 12},
+                                     {{"ebb.cpu", "MatMulNBits"}, 85},
+                                     {{"", "Gather"}, 1}};
+  EXPECT_EQ(DescribeModelKernels(moved, kAvx512Vnni, "", "", "auto"),
+            "ebb.cpu.GroupQueryAttention x12 (AVX-512), ebb.cpu.MatMulNBits x85 (AVX-512 VNNI): "
+            "ebb (built in, cpu_ops=auto)");
+  EXPECT_EQ(DescribeModelKernels(moved, {"avx2", "fma", "f16c"}, "", "", "auto"),
+            "ebb.cpu.GroupQueryAttention x12 (AVX2), ebb.cpu.MatMulNBits x85 (AVX2): ebb (built "
+            "in, cpu_ops=auto)");
+  auto no_vnni = kAvx512Vnni;
+  no_vnni.erase("avx512_vnni");
+  EXPECT_EQ(DescribeModelKernels(moved, no_vnni, "", "", "auto"),
+            "ebb.cpu.GroupQueryAttention x12 (AVX-512), ebb.cpu.MatMulNBits x85 (AVX2): ebb (built "
+            "in, cpu_ops=auto)");
+}
+
 TEST(ModelKernels, AmxIsMentionedOnlyWhereMatMulNBitsCouldHaveUsedIt) {
   auto amx = kAvx512Vnni;
   amx.insert("amx_int8");
