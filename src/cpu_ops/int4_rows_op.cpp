@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -36,6 +37,7 @@ OrtStatus* Error(const std::string& what) { return OpError(kOpType, what); }
 // same layout and compute the same integer dot products and the same float operations per
 // column, so for finite A their Y is the same bit for bit (docs/cpu_ops.md "Numbers").
 enum class Isa { kNone, kAvx2, kAvx512Vnni };
+std::atomic<uint64_t> g_created[3];  // kernels created, by Isa (Int4KernelsCreated)
 
 Isa PickIsa() {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -370,13 +372,13 @@ __attribute__((EBB_TILE_ATTRS)) void Tile(const Packed& w, const QuantA& qa, lon
 
 // The same tile in AVX2 + FMA, for one 16-column group g (its two 8-column halves, h = 0, 1:
 // bytes 32 h .. 32 h + 31 of each 64-byte step) by MR rows. Without VNNI the u8 x s8 dot products
-// of 4 k are vpmaddubsw (pairs to int16) then vpmaddwd by 1 (int16 pairs to int32); the int16
-// sums of 4 steps (32 k) are added before widening: each step's term is at most 2 * 2 * 15 * 127 =
-// 7,620 in magnitude, so 4 of them fit int16 exactly (no saturation). The integer result per
-// column is the VNNI tile's exactly, and the float steps are the same, so Y is the same bits.
-// With up to 2 rows both halves go in one pass over the unit; with 3 or 4, each half is its own
-// pass (the unit, 1 KiB at unit 128, is in L1 for the second), so that the MR x halves int16 and
-// int32 accumulators, the unpacked codes and the broadcasts fit the 16 registers.
+// of 4 k are vpmaddubsw (pairs to int16, which cannot saturate: 2 * 15 * 128) then vpmaddwd by 1
+// (int16 pairs to int32); the int16 sums of 4 steps (32 k) are added before widening: each step's
+// term is at most 4 * 15 * 128 = 7,680 in magnitude, so 4 of them fit int16 exactly. The integer
+// result per column is the VNNI tile's exactly, and the float steps are the same, so Y is the
+// same bits. With up to 2 rows both halves go in one pass over the unit; with 3 or 4, each half
+// is its own pass (the unit, 1 KiB at unit 128, is in L1 for the second), which halves the
+// int16 and int32 accumulators and unpacked codes live in the inner loop (16 ymm registers).
 template <int MR>
 __attribute__((target("avx2,fma"))) void TileAvx2(const Packed& w, const QuantA& qa, long r0,
                                                   long g, float* y) {
@@ -499,8 +501,13 @@ void Task(void* user, size_t t) {
   const long end = std::min(c.w->groups, begin + kTaskGroups);
   for (long r0 = 0; r0 < c.qa->m; r0 += kTileM) {
     const long rows = std::min(kTileM, c.qa->m - r0);
+    // An AVX2 tile is one group, so the padding group past N (when N rounds up to an odd
+    // number of groups) is not computed; an AVX-512 tile computes both of its groups.
     const long groups_per_tile = c.isa == Isa::kAvx2 ? 1 : kPair;
-    for (long g = begin; g < end; g += groups_per_tile) Rows(c.isa, *c.w, *c.qa, r0, rows, g, c.y);
+    const long last = c.isa == Isa::kAvx2 ? std::min(end, (c.w->n + kGroup - 1) / kGroup) : end;
+    for (long g = begin; g < last; g += groups_per_tile) {
+      Rows(c.isa, *c.w, *c.qa, r0, rows, g, c.y);
+    }
   }
 }
 
@@ -583,6 +590,7 @@ struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
       Ort::ConstKernelInfo ki(info);
       auto kernel = std::make_unique<Kernel>();
       kernel->isa = isa;
+      g_created[static_cast<int>(isa)].fetch_add(1, std::memory_order_relaxed);
       Packed& w = kernel->w;
       w.k = static_cast<long>(ki.GetAttribute<int64_t>("K"));
       w.n = static_cast<long>(ki.GetAttribute<int64_t>("N"));
@@ -679,6 +687,11 @@ struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
 const OrtCustomOp* Int4RowsOp() {
   static MatMulNBitsOp op;
   return &op;
+}
+
+uint64_t Int4KernelsCreated(Int4Set set) {
+  const Isa isa = set == Int4Set::kAvx2 ? Isa::kAvx2 : Isa::kAvx512Vnni;
+  return g_created[static_cast<int>(isa)].load(std::memory_order_relaxed);
 }
 
 }  // namespace ebb_cpu_ops

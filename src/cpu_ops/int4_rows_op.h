@@ -46,11 +46,21 @@
 // creation fails with a clear error on a CPU with neither.
 #pragma once
 
+#include <cstdint>
+
 #include "onnxruntime_c_api.h"
 
 namespace ebb_cpu_ops {
 
 // The op (an object that lives to process exit; ORT keeps pointers to it).
 const OrtCustomOp* Int4RowsOp();
+
+// The kernel's instruction sets. Each kernel picks its set when it is created (the CPU's best,
+// or AVX2 under EBB_CPU_OPS_ISA=avx2) and runs only that set.
+enum class Int4Set { kAvx2, kAvx512Vnni };
+
+// How many kernels this process (this copy of the op: libebb's, or the library's) has created
+// with `set`, for tests that must know which set ran. Thread-safe.
+uint64_t Int4KernelsCreated(Int4Set set);
 
 }  // namespace ebb_cpu_ops

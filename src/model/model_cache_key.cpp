@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/hash.h"
 #include "ebb/version.h"
+#include "model/cpu_ops_rewrite.h"
 #include "ort/cpu_kernels.h"
 #include "ort/provider_plan.h"
 #include "platform/file.h"
@@ -111,6 +113,18 @@ std::string GraphInputs(const EffectiveSessionOptions& session,
   out << "prefill_logits=" << (options.last_position_logits ? "last" : "all") << "\n";
   // Only when on, so the entries built before the option existed keep their key.
   if (options.cpu_ops != "off") out << "cpu_ops=" << options.cpu_ops << "\n";
+  // The int4 matmul moves on a CPU without AVX-512 VNNI only since its AVX2 set exists: an entry
+  // built on such a CPU before then holds the graph with its matmuls left to MLAS, so these keys
+  // say that the matmul moves (and entries of VNNI CPUs keep theirs).
+  if (options.cpu_ops != "off") {
+    const std::set<std::string> flags = CpuFlags();
+    std::string note;
+    const bool vnni =
+        flags.count("avx512f") && flags.count("avx512bw") && flags.count("avx512_vnni");
+    if (ResolveCpuOps(options.cpu_ops, flags, &note).matmul && !vnni) {
+      out << "cpu_ops_matmul=avx2\n";
+    }
+  }
   for (const auto& [k, v] : merged) {
     if (ConflictingKey(k) && conflict->empty()) *conflict = k;
     if (k == "custom_ops_library") {

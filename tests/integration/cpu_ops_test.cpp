@@ -23,16 +23,19 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cache_build_wait.h"
+#include "cpu_ops/int4_rows_op.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
 #include "ebb/model.h"
@@ -40,7 +43,9 @@
 #include "ebb/runtime.h"
 #include "ebb/stats.h"
 #include "generate/decode_batcher.h"
+#include "model/cpu_ops_rewrite.h"
 #include "model/model_views.h"
+#include "onnxruntime_cxx_api.h"
 #include "platform/testing.h"
 #include "test_env.h"
 
@@ -370,6 +375,77 @@ TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {
   EXPECT_GE(c.argmax_agree, c.steps - 1);
 }
 
+// Runs make() with EBB_CPU_OPS_ISA=avx2 set (the kernels ebb creates meanwhile take their AVX2
+// sets, cpu_ops/int4_rows_op.h), and unset again whatever make() does.
+template <typename F>
+auto WithAvx2Sets(F make) {
+  EXPECT_EQ(setenv("EBB_CPU_OPS_ISA", "avx2", 1), 0);
+  struct Unset {
+    ~Unset() { unsetenv("EBB_CPU_OPS_ISA"); }
+  } unset;
+  return make();
+}
+
+std::vector<float> RunMatMul(Ort::Session& s, std::vector<float>& a, int64_t m, int64_t k) {
+  Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  const std::vector<int64_t> shape = {m, k};
+  Ort::Value in = Ort::Value::CreateTensor<float>(mem, a.data(), a.size(), shape.data(), 2);
+  const char* in_names[] = {"A"};
+  const char* out_names[] = {"Y"};
+  auto out = s.Run(Ort::RunOptions{}, in_names, &in, 1, out_names, 1);
+  const auto info = out[0].GetTensorTypeAndShapeInfo();
+  const float* y = out[0].GetTensorData<float>();
+  return std::vector<float>(y, y + info.GetElementCount());
+}
+
+// The int4 matmul's two sets, op by op on tools/matmul_nbits_model.py's one-node models (libebb's
+// built-in ops): blocks of 32 to 256, zero points or not, K not a multiple of the block, and N
+// whose last 16-column group is partial in either half (77 = 4 x 16 + 13, 45 = 2 x 16 + 13, 70 =
+// 4 x 16 + 6). The AVX2 set's Y equals the AVX-512 VNNI set's bit for bit at M = 1-5 and 9 (the
+// rows of prefill and batched decode), and the kernel counters show which set each session ran.
+TEST(CpuOps, TheInt4MatMulsTwoSetsGiveTheSameBitsOpByOp) {
+  SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  using ebb_cpu_ops::Int4KernelsCreated;
+  using ebb_cpu_ops::Int4Set;
+  TempDir d;
+  const std::vector<std::string> variants = {
+      "--k 200 --n 77 --block-size 32",
+      "--k 200 --n 70 --block-size 32 --zero-points",
+      "--k 256 --n 64 --block-size 64 --zero-points",
+      "--k 384 --n 100 --block-size 128",
+      "--k 512 --n 45 --block-size 256 --zero-points",
+  };
+  Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "cpu_ops_test");
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const fs::path prefix = d.path() / ("case" + std::to_string(i));
+    const std::string make = "timeout 120 /usr/bin/python3 " + std::string(EBB_SOURCE_DIR) +
+                             "/tools/matmul_nbits_model.py --out " + prefix.string() + " " +
+                             variants[i] + " > /dev/null";
+    ASSERT_EQ(RunShell(make), 0) << make;
+    const int64_t k = std::stoll(variants[i].substr(4));
+    const std::string op_path = prefix.string() + "_op.onnx";
+    Ort::SessionOptions so;
+    so.SetIntraOpNumThreads(2);
+    internal::RegisterBuiltinCpuOps(so);
+    const uint64_t vnni_before = Int4KernelsCreated(Int4Set::kAvx512Vnni);
+    const uint64_t avx2_before = Int4KernelsCreated(Int4Set::kAvx2);
+    Ort::Session vnni(env, op_path.c_str(), so);
+    Ort::Session avx2 = WithAvx2Sets([&] { return Ort::Session(env, op_path.c_str(), so); });
+    EXPECT_EQ(Int4KernelsCreated(Int4Set::kAvx512Vnni) - vnni_before, 1u);
+    EXPECT_EQ(Int4KernelsCreated(Int4Set::kAvx2) - avx2_before, 1u);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.f, 1.f);
+    for (int64_t m : {1, 2, 3, 4, 5, 9}) {
+      std::vector<float> a(static_cast<size_t>(m * k));
+      for (float& x : a) x = dist(rng);
+      const std::vector<float> y512 = RunMatMul(vnni, a, m, k), y2 = RunMatMul(avx2, a, m, k);
+      ASSERT_EQ(y512.size(), y2.size());
+      EXPECT_EQ(std::memcmp(y512.data(), y2.data(), y512.size() * sizeof(float)), 0)
+          << "variant '" << variants[i] << "', M = " << m;
+    }
+  }
+}
+
 // The int4 matmul's AVX2 set computes what its AVX-512 VNNI set computes: the same integer dot
 // products and float steps per column (int4_rows_op.cpp TileAvx2), so the logits are the same
 // bits, prompt (many rows) and steps alike. On a VNNI CPU EBB_CPU_OPS_ISA=avx2 takes the AVX2 set
@@ -377,16 +453,15 @@ TEST(CpuOps, TheInt4MatMulMatchesMlasUnderTeacherForcing) {
 TEST(CpuOps, TheInt4MatMulsAvx2SetGivesItsAvx512SetsLogitsBitForBit) {
   SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
+  using ebb_cpu_ops::Int4KernelsCreated;
+  using ebb_cpu_ops::Int4Set;
+  const uint64_t vnni_before = Int4KernelsCreated(Int4Set::kAvx512Vnni);
   auto avx512 = ebb::LoadModel(src, Uncached("matmul"));
-  ASSERT_EQ(setenv("EBB_CPU_OPS_ISA", "avx2", 1), 0);
-  std::shared_ptr<Model> avx2;
-  try {
-    avx2 = ebb::LoadModel(src, Uncached("matmul"));
-  } catch (...) {
-    unsetenv("EBB_CPU_OPS_ISA");
-    throw;
-  }
-  unsetenv("EBB_CPU_OPS_ISA");
+  EXPECT_EQ(Int4KernelsCreated(Int4Set::kAvx512Vnni) - vnni_before, 15u);
+  const uint64_t avx2_before = Int4KernelsCreated(Int4Set::kAvx2);
+  std::shared_ptr<Model> avx2 =
+      WithAvx2Sets([&] { return ebb::LoadModel(src, Uncached("matmul")); });
+  EXPECT_EQ(Int4KernelsCreated(Int4Set::kAvx2) - avx2_before, 15u) << "the AVX2 set did not run";
   EXPECT_THAT(avx512->info().kernels, HasSubstr("ebb.cpu.MatMulNBits x15 (AVX-512 VNNI)"));
   EXPECT_THAT(avx2->info().kernels, HasSubstr("ebb.cpu.MatMulNBits x15 (AVX2)"));
   const Compared same = TeacherForced(avx512, avx2, 12);

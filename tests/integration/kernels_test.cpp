@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -43,6 +44,7 @@ TEST(ModelKernels, AnInt4ModelRunsMatMulNBitsOnMlasAndItsAttentionOnOrt) {
 // setting and each kernel's instruction set; nothing is left on ORT's kernels. On an AVX2 CPU
 // both run their AVX2 sets; with AVX-512 (VNNI for the matmul), their AVX-512 sets.
 TEST(ModelKernels, ByDefaultEbbsOwnKernelsAreOneGroupOfTheLine) {
+  unsetenv("EBB_CPU_OPS_ISA");  // the CPU's choice, not a forced AVX2 (docs/cpu_ops.md)
   const auto model = ebb::LoadModel(testing::TestModelsDir() / "llama-tiny-int4");
   const ModelInfo& i = model->info();
   const auto& flags = internal::CpuFlags();

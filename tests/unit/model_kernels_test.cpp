@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace ebb::internal {
 namespace {
 
@@ -33,6 +35,7 @@ TEST(ModelKernels, AnInt4DecoderNamesMlassKernelAndTheAttentionOp) {
 // the CPU: AVX-512 (VNNI for the matmul) where the CPU has it, else AVX2; on a CPU with AVX-512
 // but no VNNI the attention runs AVX-512 and the matmul AVX2.
 TEST(ModelKernels, EbbsBuiltInKernelsNameTheirInstructionSet) {
+  unsetenv("EBB_CPU_OPS_ISA");  // the CPU's choice, not a forced AVX2 (docs/cpu_ops.md)
   const std::map<OpId, int> moved = {{{"ebb.cpu", "GroupQueryAttention"}, 12},
                                      {{"ebb.cpu", "MatMulNBits"}, 85},
                                      {{"", "Gather"}, 1}};
