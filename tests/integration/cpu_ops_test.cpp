@@ -43,9 +43,9 @@
 #include "ebb/runtime.h"
 #include "ebb/stats.h"
 #include "generate/decode_batcher.h"
+#include "integration/cpu_ops/check_util.h"
 #include "model/cpu_ops_rewrite.h"
 #include "model/model_views.h"
-#include "onnxruntime_cxx_api.h"
 #include "platform/testing.h"
 #include "test_env.h"
 
@@ -386,18 +386,6 @@ auto WithAvx2Sets(F make) {
   return make();
 }
 
-std::vector<float> RunMatMul(Ort::Session& s, std::vector<float>& a, int64_t m, int64_t k) {
-  Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
-  const std::vector<int64_t> shape = {m, k};
-  Ort::Value in = Ort::Value::CreateTensor<float>(mem, a.data(), a.size(), shape.data(), 2);
-  const char* in_names[] = {"A"};
-  const char* out_names[] = {"Y"};
-  auto out = s.Run(Ort::RunOptions{}, in_names, &in, 1, out_names, 1);
-  const auto info = out[0].GetTensorTypeAndShapeInfo();
-  const float* y = out[0].GetTensorData<float>();
-  return std::vector<float>(y, y + info.GetElementCount());
-}
-
 // The int4 matmul's two sets, op by op on tools/matmul_nbits_model.py's one-node models (libebb's
 // built-in ops): blocks of 32 to 256, zero points or not, K not a multiple of the block, and N
 // whose last 16-column group is partial in either half (77 = 4 x 16 + 13, 45 = 2 x 16 + 13, 70 =
@@ -438,7 +426,8 @@ TEST(CpuOps, TheInt4MatMulsTwoSetsGiveTheSameBitsOpByOp) {
     for (int64_t m : {1, 2, 3, 4, 5, 9}) {
       std::vector<float> a(static_cast<size_t>(m * k));
       for (float& x : a) x = dist(rng);
-      const std::vector<float> y512 = RunMatMul(vnni, a, m, k), y2 = RunMatMul(avx2, a, m, k);
+      const std::vector<float> y512 = check_util::RunMatMul(vnni, a, m, k),
+                               y2 = check_util::RunMatMul(avx2, a, m, k);
       ASSERT_EQ(y512.size(), y2.size());
       EXPECT_EQ(std::memcmp(y512.data(), y2.data(), y512.size() * sizeof(float)), 0)
           << "variant '" << variants[i] << "', M = " << m;

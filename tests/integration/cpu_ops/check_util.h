@@ -1,6 +1,7 @@
 // tests/integration/cpu_ops/check_util.h — what the op-by-op checkers (gqa_check.cpp,
-// matmul_check.cpp) share: failing with a message, and reading the small JSON file the model
-// scripts (tools/gqa_model.py, tools/matmul_nbits_model.py) write beside a model.
+// matmul_check.cpp, and cpu_ops_test.cpp's in-process comparison) share: failing with a message,
+// reading the small JSON file the model scripts (tools/gqa_model.py, tools/matmul_nbits_model.py)
+// write beside a model, and running a one-node matmul model.
 #pragma once
 
 #include <cstdio>
@@ -8,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "onnxruntime_cxx_api.h"
 
 namespace check_util {
 
@@ -36,6 +40,19 @@ inline long JsonInt(const char* tool, const std::string& json, const std::string
 inline bool JsonTrue(const std::string& json, const std::string& key) {
   const auto at = json.find("\"" + key + "\":");
   return at != std::string::npos && json.compare(at + key.size() + 4, 4, "true") == 0;
+}
+
+// Y of tools/matmul_nbits_model.py's one-node model in session `s` for the M x K activations `a`
+// (read, not changed; ORT's tensor API takes a mutable pointer).
+inline std::vector<float> RunMatMul(Ort::Session& s, std::vector<float>& a, int64_t m, int64_t k) {
+  Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  const std::vector<int64_t> shape = {m, k};
+  Ort::Value in = Ort::Value::CreateTensor<float>(mem, a.data(), a.size(), shape.data(), 2);
+  const char* in_names[] = {"A"};
+  const char* out_names[] = {"Y"};
+  auto out = s.Run(Ort::RunOptions{}, in_names, &in, 1, out_names, 1);
+  const float* y = out[0].GetTensorData<float>();
+  return std::vector<float>(y, y + out[0].GetTensorTypeAndShapeInfo().GetElementCount());
 }
 
 }  // namespace check_util

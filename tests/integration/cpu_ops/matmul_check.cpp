@@ -30,14 +30,9 @@ constexpr const char* kTool = "matmul_check";
 [[noreturn]] void Die(const std::string& why) { check_util::Die(kTool, why); }
 
 std::vector<float> Run(Ort::Session& s, std::vector<float>& a, long m, long k, long n) {
-  Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
-  const std::vector<int64_t> shape = {m, k};
-  Ort::Value in = Ort::Value::CreateTensor<float>(mem, a.data(), a.size(), shape.data(), 2);
-  const char* in_names[] = {"A"};
-  const char* out_names[] = {"Y"};
-  auto out = s.Run(Ort::RunOptions{}, in_names, &in, 1, out_names, 1);
-  const float* y = out[0].GetTensorData<float>();
-  return std::vector<float>(y, y + m * n);
+  std::vector<float> y = check_util::RunMatMul(s, a, m, k);
+  if (y.size() != static_cast<size_t>(m * n)) Die("Y is not M x N");
+  return y;
 }
 
 }  // namespace
