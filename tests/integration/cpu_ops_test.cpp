@@ -393,6 +393,7 @@ auto WithAvx2Sets(F make) {
 // rows of prefill and batched decode), and the kernel counters show which set each session ran.
 TEST(CpuOps, TheInt4MatMulsTwoSetsGiveTheSameBitsOpByOp) {
   SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  unsetenv("EBB_CPU_OPS_ISA");  // the first session takes the CPU's set (VNNI), not a forced AVX2
   using ebb_cpu_ops::Int4KernelsCreated;
   using ebb_cpu_ops::Int4Set;
   TempDir d;
@@ -441,6 +442,7 @@ TEST(CpuOps, TheInt4MatMulsTwoSetsGiveTheSameBitsOpByOp) {
 // (read when the kernels are created, and by the kernels line); an AVX2 CPU has only that set.
 TEST(CpuOps, TheInt4MatMulsAvx2SetGivesItsAvx512SetsLogitsBitForBit) {
   SKIP_WITHOUT(HasVnni(), "AVX-512 VNNI");
+  unsetenv("EBB_CPU_OPS_ISA");  // the first load takes the CPU's set (VNNI), not a forced AVX2
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
   using ebb_cpu_ops::Int4KernelsCreated;
   using ebb_cpu_ops::Int4Set;
