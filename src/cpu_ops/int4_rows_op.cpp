@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,23 +33,24 @@ constexpr long kPrefetch = 2048;  // bytes ahead in each column group's stream, 
 
 OrtStatus* Error(const std::string& what) { return OpError(kOpType, what); }
 
-// The instruction set a kernel runs: AVX-512 F/BW + VNNI where the CPU has them, else AVX2 + FMA
-// (EBB_CPU_OPS_ISA=avx2 takes AVX2 on an AVX-512 CPU too: tests and comparisons). Both read the
-// same layout and compute the same integer dot products and the same float operations per
-// column, so for finite A their Y is the same bit for bit (docs/cpu_ops.md "Numbers").
-enum class Isa { kNone, kAvx2, kAvx512Vnni };
-std::atomic<uint64_t> g_created[3];  // kernels created, by Isa (Int4KernelsCreated)
+std::atomic<uint64_t> g_created[2];  // kernels created, by Int4Set (Int4KernelsCreated)
 
-Isa PickIsa() {
+// The set a kernel created now runs: AVX-512 F/BW + VNNI where the CPU has them, else AVX2 + FMA
+// (EBB_CPU_OPS_ISA=avx2 takes AVX2 on an AVX-512 CPU too: tests and comparisons), or none on a
+// CPU with neither. Both read the same layout and compute the same integer dot products and the
+// same float operations per column, so for finite A their Y is the same bit for bit
+// (docs/cpu_ops.md "Numbers"). model/cpu_ops_rewrite.cpp CpuOpsIsasFor names the same choice
+// from the CPU's flags (this library cannot depend on libebb's code).
+std::optional<Int4Set> PickSet() {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (const char* isa = std::getenv("EBB_CPU_OPS_ISA"); isa && std::strcmp(isa, "avx2") == 0) {
-    return avx2 ? Isa::kAvx2 : Isa::kNone;
+    return avx2 ? std::optional(Int4Set::kAvx2) : std::nullopt;
   }
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vnni")) {
-    return Isa::kAvx512Vnni;
+    return Int4Set::kAvx512Vnni;
   }
-  return avx2 ? Isa::kAvx2 : Isa::kNone;
+  return avx2 ? std::optional(Int4Set::kAvx2) : std::nullopt;
 }
 
 // The kernel's own copy of the layout (no pack file to map): one private anonymous mapping with
@@ -199,7 +201,8 @@ struct QuantA {
 
   // The scale comes from a whole block of A (`block` elements, as MLAS quantizes A per
   // block_size), the codes and sums are stored per unit (min(block, 128) elements).
-  void Quantize(const float* a, long rows, long k, long unit_k, long nunits, long block, Isa isa) {
+  void Quantize(const float* a, long rows, long k, long unit_k, long nunits, long block,
+                Int4Set isa) {
     m = rows;
     units = nunits;
     unit = unit_k;
@@ -212,15 +215,15 @@ struct QuantA {
       for (long u0 = 0; u0 < units; u0 += per_block) {
         const long k0 = u0 * unit;
         const long block_len = std::max(0L, std::min(block, k - k0));
-        const float amax = isa == Isa::kAvx2 ? MaxAbsAvx2(a + r * k + k0, block_len)
-                                             : MaxAbs(a + r * k + k0, block_len);
+        const float amax = isa == Int4Set::kAvx2 ? MaxAbsAvx2(a + r * k + k0, block_len)
+                                                 : MaxAbs(a + r * k + k0, block_len);
         for (long u = u0; u < u0 + per_block && u < units; ++u) {
           const long ku = u * unit, len = std::max(0L, std::min(unit, k - ku));
           const size_t i = static_cast<size_t>(r * units + u);
           scale[i] = amax / 127.f;
           int8_t* out = reinterpret_cast<int8_t*>(q.data) + (r * units + u) * stride;
-          qsum[i] = isa == Isa::kAvx2 ? QuantizeUnitAvx2(a + r * k + ku, len, unit, amax, out)
-                                      : QuantizeUnit(a + r * k + ku, len, unit, amax, out);
+          qsum[i] = isa == Int4Set::kAvx2 ? QuantizeUnitAvx2(a + r * k + ku, len, unit, amax, out)
+                                          : QuantizeUnit(a + r * k + ku, len, unit, amax, out);
         }
       }
     }
@@ -462,15 +465,15 @@ __attribute__((target("avx2,fma"))) void TileAvx2(const Packed& w, const QuantA&
 // The rows [r0, r0 + MR) of one tile of the set `isa`: AVX2 tiles are one 16-column group (g),
 // AVX-512 VNNI tiles two (g, g + 1).
 template <int MR>
-void IsaTile(Isa isa, const Packed& w, const QuantA& qa, long r0, long g, float* y) {
-  if (isa == Isa::kAvx2) {
+void IsaTile(Int4Set isa, const Packed& w, const QuantA& qa, long r0, long g, float* y) {
+  if (isa == Int4Set::kAvx2) {
     TileAvx2<MR>(w, qa, r0, g, y);
   } else {
     Tile<MR>(w, qa, r0, g, y);
   }
 }
 
-void Rows(Isa isa, const Packed& w, const QuantA& qa, long r0, long rows, long g, float* y) {
+void Rows(Int4Set isa, const Packed& w, const QuantA& qa, long r0, long rows, long g, float* y) {
   switch (rows) {
     case 1:
       IsaTile<1>(isa, w, qa, r0, g, y);
@@ -491,7 +494,7 @@ struct Call {
   const Packed* w;
   const QuantA* qa;
   float* y;
-  Isa isa;
+  Int4Set isa;
 };
 
 // Task t: column groups [t * kTaskGroups, ...) for every row, 4 rows at a time.
@@ -499,15 +502,14 @@ void Task(void* user, size_t t) {
   const Call& c = *static_cast<const Call*>(user);
   const long begin = static_cast<long>(t) * kTaskGroups;
   const long end = std::min(c.w->groups, begin + kTaskGroups);
+  // An AVX2 tile is one group, so the padding group past N (when N rounds up to an odd number of
+  // groups) is not computed; an AVX-512 tile computes both of its groups.
+  const bool avx2 = c.isa == Int4Set::kAvx2;
+  const long groups_per_tile = avx2 ? 1 : kPair;
+  const long last = avx2 ? std::min(end, (c.w->n + kGroup - 1) / kGroup) : end;
   for (long r0 = 0; r0 < c.qa->m; r0 += kTileM) {
     const long rows = std::min(kTileM, c.qa->m - r0);
-    // An AVX2 tile is one group, so the padding group past N (when N rounds up to an odd
-    // number of groups) is not computed; an AVX-512 tile computes both of its groups.
-    const long groups_per_tile = c.isa == Isa::kAvx2 ? 1 : kPair;
-    const long last = c.isa == Isa::kAvx2 ? std::min(end, (c.w->n + kGroup - 1) / kGroup) : end;
-    for (long g = begin; g < last; g += groups_per_tile) {
-      Rows(c.isa, *c.w, *c.qa, r0, rows, g, c.y);
-    }
+    for (long g = begin; g < last; g += groups_per_tile) Rows(c.isa, *c.w, *c.qa, r0, rows, g, c.y);
   }
 }
 
@@ -515,7 +517,7 @@ struct Kernel {
   Packed w;
   std::unique_ptr<PackMapping> mapping;  // the pack file w's sections are in, if any
   bool unpacked = false;                 // kNoPackKey: a session that never runs
-  Isa isa = Isa::kNone;                  // PickIsa() at creation
+  Int4Set isa = Int4Set::kAvx512Vnni;    // PickSet() at creation
   // The load's count of anonymous packs (pack_ledger.h), and what this kernel added to it: its
   // own copy's bytes, taken back when the kernel goes.
   PackCount ledger;
@@ -581,16 +583,16 @@ const T* ConstantInput(const Ort::ConstKernelInfo& ki, size_t i, ONNXTensorEleme
 struct MatMulNBitsOp : Ort::CustomOpBase<MatMulNBitsOp, Kernel, true> {
   OrtStatusPtr CreateKernelV2(const OrtApi& api, const OrtKernelInfo* info, void** out) const {
     try {
-      const Isa isa = PickIsa();
-      if (isa == Isa::kNone) {
+      const std::optional<Int4Set> isa = PickSet();
+      if (!isa) {
         return Error(
             "this CPU has neither AVX-512 F/BW/VNNI nor AVX2 + FMA, which the kernel needs; run "
             "the model's original folder (com.microsoft MatMulNBits) instead");
       }
       Ort::ConstKernelInfo ki(info);
       auto kernel = std::make_unique<Kernel>();
-      kernel->isa = isa;
-      g_created[static_cast<int>(isa)].fetch_add(1, std::memory_order_relaxed);
+      kernel->isa = *isa;
+      g_created[static_cast<int>(*isa)].fetch_add(1, std::memory_order_relaxed);
       Packed& w = kernel->w;
       w.k = static_cast<long>(ki.GetAttribute<int64_t>("K"));
       w.n = static_cast<long>(ki.GetAttribute<int64_t>("N"));
@@ -690,8 +692,7 @@ const OrtCustomOp* Int4RowsOp() {
 }
 
 uint64_t Int4KernelsCreated(Int4Set set) {
-  const Isa isa = set == Int4Set::kAvx2 ? Isa::kAvx2 : Isa::kAvx512Vnni;
-  return g_created[static_cast<int>(isa)].load(std::memory_order_relaxed);
+  return g_created[static_cast<int>(set)].load(std::memory_order_relaxed);
 }
 
 }  // namespace ebb_cpu_ops

@@ -198,13 +198,27 @@ CpuOpsPlan Plan(const Graph& g, CpuOpsKinds kinds, int head_size, std::vector<si
 
 }  // namespace
 
+CpuOpsIsas CpuOpsIsasFor(const std::set<std::string>& cpu_flags) {
+  auto has = [&](const char* f) { return cpu_flags.count(f) > 0; };
+  const bool avx512 = has("avx512f") && has("avx512bw");
+  CpuOpsIsas isas;
+  if (avx512 && has("avx512vl")) {
+    isas.attention = "AVX-512";
+  } else if (has("avx2") && has("fma") && has("f16c")) {
+    isas.attention = "AVX2";
+  }
+  if (avx512 && has("avx512_vnni")) {
+    isas.matmul = "AVX-512 VNNI";
+  } else if (has("avx2") && has("fma")) {
+    isas.matmul = "AVX2";
+  }
+  return isas;
+}
+
 CpuOpsKinds ResolveCpuOps(const std::string& setting, const std::set<std::string>& cpu_flags,
                           std::string* note) {
-  auto has = [&](const char* f) { return cpu_flags.count(f) > 0; };
-  const bool attention_cpu = (has("avx2") && has("fma") && has("f16c")) ||
-                             (has("avx512f") && has("avx512bw") && has("avx512vl"));
-  const bool matmul_cpu =
-      (has("avx2") && has("fma")) || (has("avx512f") && has("avx512bw") && has("avx512_vnni"));
+  const CpuOpsIsas isas = CpuOpsIsasFor(cpu_flags);
+  const bool attention_cpu = !isas.attention.empty(), matmul_cpu = !isas.matmul.empty();
   CpuOpsKinds k;
   if (setting == "auto") {
     k.attention = attention_cpu;

@@ -56,6 +56,17 @@ struct CpuOpsKinds {
   bool any() const { return attention || matmul; }
 };
 
+// The instruction set each kind's kernel runs on a CPU with `cpu_flags` (CpuFlags()), as the
+// kernels pick it themselves (cpu_ops/gqa_kernels.cpp, cpu_ops/int4_rows_op.cpp), or "" where it
+// cannot run: attention "AVX-512" (F/BW/VL) or "AVX2" (+ FMA + F16C); matmul "AVX-512 VNNI"
+// (F/BW + VNNI) or "AVX2" (+ FMA). The CPU's choice: EBB_CPU_OPS_ISA=avx2, which makes the
+// kernels take AVX2 anyway, is not read here (it changes no graph).
+struct CpuOpsIsas {
+  std::string attention;
+  std::string matmul;
+};
+CpuOpsIsas CpuOpsIsasFor(const std::set<std::string>& cpu_flags);
+
 // Resolves the option's value ("off", "auto", "attention", "matmul"; checked by the option
 // table) against this CPU's flags (CpuFlags()): auto takes each kind the CPU can run; a named
 // kind the CPU cannot run is dropped and `note` says why (the load goes on without it).

@@ -119,9 +119,8 @@ std::string GraphInputs(const EffectiveSessionOptions& session,
   if (options.cpu_ops != "off") {
     const std::set<std::string> flags = CpuFlags();
     std::string note;
-    const bool vnni =
-        flags.count("avx512f") && flags.count("avx512bw") && flags.count("avx512_vnni");
-    if (ResolveCpuOps(options.cpu_ops, flags, &note).matmul && !vnni) {
+    if (ResolveCpuOps(options.cpu_ops, flags, &note).matmul &&
+        CpuOpsIsasFor(flags).matmul == "AVX2") {
       out << "cpu_ops_matmul=avx2\n";
     }
   }

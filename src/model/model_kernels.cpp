@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "model/cpu_ops_rewrite.h"
 #include "ort/cpu_kernels.h"
 
 namespace ebb::internal {
@@ -30,16 +31,13 @@ std::string Counted(const std::string& name, int count) {
   return name + " x" + std::to_string(count);
 }
 
-// The instruction set ebb's built-in kernel for `op_type` runs on a CPU with `flags`, as the
-// kernels pick it (cpu_ops/gqa_kernels.cpp, cpu_ops/int4_rows_op.cpp): AVX-512 where the CPU has
-// what the kernel's AVX-512 set needs, else AVX2; EBB_CPU_OPS_ISA=avx2 makes both pick AVX2.
+// The instruction set ebb's built-in kernel for `op_type` runs on a CPU with `flags`
+// (CpuOpsIsasFor), or AVX2 where EBB_CPU_OPS_ISA=avx2 makes the kernels take it.
 std::string BuiltinIsa(const std::string& op_type, const std::set<std::string>& flags) {
   const char* forced = std::getenv("EBB_CPU_OPS_ISA");
   if (forced && std::strcmp(forced, "avx2") == 0) return "AVX2";
-  auto has = [&](const char* f) { return flags.count(f) > 0; };
-  const bool avx512 = has("avx512f") && has("avx512bw");
-  if (op_type == "MatMulNBits") return avx512 && has("avx512_vnni") ? "AVX-512 VNNI" : "AVX2";
-  return avx512 && has("avx512vl") ? "AVX-512" : "AVX2";
+  const CpuOpsIsas isas = CpuOpsIsasFor(flags);
+  return op_type == "MatMulNBits" ? isas.matmul : isas.attention;
 }
 
 }  // namespace
