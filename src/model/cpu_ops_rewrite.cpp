@@ -245,13 +245,16 @@ CpuOpsPlan PlanCpuOps(const std::filesystem::path& onnx_file, CpuOpsKinds kinds,
     return Plan(ReadGraph(s), kinds, head_size, nullptr);
   } catch (const Malformed& m) {
     *why_not = "cannot parse the model (" + m.what + ")";
-    return {};
+    CpuOpsPlan unread;
+    unread.unread = m.system;
+    return unread;
   }
 }
 
 std::optional<RewrittenModel> RewriteForCpuOps(const std::filesystem::path& onnx_file,
                                                CpuOpsKinds kinds, int head_size, CpuOpsPlan* plan,
-                                               std::string* why_not) {
+                                               std::string* why_not, bool* system_failure) {
+  if (system_failure) *system_failure = false;
   try {
     const Mapping file(onnx_file);
     Span s(file.data(), file.size());
@@ -304,9 +307,10 @@ std::optional<RewrittenModel> RewriteForCpuOps(const std::filesystem::path& onnx
     pieces.push_back({d + at, g.end - at});
     pieces.push_back({d + g.end, file.size() - g.end});
     pieces.push_back(bytes(opset_field));  // a ModelProto's fields may come in any order
-    return WriteRewrittenModel("ebb-cpu-ops-model", pieces, why_not);
+    return WriteRewrittenModel("ebb-cpu-ops-model", pieces, why_not, system_failure);
   } catch (const Malformed& m) {
     *why_not = "cannot parse the model (" + m.what + ")";
+    if (system_failure) *system_failure = m.system;
     return std::nullopt;
   }
 }
@@ -324,6 +328,7 @@ CpuOpsDecision DecideCpuOps(const GenaiConfig& cfg, const std::string& setting, 
   const CpuOpsKinds kinds = ResolveCpuOps(setting, CpuFlags(), &note);
   if (!note.empty()) d.notes.push_back(note + "; that kind stays on ORT's kernels");
   if (!kinds.any()) return d;
+  d.register_kernels = true;
   std::string why_not;
   d.plan = PlanCpuOps(cfg.model_path, kinds, cfg.head_size, &why_not);
   for (const auto& left : d.plan.left) d.notes.push_back(left + "; it stays on ORT's kernel");

@@ -79,22 +79,27 @@ struct CpuOpsPlan {
   int matmul = 0;                 // MatMulNBits nodes moved
   int already_ebb_cpu = 0;        // nodes the graph already has in ebb.cpu (then nothing moves)
   std::vector<std::string> left;  // "node 'NAME' (OP): why", one per node of a kind left
+  // The file could not be opened or mapped (proto::Malformed::system): nothing is known about
+  // its nodes, and another try may move some.
+  bool unread = false;
   int moved() const { return attention + matmul; }
 };
 
 // Which nodes of `onnx_file`'s main graph move for `kinds` (above). `head_size`:
 // genai_config.json's model.decoder.head_size (0 = unknown: attention stays). A graph that
 // already has ebb.cpu nodes (a folder rewritten by tools/cpu_ops_model.py) moves nothing. Throws
-// nothing: a malformed file gives an empty plan and `why_not`.
+// nothing: a malformed file gives an empty plan and `why_not` (`unread` when it was not read).
 CpuOpsPlan PlanCpuOps(const std::filesystem::path& onnx_file, CpuOpsKinds kinds, int head_size,
                       std::string* why_not);
 
 // Writes `onnx_file` with the planned nodes moved into a memory file (RewrittenModel, as
 // last_logits.h's; `onnx_file` may itself be one). `plan` receives what moved. Returns nullopt
-// with `why_not` when nothing moves, the file is malformed or the memory file cannot be written.
+// with `why_not` when nothing moves, the file is malformed or the memory file cannot be written;
+// `system_failure` (may be null) as RewriteForLastLogits's (last_logits.h).
 std::optional<RewrittenModel> RewriteForCpuOps(const std::filesystem::path& onnx_file,
                                                CpuOpsKinds kinds, int head_size, CpuOpsPlan* plan,
-                                               std::string* why_not);
+                                               std::string* why_not,
+                                               bool* system_failure = nullptr);
 
 // What cpu_ops does for one load of `cfg` (a load, and `ebb info`'s kernels line, decide alike):
 // nothing with the setting off, on a device (`on_device`: its provider runs the graph), for an
@@ -103,6 +108,11 @@ std::optional<RewrittenModel> RewriteForCpuOps(const std::filesystem::path& onnx
 // logs (kinds the CPU lacks, nodes left, why nothing moves).
 struct CpuOpsDecision {
   CpuOpsKinds kinds;  // none when nothing moves
+  // The CPU runs a kind and nothing else rules ebb's kernels out: the load registers the ebb.cpu
+  // domain even when this plan moves nothing, because a model-cache entry an earlier load built
+  // under the same key may hold moved nodes (and must not fail as "not a registered op" when
+  // this load could not read the graph: plan.unread).
+  bool register_kernels = false;
   CpuOpsPlan plan;
   std::vector<std::string> notes;
 };

@@ -89,11 +89,12 @@ struct NodeRef {
 
 std::optional<RewrittenModel> WriteRewrittenModel(
     const char* name, const std::vector<std::pair<const uint8_t*, uint64_t>>& pieces,
-    std::string* why_not) {
+    std::string* why_not, bool* system_failure) {
   int err = 0;
   platform::File mem = platform::File::CreateInMemory(name, &err);
   if (!mem.is_open()) {
     *why_not = std::string("memfd_create failed: ") + std::strerror(err);
+    if (system_failure) *system_failure = true;
     return std::nullopt;
   }
   for (const auto& [p, n] : pieces) {
@@ -101,6 +102,7 @@ std::optional<RewrittenModel> WriteRewrittenModel(
   }
   if (err != 0) {
     *why_not = std::string("writing the rewritten model failed: ") + std::strerror(err);
+    if (system_failure) *system_failure = true;
     return std::nullopt;
   }
   std::filesystem::path path = mem.OpenablePath();
@@ -109,7 +111,9 @@ std::optional<RewrittenModel> WriteRewrittenModel(
 
 std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path& onnx_file,
                                                    const std::string& logits_output,
-                                                   int hidden_size, std::string* why_not) {
+                                                   int hidden_size, std::string* why_not,
+                                                   bool* system_failure) {
+  if (system_failure) *system_failure = false;
   if (hidden_size <= 0) {
     *why_not = "genai_config.json has no model.decoder.hidden_size";
     return std::nullopt;
@@ -242,9 +246,10 @@ std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path& 
          {d + lm.entry_end, graph_end - lm.entry_end},
          {reinterpret_cast<const uint8_t*>(index_input.data()), index_input.size()},
          {d + graph_end, file.size() - graph_end}},
-        why_not);
+        why_not, system_failure);
   } catch (const Malformed& m) {
     *why_not = "cannot parse the model (" + m.what + ")";
+    if (system_failure) *system_failure = m.system;
     return std::nullopt;
   }
 }

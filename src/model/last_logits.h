@@ -58,19 +58,22 @@ class RewrittenModel {
 
 // Writes `pieces` (byte ranges, in order) into a new memory file named `name` (for debugging
 // output): the one way ebb's load-time rewrites hand ORT a graph. Returns nullopt with `why_not`
-// when the file cannot be created or written.
+// when the file cannot be created or written (then `*system_failure`, when given, is true).
 std::optional<RewrittenModel> WriteRewrittenModel(
     const char* name, const std::vector<std::pair<const uint8_t*, uint64_t>>& pieces,
-    std::string* why_not);
+    std::string* why_not, bool* system_failure = nullptr);
 
 // Rewrites `onnx_file` so that `logits_output` is computed at one position per row (above).
 // `hidden_size` is the LM head's input width (genai_config model.decoder.hidden_size).
 // Returns nullopt and sets `why_not` when the graph does not have the expected shape (logits
 // not produced by a MatMul/MatMulNBits, hidden_size unknown, the input already present, a
 // malformed file) or the memory file cannot be created: the caller then loads the file as it is.
-// Never throws for a model's content.
+// `system_failure` (may be null) is set to whether the failure was the system's (the model file
+// could not be opened or mapped, the memory file not written: another try may succeed) rather
+// than the graph's (every try fails alike). Never throws for a model's content.
 std::optional<RewrittenModel> RewriteForLastLogits(const std::filesystem::path& onnx_file,
                                                    const std::string& logits_output,
-                                                   int hidden_size, std::string* why_not);
+                                                   int hidden_size, std::string* why_not,
+                                                   bool* system_failure = nullptr);
 
 }  // namespace ebb::internal

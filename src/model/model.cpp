@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "core/files.h"
@@ -37,6 +38,7 @@
 #include "model/model_info.h"
 #include "model/model_kernels.h"
 #include "model/probe_run.h"
+#include "model/run_error.h"
 #include "ort/arena_stats.h"
 #include "ort/cpu_kernels.h"
 #include "ort/execution_providers.h"
@@ -61,14 +63,21 @@ Error SessionCreateError(const GenaiConfig& cfg, const EffectiveSessionOptions& 
                          const std::string& ort_message) {
   const std::string where = EscapeForMessage(cfg.model_path.string(), 1024) + ": ";
   const std::string msg = EscapeForMessage(ort_message, 600);
-  if (ort_message.find("pthread_create") != std::string::npos ||
-      ort_message.find("Resource temporarily unavailable") != std::string::npos) {
-    return Error(ErrorCode::ResourceExhausted,
-                 where + "ONNX Runtime could not start its threads (" + msg +
-                     "); raise the process's limits (ulimit -u, ulimit -v) or lower "
-                     "intra_op_num_threads");
-  }
-  if (ort_message.find("bad_alloc") != std::string::npos) {
+  if (IsOutOfResources(ort_message)) {
+    if (ort_message.find("pthread_create") != std::string::npos ||
+        ort_message.find("Resource temporarily unavailable") != std::string::npos) {
+      return Error(ErrorCode::ResourceExhausted,
+                   where + "ONNX Runtime could not start its threads (" + msg +
+                       "); raise the process's limits (ulimit -u, ulimit -v) or lower "
+                       "intra_op_num_threads");
+    }
+    if (ort_message.find("Too many open files") != std::string::npos) {
+      return Error(ErrorCode::ResourceExhausted,
+                   where +
+                       "the process ran out of file descriptors while ONNX Runtime loaded "
+                       "the model (" +
+                       msg + "); raise its limit (ulimit -n) or close files");
+    }
     return Error(ErrorCode::ResourceExhausted,
                  where + "out of memory while ONNX Runtime loaded the model (" + msg +
                      "); free memory or raise the process's limit (ulimit -v)");
@@ -137,9 +146,14 @@ std::optional<std::map<OpId, int>> TryGraphOps(const std::filesystem::path& mode
 // receives what the loaded graph runs on ebb's kernels. ebb's rewrites must never be why a model
 // does not load: a rewritten graph ORT refuses is logged and the next simpler one is loaded.
 // Throws the Ort::Exception of the plain load when the model itself does not load.
+// `for_cache`: the session writes a model-cache entry, whose key says that the rewrites are in
+// it. A rewrite the system stopped (the file not read, the memory file not written, ORT out of
+// memory, threads or descriptors) then throws (std::runtime_error, Ort::Exception) instead of
+// falling back, so that no entry holds a simpler graph than its key says.
 std::unique_ptr<Ort::Session> CreateSourceSession(const GenaiConfig& cfg, bool last_logits,
                                                   CpuOpsKinds cpu_ops, Ort::SessionOptions so,
-                                                  CpuOpsPlan* cpu_ops_moved) {
+                                                  CpuOpsPlan* cpu_ops_moved,
+                                                  bool for_cache = false) {
   if (cpu_ops_moved) *cpu_ops_moved = {};
   // A rewritten graph lives in a memory file; its external data is still read from the folder.
   auto from_memory = [&](const RewrittenModel& m) {
@@ -151,7 +165,12 @@ std::unique_ptr<Ort::Session> CreateSourceSession(const GenaiConfig& cfg, bool l
   std::optional<RewrittenModel> logits_model;
   if (!cfg.is_encoder && last_logits) {
     std::string why_not;
-    logits_model = RewriteForLastLogits(cfg.model_path, cfg.io.logits, cfg.hidden_size, &why_not);
+    bool system_failure = false;
+    logits_model = RewriteForLastLogits(cfg.model_path, cfg.io.logits, cfg.hidden_size, &why_not,
+                                        &system_failure);
+    if (!logits_model && for_cache && system_failure) {
+      throw std::runtime_error("prefill_logits=last could not rewrite the graph (" + why_not + ")");
+    }
     if (!logits_model) {
       EBB_LOG_INFO("prefill_logits=last: {} keeps every position's logits ({})",
                    cfg.model_path.string(), why_not);
@@ -160,9 +179,13 @@ std::unique_ptr<Ort::Session> CreateSourceSession(const GenaiConfig& cfg, bool l
   if (cpu_ops.any()) {
     std::string why_not;
     CpuOpsPlan plan;
+    bool system_failure = false;
     std::optional<RewrittenModel> moved =
         RewriteForCpuOps(logits_model ? logits_model->path() : cfg.model_path, cpu_ops,
-                         cfg.head_size, &plan, &why_not);
+                         cfg.head_size, &plan, &why_not, &system_failure);
+    if (!moved && for_cache && system_failure) {
+      throw std::runtime_error("cpu_ops could not rewrite the graph (" + why_not + ")");
+    }
     if (!moved) {
       EBB_LOG_INFO("cpu_ops: {} runs on ORT's kernels ({})", cfg.model_path.string(), why_not);
     } else {
@@ -171,6 +194,7 @@ std::unique_ptr<Ort::Session> CreateSourceSession(const GenaiConfig& cfg, bool l
         if (cpu_ops_moved) *cpu_ops_moved = plan;
         return session;
       } catch (const Ort::Exception& e) {
+        if (for_cache && IsOutOfResources(e.what())) throw;
         EBB_LOG_WARN(
             "cpu_ops: the graph of {} with ebb's kernels did not load ({}); loading it with "
             "ORT's",
@@ -182,6 +206,7 @@ std::unique_ptr<Ort::Session> CreateSourceSession(const GenaiConfig& cfg, bool l
     try {
       return from_memory(*logits_model);
     } catch (const Ort::Exception& e) {
+      if (for_cache && IsOutOfResources(e.what())) throw;
       EBB_LOG_WARN(
           "prefill_logits=last: the rewritten graph of {} did not load ({}); loading it "
           "as it is",
@@ -210,7 +235,7 @@ ModelCache::BuildJob MakeCacheBuildJob(ModelImpl& mi, const Ort::SessionOptions&
   job.session_options = so.Clone();
   job.create_source = [cfg = mi.config, last = mi.options.last_position_logits,
                        cpu_ops = mi.cpu_ops](Ort::SessionOptions o) {
-    return CreateSourceSession(cfg, last, cpu_ops, std::move(o), nullptr);
+    return CreateSourceSession(cfg, last, cpu_ops, std::move(o), nullptr, /*for_cache=*/true);
   };
   job.probe = [&mi](Ort::Session& s) {
     return ProbeOutputs(s, mi.config, mi.io, mi.encoder, mi.info.past_present_share_buffer);
@@ -304,18 +329,21 @@ Ort::SessionOptions PrepareSessionOptions(ModelImpl& mi, const EffectiveSessionO
 }
 
 // Step 1a', ebb's kernels (option cpu_ops, cpu_ops_rewrite.h): the kinds this load moves, and the
-// built-in ebb.cpu domain registered on `so` when a node will move (every session of the load,
-// the model cache's included, clones `so`). DecideCpuOps says when nothing moves (a device, an
-// encoder, a folder naming libebb_cpu_ops.so, a graph with no eligible node); its notes are logged.
-void PlanCpuOpsForLoad(ModelImpl& mi, const EffectiveSessionOptions& session,
+// built-in ebb.cpu domain registered on `so` wherever the CPU runs a kind (every session of the
+// load, the model cache's included, clones `so`). DecideCpuOps says when nothing moves (a device,
+// an encoder, a folder naming libebb_cpu_ops.so, a graph with no eligible node); its notes are
+// logged. Returns whether the graph could not be read (CpuOpsPlan::unread).
+bool PlanCpuOpsForLoad(ModelImpl& mi, const EffectiveSessionOptions& session,
                        Ort::SessionOptions& so) {
   const CpuOpsDecision d =
       DecideCpuOps(mi.config, mi.options.cpu_ops, mi.device.has_value(), CustomOpsLibrary(session));
   for (const auto& note : d.notes)
     EBB_LOG_INFO("cpu_ops={}: '{}': {}", mi.options.cpu_ops, mi.id, note);
-  if (!d.kinds.any()) return;
+  if (!d.register_kernels) return false;
   RegisterBuiltinCpuOps(so);
+  mi.cpu_ops_registered = true;
   mi.cpu_ops = d.kinds;
+  return d.plan.unread;
 }
 
 // Step 1b, the session: from the model cache's entry (the graph already optimised, the weights
@@ -331,7 +359,9 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
   // which ChargeWeights charges to memory.limit.
   ebb_cpu_ops::PackLedger ledger;
   Ort::SessionOptions counted = so.Clone();
-  if (mi.cpu_ops.any()) counted.AddConfigEntry(ebb_cpu_ops::kPackLedgerKey, ledger.id().c_str());
+  if (mi.cpu_ops_registered) {
+    counted.AddConfigEntry(ebb_cpu_ops::kPackLedgerKey, ledger.id().c_str());
+  }
   auto load_entry = [&] {
     cache.Prefetch();
     Ort::SessionOptions cached_so = counted.Clone();
@@ -345,7 +375,7 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
           std::make_unique<Ort::Session>(OrtEnvironment(), cache.cached_model().c_str(), cached_so);
       cache.MarkUsed();
       mi.weights_entry = cache.entry();
-      if (mi.cpu_ops.any()) {  // what the entry's graph runs on ebb's kernels
+      if (mi.cpu_ops_registered) {  // what the entry's graph runs on ebb's kernels
         if (const auto ops = TryGraphOps(cache.cached_model())) {
           auto count = [&](const char* op) {
             auto it = ops->find({kCpuOpsDomain, op});
@@ -358,7 +388,13 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
       EBB_LOG_INFO("model cache: loaded {} from {} (graph already optimised, weights mapped)",
                    cfg.model_path.string(), cache.entry().string());
     } catch (const Ort::Exception& e) {
-      cache.RebuildAfterFailedLoad(e.what());
+      // Out of memory (or threads, or descriptors) says nothing against the entry: it is kept
+      // for the next load, and rebuilding it now would need more of what ran out.
+      if (IsOutOfResources(e.what())) {
+        cache.SkipAfterFailedLoad(e.what());
+      } else {
+        cache.RebuildAfterFailedLoad(e.what());
+      }
     }
   };
   if (cache.action() == ModelCache::Action::kLoad) load_entry();
@@ -674,11 +710,14 @@ std::shared_ptr<Model> BuildModel(std::shared_ptr<ModelHost> host, std::string i
   // A FIFO would block ORT's read forever, an unreadable file would read as "corrupt".
   CheckRegularFile(cfg.model_path, "the model's ONNX file");
   const std::optional<std::map<OpId, int>> graph_ops = TryGraphOps(cfg.model_path);
-  PlanCpuOpsForLoad(mi, session, so);
+  const bool graph_unread = PlanCpuOpsForLoad(mi, session, so);
   // The compiled-model cache (model_cache.h): load from its entry, or write the optimised graph,
   // load the model normally and finish the entry in the background once the load is done.
   ModelCache cache = ModelCache::Plan(cfg.model_path, options.model_cache_dir, session,
                                       cfg.provider_options, options);
+  // The key says cpu_ops=V whatever this load moved: a graph built without reading the model
+  // (out of memory or descriptors) would keep ORT's kernels under it for good.
+  if (graph_unread) cache.NoBuild("cpu_ops could not read the model file to move its nodes");
   ModelCache::BuildJob job;
   if (cache.action() != ModelCache::Action::kOff) job = MakeCacheBuildJob(mi, so);
   std::string placement;

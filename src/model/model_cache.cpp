@@ -401,7 +401,24 @@ void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
   EBB_LOG_WARN("model cache: rebuilding {}: ONNX Runtime could not load it ({})", entry_.string(),
                EscapeForMessage(why, 400));
   RemoveAll(entry_);
-  action_ = root_.empty() ? Action::kOff : Action::kBuild;
+  action_ = root_.empty() || !no_build_.empty() ? Action::kOff : Action::kBuild;
+}
+
+void ModelCache::NoBuild(const std::string& why) {
+  no_build_ = why;
+  if (action_ != Action::kBuild) return;
+  EBB_LOG_INFO("model cache: not building {} in this load: {}; a later load builds it",
+               entry_.string(), why);
+  action_ = Action::kOff;
+  build_skipped_ = true;
+}
+
+void ModelCache::SkipAfterFailedLoad(const std::string& why) {
+  EBB_LOG_WARN(
+      "model cache: could not load {}: the process ran out of memory, threads or file "
+      "descriptors ({}); the entry is kept and this load goes on without it",
+      entry_.string(), EscapeForMessage(why, 400));
+  action_ = Action::kOff;
 }
 
 // An advisory lock on <root>/.lock-<key>, held from the optimised graph's write to the commit.
@@ -451,6 +468,11 @@ constexpr const char* kOptimizedDir = "optimized";
 
 bool ModelCache::WriteOptimizedGraph(BuildJob& job) {
   if (action_ != Action::kBuild) return false;
+  if (!no_build_.empty()) {
+    action_ = Action::kOff;
+    build_skipped_ = true;
+    return false;
+  }
   auto lock = std::make_unique<BuildLock>(root_ / (".lock-" + key_));
   if (lock->busy()) {
     EBB_LOG_INFO("model cache: another process is building {}; not building it twice",

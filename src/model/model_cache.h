@@ -117,8 +117,16 @@ class ModelCache {
   // kLoad succeeded: touches the entry folder's mtime, the LRU order of the disk budget.
   void MarkUsed() const;
   // kLoad failed (ORT could not create a session from the entry): logs `why`, removes the
-  // entry and turns this into kBuild.
+  // entry and turns this into kBuild (kOff after NoBuild).
   void RebuildAfterFailedLoad(const std::string& why);
+  // This load must not build an entry (`why`: it could not read the graph its key describes, so
+  // what it would write may differ from what the key says): kBuild turns into kOff, and a failed
+  // kLoad rebuilds nothing. Loading an existing entry stays allowed.
+  void NoBuild(const std::string& why);
+  // kLoad failed because the process ran out of a resource (run_error.h's IsOutOfResources):
+  // logs `why`, keeps the entry and turns this into kOff, so this load goes on without the cache
+  // and the next one loads the entry again.
+  void SkipAfterFailedLoad(const std::string& why);
 
   // What BuildEntry needs from the load. Every function may throw (Ort::Exception, ebb::Error);
   // BuildEntry logs the failure and builds nothing.
@@ -179,6 +187,7 @@ class ModelCache {
   PrepackChunks chunks_;             // written by WriteOptimizedGraph
   uint64_t chunk_bytes_ = 0;         // BuildJob::chunk_bytes of that call
   bool build_skipped_ = false;
+  std::string no_build_;  // NoBuild's reason; empty when this load may build
 };
 
 }  // namespace ebb::internal

@@ -98,6 +98,21 @@ std::string Fingerprint(const fs::path& model_path, std::string* text) {
   return Hex64(h.Digest());
 }
 
+std::string CpuOpsKeyLines(const std::string& cpu_ops, const std::set<std::string>& cpu_flags) {
+  // Only when on, so the entries built before the option existed keep their key.
+  if (cpu_ops == "off") return "";
+  std::string out = "cpu_ops=" + cpu_ops + "\n";
+  // The int4 matmul moves on a CPU without AVX-512 VNNI only since its AVX2 set exists: an entry
+  // built on such a CPU before then holds the graph with its matmuls left to MLAS, so this line
+  // says that the matmul moves (and entries of VNNI CPUs keep their keys).
+  std::string note;
+  if (ResolveCpuOps(cpu_ops, cpu_flags, &note).matmul &&
+      CpuOpsIsasFor(cpu_flags).matmul == "AVX2") {
+    out += "cpu_ops_matmul=avx2\n";
+  }
+  return out;
+}
+
 // Everything but the model files that changes the compiled graph, as readable text (stored in
 // the manifest, so `cat manifest.json` says what an entry was built for).
 std::string GraphInputs(const EffectiveSessionOptions& session,
@@ -111,19 +126,7 @@ std::string GraphInputs(const EffectiveSessionOptions& session,
     out << "graph_optimization_level=all (ebb)\n";
   // ebb's own graph rewrite (last_logits.h) changes the compiled graph too.
   out << "prefill_logits=" << (options.last_position_logits ? "last" : "all") << "\n";
-  // Only when on, so the entries built before the option existed keep their key.
-  if (options.cpu_ops != "off") out << "cpu_ops=" << options.cpu_ops << "\n";
-  // The int4 matmul moves on a CPU without AVX-512 VNNI only since its AVX2 set exists: an entry
-  // built on such a CPU before then holds the graph with its matmuls left to MLAS, so these keys
-  // say that the matmul moves (and entries of VNNI CPUs keep theirs).
-  if (options.cpu_ops != "off") {
-    const std::set<std::string> flags = CpuFlags();
-    std::string note;
-    if (ResolveCpuOps(options.cpu_ops, flags, &note).matmul &&
-        CpuOpsIsasFor(flags).matmul == "AVX2") {
-      out << "cpu_ops_matmul=avx2\n";
-    }
-  }
+  out << CpuOpsKeyLines(options.cpu_ops, CpuFlags());
   for (const auto& [k, v] : merged) {
     if (ConflictingKey(k) && conflict->empty()) *conflict = k;
     if (k == "custom_ops_library") {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ int64_t MtimeNs(const std::filesystem::path& p);
 // Cheap fingerprint of the model files (see the definition for what it covers); `text` receives
 // its readable form.
 std::string Fingerprint(const std::filesystem::path& model_path, std::string* text);
+// The cache key's lines for the cpu_ops option (its value, e.g. "auto") on a CPU with
+// `cpu_flags` (CpuFlags()): none when off; "cpu_ops=V", plus "cpu_ops_matmul=avx2" where the
+// int4 matmul moves and runs its AVX2 set. Part of GraphInputs.
+std::string CpuOpsKeyLines(const std::string& cpu_ops, const std::set<std::string>& cpu_flags);
 // Everything but the model files that changes the compiled graph, as readable text. `conflict`
 // receives the first session option the cache cannot honour (it sets it itself), `non_cpu` the
 // first provider other than the CPU; both stay empty when there is none.

@@ -87,6 +87,9 @@ class ModelImpl final : public Model {
   // kernels (the plan's counts, or the cached graph's; none when the rewritten graph did not load).
   CpuOpsKinds cpu_ops;
   CpuOpsPlan cpu_ops_moved;
+  // The session options register ebb's built-in ebb.cpu domain (CpuOpsDecision::register_kernels):
+  // also when `cpu_ops` is empty, so that a cache entry with moved nodes loads.
+  bool cpu_ops_registered = false;
   // Every GroupQueryAttention of the session runs on ebb's kernel (cpu_ops, or a folder naming
   // libebb_cpu_ops.so), whose cost follows each row's valid keys, not the KV buffer's width
   // (ORT's CPU kernel's does). The batcher then lays its rows out at full width from the start

@@ -1,5 +1,8 @@
 #include "model/proto_wire.h"
 
+#include <cstring>
+#include <string>
+
 #include "platform/file.h"
 #include "platform/vm.h"
 
@@ -8,12 +11,15 @@ namespace ebb::internal::proto {
 Mapping::Mapping(const std::filesystem::path& path) {
   int err = 0;
   platform::File file = platform::File::Open(path, platform::OpenMode::kRead, &err);
-  if (!file.is_open()) throw Malformed{"cannot open the file"};
+  if (!file.is_open())
+    throw Malformed{"cannot open the file: " + std::string(std::strerror(err)), true};
   platform::FileInfo info;
   if (file.Stat(&info) != 0 || info.size == 0) throw Malformed{"empty or unreadable file"};
   size_ = info.size;
   const platform::MapResult m = platform::MapFileReadOnly(file, size_);
-  if (m.addr == nullptr) throw Malformed{"cannot map the file"};  // `file` closes either way
+  if (m.addr == nullptr) {  // `file` closes either way
+    throw Malformed{"cannot map the file: " + std::string(std::strerror(m.err)), true};
+  }
   data_ = static_cast<const uint8_t*>(m.addr);
 }
 

@@ -29,11 +29,14 @@ uint64_t ArenaCap(const ModelImpl& m) {
 Error RunError(const ModelImpl& m, const std::string& ort_message, const std::string& context,
                int prefill_chunk, const std::string& smaller) {
   const std::string msg = OneLine(ort_message);
-  const bool oom = msg.find("Failed to allocate") != std::string::npos ||
-                   msg.find("Available memory") != std::string::npos ||
-                   msg.find("bad_alloc") != std::string::npos ||
-                   msg.find("exceeds") != std::string::npos;
-  const uint64_t cap = oom ? ArenaCap(m) : 0;
+  // An allocation refused (the BFC arena's texts under its cap: "Available memory", "exceeds"),
+  // which names the cap when there is one; any exhausted resource is ResourceExhausted.
+  const bool alloc = msg.find("Failed to allocate") != std::string::npos ||
+                     msg.find("Available memory") != std::string::npos ||
+                     msg.find("bad_alloc") != std::string::npos ||
+                     msg.find("exceeds") != std::string::npos;
+  const bool oom = alloc || IsOutOfResources(msg);
+  const uint64_t cap = alloc ? ArenaCap(m) : 0;
   if (cap > 0) {
     // The hard cap refused an extension: a clear error; the model stays usable.
     std::string hint = "raise arena.max_mem";
@@ -54,6 +57,18 @@ Error RunError(const ModelImpl& m, const std::string& ort_message, const std::st
   return Error(oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
                "ONNX Runtime Run failed on " + m.config.model_path.filename().string() + context +
                    ": " + msg + (oom && !smaller.empty() ? "; " + smaller : ""));
+}
+
+bool IsOutOfResources(const std::string& ort_message) {
+  // strerror's texts for ENOMEM, EAGAIN, EMFILE and ENFILE, which ORT's file mapping and thread
+  // creation quote; "bad_alloc" (std::bad_alloc's what(), ORT's API boundary passes it on) and
+  // ORT's allocators' "Failed to allocate".
+  for (const char* marker :
+       {"bad_alloc", "Failed to allocate", "Cannot allocate memory", "pthread_create",
+        "Resource temporarily unavailable", "Too many open files"}) {
+    if (ort_message.find(marker) != std::string::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace ebb::internal

@@ -23,4 +23,11 @@ class ModelImpl;
 Error RunError(const ModelImpl& m, const std::string& ort_message, const std::string& context,
                int prefill_chunk, const std::string& smaller = "");
 
+// Whether ORT's exception text says the process ran out of something (memory, address space,
+// threads, file descriptors) rather than that the model or an option is wrong: std::bad_alloc,
+// an allocator's refusal, or a system call's ENOMEM, EAGAIN, EMFILE or ENFILE text. Such a
+// failure is the machine's state at that moment, so it must not condemn what was being loaded
+// (a model-cache entry is kept, not rebuilt: model.cpp).
+bool IsOutOfResources(const std::string& ort_message);
+
 }  // namespace ebb::internal

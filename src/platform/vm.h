@@ -37,7 +37,7 @@ struct MapResult {
 MapResult MapAnonymous(uint64_t bytes, bool reserve = true);
 
 // The first `bytes` of `file`, mapped read-only and private (a later change to the file may or
-// may not show). The mapping stays valid after `file` is closed.
+// may not show). The mapping stays valid after `file` is closed. Fault injection: Op::kMapFile.
 MapResult MapFileReadOnly(const File& file, uint64_t bytes);
 
 // Unmaps [addr, addr + bytes) (page-aligned). Returns 0 or an errno code.

@@ -38,6 +38,7 @@
 #include "cpu_ops/int4_rows_op.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
+#include "ebb/log.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/runtime.h"
@@ -654,6 +655,97 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   auto other = ebb::LoadModel(src, cached_off);
   EXPECT_NE(other->runtime().Stats().weights.cache, "loaded");
   EXPECT_THAT(other->info().kernels, ::testing::Not(HasSubstr("ebb.cpu")));
+}
+
+// A load that cannot read the model file to plan the move (its mapping refused for want of
+// memory: injected here, found under RLIMIT_AS by
+// ModelCache.OutOfMemoryWhileLoadingTheEntryKeepsIt)
+// - builds no cache entry: the graph it would write keeps ORT's kernels, under a key that says
+//   cpu_ops=auto, and every later load would map that;
+// - still loads an entry an earlier load built with the nodes moved: ebb's kernels are registered
+//   wherever the CPU runs them, not only when this load's plan moves nodes. Before, ORT refused
+//   that entry ("ebb.cpu:MatMulNBits is not a registered function/op") and ebb removed it.
+TEST(CpuOps, ALoadThatCannotReadTheGraphBuildsNoEntryButLoadsOne) {
+  SKIP_WITHOUT(HasAvx2(), "AVX2 + FMA + F16C");
+  TempDir d;
+  const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
+  const fs::path cache = d.path() / "cache";
+  ModelOptions cached = Uncached("auto");
+  cached.Set("model_cache.dir", cache.string());
+  auto entries = [&] {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(cache, ec)) {
+      if (e.is_directory() && !e.path().filename().string().starts_with(".")) {
+        out.push_back(e.path());
+      }
+    }
+    return out;
+  };
+  std::mutex mu;
+  std::string log;
+  const LogLevel level = GetLogLevel();
+  SetLogLevel(LogLevel::Info);
+  SetLogCallback([&](LogLevel, std::string_view m) {
+    std::lock_guard<std::mutex> lock(mu);
+    log += std::string(m) + "\n";
+  });
+  // The plan's mapping of model.onnx is the load's first mapping of a file (platform/vm.h).
+  auto load_unread = [&] {
+    platform::testing::FailNext(platform::testing::Op::kMapFile, ENOMEM, 1);
+    std::shared_ptr<Model> m;
+    try {
+      m = ebb::LoadModel(src, cached);
+    } catch (...) {
+      platform::testing::ClearFailures();
+      throw;
+    }
+    platform::testing::ClearFailures();
+    return m;
+  };
+  auto plain = ebb::LoadModel(src, Uncached("off"));
+  auto moved = ebb::LoadModel(src, Uncached("auto"));
+  const std::string kernels = moved->info().kernels;
+  ASSERT_THAT(kernels, HasSubstr("ebb.cpu."));
+
+  // No entry yet: the load runs on ORT's kernels and builds none.
+  {
+    auto unread = load_unread();
+    EXPECT_THAT(unread->info().kernels, ::testing::Not(HasSubstr("ebb.cpu")));
+    EXPECT_EQ(testing::WaitForCacheBuild(*unread).cache, "skipped");
+    EXPECT_EQ(TeacherForced(plain, unread, 8).max_diff_rel, 0.0) << "not ORT's kernels";
+  }
+  EXPECT_TRUE(entries().empty()) << "an entry was built from a graph the load could not read";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_THAT(log, HasSubstr("cannot map the file: Cannot allocate memory"));
+    EXPECT_THAT(log, HasSubstr("not building"));
+    log.clear();
+  }
+  // The next load builds the entry with the nodes moved.
+  {
+    auto building = ebb::LoadModel(src, cached);
+    EXPECT_EQ(building->info().kernels, kernels);
+    ASSERT_EQ(testing::WaitForCacheBuild(*building).cache, "built");
+  }
+  ASSERT_EQ(entries().size(), 1u);
+  const fs::path entry = entries()[0];
+  const auto built_at = fs::last_write_time(entry / "manifest.json");
+  // A load that cannot read the graph maps that entry and runs ebb's kernels from it.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    log.clear();
+  }
+  auto from_entry = load_unread();
+  SetLogCallback(nullptr);
+  SetLogLevel(level);
+  EXPECT_THAT(log, HasSubstr("cannot map the file: Cannot allocate memory"));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("rebuilding")));
+  EXPECT_EQ(from_entry->runtime().Stats().weights.cache, "loaded");
+  EXPECT_EQ(from_entry->info().kernels, kernels);
+  EXPECT_EQ(TeacherForced(moved, from_entry, 12).max_diff_rel, 0.0) << "not ebb's kernels";
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_EQ(fs::last_write_time(entry / "manifest.json"), built_at);
 }
 
 // Where nothing can move, cpu_ops=auto changes nothing and never fails the load: an fp16 cache

@@ -887,6 +887,86 @@ TEST(ModelCache, DiskFullDuringTheBuildLeavesNoEntryAndTheLoadServes) {
   EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
 }
 
+// The process's size at this moment (VmSize, bytes): what RLIMIT_AS is compared against.
+uint64_t AddressSpaceBytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.starts_with("VmSize:")) return std::stoull(line.substr(7)) * 1024;
+  }
+  return 0;
+}
+
+// A load that runs out of memory while ONNX Runtime maps the entry says so and keeps the entry:
+// running out is the machine's state at that moment, not the entry's fault (before, the entry
+// was removed and a rebuild tried, which needs more of the memory that was missing). A forked
+// child loads under an address-space limit 16 MiB above its size, with the entry's 77 MB of
+// weights to map; then this process loads from the same entry.
+TEST(ModelCache, OutOfMemoryWhileLoadingTheEntryKeepsIt) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "RLIMIT_AS cannot apply under a sanitizer (its shadow memory reserves "
+                  "terabytes of address space); the Debug build runs this test";
+#else
+  ModelCopy m("llama-small-int4");
+  {
+    auto model = ebb::LoadModel(m.dir(), AutoCache());
+    ASSERT_EQ(testing::WaitForCacheBuild(*model).cache, "built");
+  }
+  const auto entries = Entries(m.cache_root());
+  ASSERT_EQ(entries.size(), 1u);
+  const fs::path entry = entries[0];
+  const auto manifest_mtime = fs::last_write_time(entry / "manifest.json");
+
+  const fs::path out = m.base() / "child.txt";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string text;
+    {
+      LogCapture logs;
+      struct rlimit lim {};
+      ::getrlimit(RLIMIT_AS, &lim);
+      lim.rlim_cur = AddressSpaceBytes() + (16ull << 20);
+      ::setrlimit(RLIMIT_AS, &lim);
+      try {
+        ebb::LoadModel(m.dir(), AutoCache());
+        text = "LOADED\n";
+      } catch (const Error& e) {
+        text = "ERROR " + std::to_string(static_cast<int>(e.code())) + " " + e.what() + "\n";
+      } catch (const std::exception& e) {
+        text = std::string("OTHER ") + e.what() + "\n";
+      }
+      text += logs.Take();
+    }
+    std::ofstream(out) << text;
+    ::_exit(0);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+      << "the child died (status " << st << "): " << text;
+  // The child's load failed on the entry, for want of memory, and said it keeps the entry.
+  EXPECT_THAT(text, HasSubstr("model cache: could not load " + entry.string()));
+  EXPECT_THAT(text, HasSubstr("the entry is kept"));
+  EXPECT_THAT(text, Not(HasSubstr("rebuilding")));
+  // The load itself fails cleanly (the source needs the same memory), as ResourceExhausted.
+  EXPECT_THAT(text,
+              HasSubstr("ERROR " + std::to_string(static_cast<int>(ErrorCode::ResourceExhausted))));
+  EXPECT_THAT(text, HasSubstr("ulimit"));
+  // The entry is untouched, and the next load maps it.
+  ASSERT_TRUE(fs::exists(entry / "manifest.json"));
+  EXPECT_EQ(fs::last_write_time(entry / "manifest.json"), manifest_mtime);
+  EXPECT_TRUE(TempDirs(m.cache_root()).empty());
+  LogCapture logs;
+  auto model = ebb::LoadModel(m.dir(), AutoCache());
+  EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
+  EXPECT_EQ(model->runtime().Stats().weights.state, WeightsState::kFileBacked);
+  EXPECT_EQ(Greedy(model), Uncached(m.dir()));
+#endif
+}
+
 TEST(ModelCache, TheKeyNamesTheIsaLevelAndOrtVersion) {
   const std::string isa = internal::IsaLevel();
 #if defined(__x86_64__)

@@ -56,6 +56,11 @@ MapResult MapAnonymous(uint64_t bytes, bool reserve) {
 }
 
 MapResult MapFileReadOnly(const File& file, uint64_t bytes) {
+  if (const int err = testing::TakeInjectedFailure(testing::Op::kMapFile); err != 0) {
+    MapResult r;
+    r.err = err;
+    return r;
+  }
   return Mapped(::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, file.native_handle(), 0));
 }
 
