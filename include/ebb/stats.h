@@ -87,8 +87,10 @@ struct WeightsMemory {
   // The compiled-model cache for this load: "off" (model_cache.dir=off, or no usable folder),
   // "loaded" (the session maps an entry), "building" (this load is finishing the entry in the
   // background), "built", "failed" (the background build stopped; the log says why), "skipped"
-  // (a build was due but did not run: another process is building it, memory.limit has no room
-  // for it, or the optimised graph could not be written), "mixed" (a runtime whose models differ).
+  // (the cache was not used or built this time: another process is building it, memory.limit
+  // has no room for it, the optimised graph could not be written, or the process was out of
+  // memory or file descriptors to read the model files, check or load the entry, or plan
+  // cpu_ops; the log says which), "mixed" (a runtime whose models differ).
   std::string cache;
   uint64_t cache_build_peak_anon_bytes = 0;  // the same figure while the background build ran;
                                              // 0 until it finished ("built" or "failed")

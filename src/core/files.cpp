@@ -79,6 +79,10 @@ uint64_t OpenRegular(const std::filesystem::path& path, std::string_view what,
 
 }  // namespace
 
+bool IsResourceErrno(int err) {
+  return err == ENOMEM || err == EMFILE || err == ENFILE || err == EAGAIN;
+}
+
 std::string DescribeErrno(int err) {
   switch (err) {
     case EACCES:

@@ -38,4 +38,8 @@ bool FileExists(const std::filesystem::path& path, std::string_view what);
 // "permission denied", "symlink loop (too many levels of symbolic links)", … for an errno.
 std::string DescribeErrno(int err);
 
+// Whether `err` says the process ran out of memory or descriptors (ENOMEM, EMFILE, ENFILE,
+// EAGAIN): the system's state at that moment, not the file's; another try may succeed.
+bool IsResourceErrno(int err);
+
 }  // namespace ebb::internal

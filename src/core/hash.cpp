@@ -1,7 +1,9 @@
 #include "core/hash.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "platform/file.h"
@@ -121,15 +123,28 @@ uint64_t HashBytes(const void* data, size_t len, uint64_t seed) {
   return h.Digest();
 }
 
-bool HashFileRange(const std::filesystem::path& path, uint64_t offset, uint64_t len, Hash64& h) {
-  int err = 0;
-  platform::File file = platform::File::Open(path, platform::OpenMode::kRead, &err);
-  if (!file.is_open()) return false;
-  std::vector<unsigned char> buf(1 << 20);
+bool HashFileRange(const std::filesystem::path& path, uint64_t offset, uint64_t len, Hash64& h,
+                   int* err) {
+  int open_err = 0;
+  platform::File file = platform::File::Open(path, platform::OpenMode::kRead, &open_err);
+  if (!file.is_open()) {
+    if (err) *err = open_err;
+    return false;
+  }
+  std::vector<unsigned char> buf;
+  try {
+    buf.resize(1 << 20);
+  } catch (const std::bad_alloc&) {
+    if (err) *err = ENOMEM;
+    return false;
+  }
   while (len > 0) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(len, buf.size()));
     const platform::IoResult r = file.ReadAt(buf.data(), want, offset);
-    if (r.err != 0) return false;
+    if (r.err != 0) {
+      if (err) *err = r.err;
+      return false;
+    }
     if (r.bytes == 0) break;  // end of file
     h.Update(buf.data(), static_cast<size_t>(r.bytes));
     offset += r.bytes;

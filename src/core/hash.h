@@ -35,8 +35,10 @@ uint64_t HashBytes(const void* data, size_t len, uint64_t seed = 0);
 
 // Feeds bytes [offset, offset + len) of the file at `path` into `h`, reading with pread in
 // 1 MiB blocks (the file is not mapped, so this adds nothing to RSS). A range past the end is
-// cut at the end. Returns false when the file cannot be opened or read.
-bool HashFileRange(const std::filesystem::path& path, uint64_t offset, uint64_t len, Hash64& h);
+// cut at the end. Returns false when the file cannot be opened or read; `err` (may be null) then
+// receives the errno (ENOMEM when the read buffer could not be allocated).
+bool HashFileRange(const std::filesystem::path& path, uint64_t offset, uint64_t len, Hash64& h,
+                   int* err = nullptr);
 
 // 16 lowercase hex digits.
 std::string Hex64(uint64_t v);

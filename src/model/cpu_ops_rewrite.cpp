@@ -328,9 +328,12 @@ CpuOpsDecision DecideCpuOps(const GenaiConfig& cfg, const std::string& setting, 
   const CpuOpsKinds kinds = ResolveCpuOps(setting, CpuFlags(), &note);
   if (!note.empty()) d.notes.push_back(note + "; that kind stays on ORT's kernels");
   if (!kinds.any()) return d;
-  d.register_kernels = true;
   std::string why_not;
   d.plan = PlanCpuOps(cfg.model_path, kinds, cfg.head_size, &why_not);
+  // Unread: an entry an earlier load built may hold moved nodes. Not when the folder names a
+  // library: it may be ebb's under another name (tools/cpu_ops_model.py --library), which
+  // registers ebb.cpu itself, and ORT refuses a domain registered twice.
+  d.register_kernels = d.plan.moved() > 0 || (d.plan.unread && custom_ops_library.empty());
   for (const auto& left : d.plan.left) d.notes.push_back(left + "; it stays on ORT's kernel");
   if (d.plan.moved() == 0) {
     d.notes.push_back(d.plan.already_ebb_cpu > 0 ? "the graph already has ebb.cpu nodes"

@@ -108,10 +108,10 @@ std::optional<RewrittenModel> RewriteForCpuOps(const std::filesystem::path& onnx
 // logs (kinds the CPU lacks, nodes left, why nothing moves).
 struct CpuOpsDecision {
   CpuOpsKinds kinds;  // none when nothing moves
-  // The CPU runs a kind and nothing else rules ebb's kernels out: the load registers the ebb.cpu
-  // domain even when this plan moves nothing, because a model-cache entry an earlier load built
-  // under the same key may hold moved nodes (and must not fail as "not a registered op" when
-  // this load could not read the graph: plan.unread).
+  // The load registers the ebb.cpu domain: when nodes move, and when the CPU runs a kind but the
+  // graph could not be read (plan.unread) and the folder names no custom-op library, because a
+  // model-cache entry an earlier load built under the same key may hold moved nodes (before, it
+  // failed as "not a registered op" and was removed).
   bool register_kernels = false;
   CpuOpsPlan plan;
   std::vector<std::string> notes;

@@ -339,10 +339,11 @@ bool PlanCpuOpsForLoad(ModelImpl& mi, const EffectiveSessionOptions& session,
       DecideCpuOps(mi.config, mi.options.cpu_ops, mi.device.has_value(), CustomOpsLibrary(session));
   for (const auto& note : d.notes)
     EBB_LOG_INFO("cpu_ops={}: '{}': {}", mi.options.cpu_ops, mi.id, note);
-  if (!d.register_kernels) return false;
-  RegisterBuiltinCpuOps(so);
-  mi.cpu_ops_registered = true;
-  mi.cpu_ops = d.kinds;
+  if (d.register_kernels) {
+    RegisterBuiltinCpuOps(so);
+    mi.cpu_ops_registered = true;
+    mi.cpu_ops = d.kinds;
+  }
   return d.plan.unread;
 }
 

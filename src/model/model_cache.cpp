@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "cpu_ops/pack_file.h"
+#include "ebb/error.h"
 #include "ebb/version.h"
 #include "model/prepack_chunks.h"
 #include "model/prepacked_align.h"
@@ -44,29 +46,40 @@ double NowMs() {
 
 // The blocks of a file the manifest's checksum covers: all of it up to 8 MiB, else the first and
 // last MiB and 64 blocks of 64 KiB at evenly spaced offsets.
-uint64_t SampledHash(const fs::path& p, uint64_t size, bool* ok) {
+// `err` (may be null) receives the errno of a failed read.
+uint64_t SampledHash(const fs::path& p, uint64_t size, bool* ok, int* err = nullptr) {
   Hash64 h;
   *ok = true;
   if (size <= 8 * kMiB) {
-    *ok = HashFileRange(p, 0, size, h);
+    *ok = HashFileRange(p, 0, size, h, err);
     return h.Digest();
   }
-  *ok &= HashFileRange(p, 0, kMiB, h);
-  for (uint64_t i = 0; i < 64; ++i) *ok &= HashFileRange(p, i * (size / 64), 64 << 10, h);
-  *ok &= HashFileRange(p, size - kMiB, kMiB, h);
+  *ok = HashFileRange(p, 0, kMiB, h, err);
+  for (uint64_t i = 0; i < 64 && *ok; ++i)
+    *ok = HashFileRange(p, i * (size / 64), 64 << 10, h, err);
+  if (*ok) *ok = HashFileRange(p, size - kMiB, kMiB, h, err);
   return h.Digest();
 }
 
 std::string ErrnoText(int err) { return DescribeErrno(err); }
 
-// "" when `entry` is complete and matches `key`; else why not (for the log line).
-std::string VerifyEntry(const fs::path& entry, const std::string& key) {
+// "" when `entry` is complete and matches `key`; else why not (for the log line). `system`
+// (may be null) is set when the check itself could not run for want of memory or descriptors:
+// nothing is known against the entry then.
+std::string VerifyEntry(const fs::path& entry, const std::string& key, bool* system = nullptr) {
+  if (system) *system = false;
   const fs::path manifest_path = entry / ModelCache::kManifestFile;
   std::error_code ec;
   if (!fs::exists(manifest_path, ec)) return "it has no manifest (an incomplete write)";
   nlohmann::json m;
   try {
     m = nlohmann::json::parse(ReadRegularFile(manifest_path, 1 << 20, "cache manifest"));
+  } catch (const Error& e) {
+    if (system) *system = e.code() == ErrorCode::ResourceExhausted;
+    return std::string("its manifest is unreadable (") + e.what() + ")";
+  } catch (const std::bad_alloc&) {
+    if (system) *system = true;
+    return "its manifest could not be read (out of memory)";
   } catch (const std::exception& e) {
     return std::string("its manifest is unreadable (") + e.what() + ")";
   }
@@ -91,8 +104,12 @@ std::string VerifyEntry(const fs::path& entry, const std::string& key) {
         return name + " was modified after the cache was written";
       }
       bool ok = false;
-      const std::string sum = Hex64(SampledHash(p, size, &ok));
-      if (!ok) return name + " cannot be read";
+      int err = 0;
+      const std::string sum = Hex64(SampledHash(p, size, &ok, &err));
+      if (!ok) {
+        if (system) *system = IsResourceErrno(err);
+        return name + " cannot be read (" + ErrnoText(err) + ")";
+      }
       if (sum != f.at("xxh64").get<std::string>()) return name + " fails its checksum (corrupt)";
     }
     if (!has_graph) return "its manifest lists no model.onnx";
@@ -207,7 +224,8 @@ ModelCache::ModelCache(ModelCache&& o) noexcept
       lock_(std::move(o.lock_)),
       chunks_(std::move(o.chunks_)),
       chunk_bytes_(o.chunk_bytes_),
-      build_skipped_(o.build_skipped_) {
+      build_skipped_(o.build_skipped_),
+      no_build_(std::move(o.no_build_)) {
   o.action_ = Action::kOff;
   o.temp_.clear();
 }
@@ -247,8 +265,15 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
   std::error_code ec;
   c.model_path_ = fs::weakly_canonical(model_path, ec);
   if (ec) c.model_path_ = model_path;
-  std::string files_text;
-  c.fingerprint_ = Fingerprint(c.model_path_, &files_text);
+  std::string files_text, unreadable;
+  c.fingerprint_ = Fingerprint(c.model_path_, &files_text, &unreadable);
+  if (!unreadable.empty()) {
+    // A key from this fingerprint would miss the entries of these files, and a build would
+    // remove them as stale.
+    EBB_LOG_WARN("model cache: not used for this load: {}", unreadable);
+    c.build_skipped_ = true;
+    return c;
+  }
   c.key_ = Hex64(HashBytes((c.fingerprint_ + "\n" + c.inputs_).data(),
                            c.fingerprint_.size() + 1 + c.inputs_.size()));
   const std::string entry_name = c.model_path_.filename().string() + "-" + c.key_;
@@ -258,11 +283,20 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
   for (const auto& root : roots) {
     const fs::path entry = root / entry_name;
     if (!fs::is_directory(entry, ec)) continue;
-    const std::string bad = VerifyEntry(entry, c.key_);
+    bool system = false;
+    const std::string bad = VerifyEntry(entry, c.key_, &system);
     if (bad.empty()) {
       c.action_ = Action::kLoad;
       c.root_ = root;
       c.entry_ = entry;
+      return c;
+    }
+    if (system) {
+      EBB_LOG_WARN(
+          "model cache: cannot check {} now ({}): the process is out of memory or file "
+          "descriptors; the entry is kept and this load goes on without the cache",
+          entry.string(), bad);
+      c.build_skipped_ = true;
       return c;
     }
     EBB_LOG_WARN("model cache: rebuilding {}: {}", entry.string(), bad);
@@ -398,10 +432,20 @@ bool ModelCache::Commit() {
 }
 
 void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
+  if (!no_build_.empty()) {
+    EBB_LOG_WARN(
+        "model cache: removing {}: ONNX Runtime could not load it ({}); not rebuilt in this "
+        "load ({})",
+        entry_.string(), EscapeForMessage(why, 400), no_build_);
+    RemoveAll(entry_);
+    action_ = Action::kOff;
+    build_skipped_ = true;
+    return;
+  }
   EBB_LOG_WARN("model cache: rebuilding {}: ONNX Runtime could not load it ({})", entry_.string(),
                EscapeForMessage(why, 400));
   RemoveAll(entry_);
-  action_ = root_.empty() || !no_build_.empty() ? Action::kOff : Action::kBuild;
+  action_ = root_.empty() ? Action::kOff : Action::kBuild;
 }
 
 void ModelCache::NoBuild(const std::string& why) {
@@ -416,9 +460,12 @@ void ModelCache::NoBuild(const std::string& why) {
 void ModelCache::SkipAfterFailedLoad(const std::string& why) {
   EBB_LOG_WARN(
       "model cache: could not load {}: the process ran out of memory, threads or file "
-      "descriptors ({}); the entry is kept and this load goes on without it",
+      "descriptors ({}); the entry is kept and this load goes on without it. If every load "
+      "says this, raise the limit (ulimit -v, ulimit -n; sysctl vm.max_map_count when the "
+      "mappings run out), or set model_cache.dir=off",
       entry_.string(), EscapeForMessage(why, 400));
   action_ = Action::kOff;
+  build_skipped_ = true;
 }
 
 // An advisory lock on <root>/.lock-<key>, held from the optimised graph's write to the commit.

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/files.h"
 #include "core/hash.h"
 #include "ebb/version.h"
 #include "model/cpu_ops_rewrite.h"
@@ -81,15 +82,22 @@ std::vector<fs::path> ModelFiles(const fs::path& model_path) {
 // of each. A full hash would read every byte on every load (measured: 1.2-1.5 GB/s here, so
 // seconds for a phi-sized model, more than the cache saves); an edit that keeps size and mtime
 // and spares both ends is not detected.
-std::string Fingerprint(const fs::path& model_path, std::string* text) {
+std::string Fingerprint(const fs::path& model_path, std::string* text, std::string* failure) {
   Hash64 h;
   std::ostringstream readable;
+  failure->clear();
   for (const auto& f : ModelFiles(model_path)) {
     std::error_code ec;
     const uint64_t size = fs::file_size(f, ec);
     Hash64 ends;
-    HashFileRange(f, 0, kMiB, ends);
-    if (size > kMiB) HashFileRange(f, std::max(kMiB, size - kMiB), kMiB, ends);
+    int err = 0;
+    bool ok = !ec;
+    if (ec) err = ec.value();
+    ok = ok && HashFileRange(f, 0, kMiB, ends, &err);
+    if (ok && size > kMiB) ok = HashFileRange(f, std::max(kMiB, size - kMiB), kMiB, ends, &err);
+    if (!ok && failure->empty()) {
+      *failure = f.string() + " cannot be read (" + DescribeErrno(err) + ")";
+    }
     readable << f.filename().string() << " size=" << size << " mtime_ns=" << MtimeNs(f)
              << " ends=" << Hex64(ends.Digest()) << "\n";
   }

@@ -26,7 +26,11 @@ std::vector<std::filesystem::path> ModelFiles(const std::filesystem::path& model
 int64_t MtimeNs(const std::filesystem::path& p);
 // Cheap fingerprint of the model files (see the definition for what it covers); `text` receives
 // its readable form.
-std::string Fingerprint(const std::filesystem::path& model_path, std::string* text);
+// `failure` receives why when a model file could not be read (its size or either end), the
+// fingerprint then being unusable: a key from it would not find the entries of these files, and
+// a build would remove those entries as stale.
+std::string Fingerprint(const std::filesystem::path& model_path, std::string* text,
+                        std::string* failure);
 // The cache key's lines for the cpu_ops option (its value, e.g. "auto") on a CPU with
 // `cpu_flags` (CpuFlags()): none when off; "cpu_ops=V", plus "cpu_ops_matmul=avx2" where the
 // int4 matmul moves and runs its AVX2 set. Part of GraphInputs.

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/files.h"
 #include "platform/file.h"
 #include "platform/vm.h"
 
@@ -11,14 +12,21 @@ namespace ebb::internal::proto {
 Mapping::Mapping(const std::filesystem::path& path) {
   int err = 0;
   platform::File file = platform::File::Open(path, platform::OpenMode::kRead, &err);
-  if (!file.is_open())
-    throw Malformed{"cannot open the file: " + std::string(std::strerror(err)), true};
+  if (!file.is_open()) {
+    throw Malformed{"cannot open the file: " + std::string(std::strerror(err)),
+                    internal::IsResourceErrno(err)};
+  }
   platform::FileInfo info;
-  if (file.Stat(&info) != 0 || info.size == 0) throw Malformed{"empty or unreadable file"};
+  if (const int stat_err = file.Stat(&info); stat_err != 0) {
+    throw Malformed{"cannot stat the file: " + std::string(std::strerror(stat_err)),
+                    internal::IsResourceErrno(stat_err)};
+  }
+  if (info.size == 0) throw Malformed{"empty file"};
   size_ = info.size;
   const platform::MapResult m = platform::MapFileReadOnly(file, size_);
   if (m.addr == nullptr) {  // `file` closes either way
-    throw Malformed{"cannot map the file: " + std::string(std::strerror(m.err)), true};
+    throw Malformed{"cannot map the file: " + std::string(std::strerror(m.err)),
+                    internal::IsResourceErrno(m.err)};
   }
   data_ = static_cast<const uint8_t*>(m.addr);
 }

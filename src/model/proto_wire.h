@@ -42,8 +42,9 @@ constexpr uint64_t kFloat = 1, kFloat16 = 10, kBfloat16 = 16;  // TensorProto.Da
 }  // namespace onnx
 
 // A malformed file: the caller falls back to loading it unchanged (ORT then says what is wrong).
-// `system`: the file could not be opened or mapped (out of memory or descriptors, a permission):
-// nothing was read, so nothing is known about the graph, and another try may succeed.
+// `system`: the file could not be opened, read or mapped for want of memory or descriptors
+// (IsResourceErrno): nothing was read, so nothing is known about the graph, and another try may
+// succeed.
 struct Malformed {
   std::string what;
   bool system = false;

@@ -56,7 +56,7 @@ Error RunError(const ModelImpl& m, const std::string& ort_message, const std::st
   }
   return Error(oom ? ErrorCode::ResourceExhausted : ErrorCode::Internal,
                "ONNX Runtime Run failed on " + m.config.model_path.filename().string() + context +
-                   ": " + msg + (oom && !smaller.empty() ? "; " + smaller : ""));
+                   ": " + msg + (alloc && !smaller.empty() ? "; " + smaller : ""));
 }
 
 bool IsOutOfResources(const std::string& ort_message) {

@@ -14,6 +14,7 @@ namespace ebb::platform::testing {
 enum class Op {
   kMapAnonymous,  // platform/vm.h MapAnonymous
   kMapFile,       // platform/vm.h MapFileReadOnly
+  kOpen,          // platform/file.h File::Open
   kWrite,         // platform/file.h File::WriteAll
   kSync,          // platform/file.h File::Sync, SyncFile, SyncDirectory
   kCount,         // (the number of ops)

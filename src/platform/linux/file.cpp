@@ -76,6 +76,10 @@ File& File::operator=(File&& other) noexcept {
 }
 
 File File::Open(const std::filesystem::path& path, OpenMode mode, int* err) {
+  if (const int injected = testing::TakeInjectedFailure(testing::Op::kOpen); injected != 0) {
+    *err = injected;
+    return File();
+  }
   int fd = -1;
   switch (mode) {
     case OpenMode::kRead:
