@@ -898,6 +898,7 @@ TEST(ModelCache, DiskFullDuringTheBuildLeavesNoEntryAndTheLoadServes) {
 #endif
 #endif
 
+#ifndef EBB_TEST_SANITIZER
 // The process's size at this moment (VmSize, bytes): what RLIMIT_AS is compared against; 0 when
 // /proc cannot say.
 uint64_t AddressSpaceBytes() {
@@ -919,6 +920,7 @@ size_t ThreadCount() {
   }
   return n;
 }
+#endif  // EBB_TEST_SANITIZER
 
 // A load that runs out of memory while ONNX Runtime maps the entry says so and keeps the entry:
 // running out is the machine's state at that moment, not the entry's fault (before, the entry
