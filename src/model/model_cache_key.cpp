@@ -90,10 +90,8 @@ std::string Fingerprint(const fs::path& model_path, std::string* text, std::stri
     std::error_code ec;
     const uint64_t size = fs::file_size(f, ec);
     Hash64 ends;
-    int err = 0;
-    bool ok = !ec;
-    if (ec) err = ec.value();
-    ok = ok && HashFileRange(f, 0, kMiB, ends, &err);
+    int err = ec ? ec.value() : 0;
+    bool ok = !ec && HashFileRange(f, 0, kMiB, ends, &err);
     if (ok && size > kMiB) ok = HashFileRange(f, std::max(kMiB, size - kMiB), kMiB, ends, &err);
     if (!ok && failure->empty()) {
       *failure = f.string() + " cannot be read (" + DescribeErrno(err) + ")";

@@ -31,6 +31,14 @@ void FailAfter(Op op, int skip, int err, int count = 1);
 // Disarms every op.
 void ClearFailures();
 
+// Calls ClearFailures when it goes: a test that arms a hook disarms it on every way out.
+struct ClearFailuresOnExit {
+  ClearFailuresOnExit() = default;
+  ClearFailuresOnExit(const ClearFailuresOnExit&) = delete;
+  ClearFailuresOnExit& operator=(const ClearFailuresOnExit&) = delete;
+  ~ClearFailuresOnExit() { ClearFailures(); }
+};
+
 // For implementations of the seam: the error the next call of `op` must fail with (consuming
 // one armed failure), or 0 when it runs normally.
 int TakeInjectedFailure(Op op);

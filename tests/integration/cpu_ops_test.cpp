@@ -38,13 +38,13 @@
 #include "cpu_ops/int4_rows_op.h"
 #include "ebb/error.h"
 #include "ebb/generator.h"
-#include "ebb/log.h"
 #include "ebb/model.h"
 #include "ebb/options.h"
 #include "ebb/runtime.h"
 #include "ebb/stats.h"
 #include "generate/decode_batcher.h"
 #include "integration/cpu_ops/check_util.h"
+#include "log_capture.h"
 #include "model/cpu_ops_rewrite.h"
 #include "model/model_views.h"
 #include "platform/testing.h"
@@ -65,6 +65,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using testing::LogCapture;
 using testing::TempDir;
 
 // What each op's kernels need (gqa_kernels.cpp, int4_rows_op.cpp).
@@ -522,6 +523,15 @@ TEST(CpuOps, RepackedWeightsInAnonymousMemoryAreChargedToMemoryLimit) {
   EXPECT_EQ(from_entry->runtime().Stats().weights.anon_bytes, 0u);
 }
 
+// Loads `dir` with `o` while the next `skip` calls of `op` of the platform seam run and the
+// `count` after them fail with ENOMEM (platform/testing.h); disarmed when it returns or throws.
+std::shared_ptr<Model> LoadWithFailures(const fs::path& dir, const ModelOptions& o,
+                                        platform::testing::Op op, int skip, int count = 1) {
+  const platform::testing::ClearFailuresOnExit disarm;
+  platform::testing::FailAfter(op, skip, ENOMEM, count);
+  return ebb::LoadModel(dir, o);
+}
+
 // A kernel that cannot be created (here: the system refuses the memory for the int4 matmul's
 // repacked weights, after three kernels were created and counted) makes ORT refuse the rewritten
 // graph and free the kernels it made; the load goes on with ORT's kernels, with the same logits as
@@ -531,19 +541,10 @@ TEST(CpuOps, AGraphWhoseKernelsCannotBeCreatedLoadsOnOrtsKernels) {
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
   const ModelOptions off = Uncached("off"), on = Uncached("matmul");
   auto plain = ebb::LoadModel(src, off);
-  std::shared_ptr<Model> fell_back;
-  {
-    // The anonymous mappings of the session's creation after the third fail (ORT's own
-    // allocations are not mappings of the platform seam); cleared before anything else runs.
-    platform::testing::FailAfter(platform::testing::Op::kMapAnonymous, 3, ENOMEM, 1000);
-    try {
-      fell_back = ebb::LoadModel(src, on);
-    } catch (...) {
-      platform::testing::ClearFailures();
-      throw;
-    }
-    platform::testing::ClearFailures();
-  }
+  // The anonymous mappings of the session's creation after the third fail (ORT's own
+  // allocations are not mappings of the platform seam); cleared before anything else runs.
+  const std::shared_ptr<Model> fell_back =
+      LoadWithFailures(src, on, platform::testing::Op::kMapAnonymous, 3, 1000);
   EXPECT_THAT(fell_back->info().kernels, ::testing::Not(HasSubstr("ebb.cpu.MatMulNBits")));
   EXPECT_THAT(fell_back->info().kernels, HasSubstr("MatMulNBits x"));
   EXPECT_EQ(fell_back->weights_bytes(), plain->weights_bytes())
@@ -657,47 +658,11 @@ TEST(CpuOps, TheCpuOpsOptionMovesTheNodesAtLoadAsTheToolDoesAndTheCacheKeepsThem
   EXPECT_THAT(other->info().kernels, ::testing::Not(HasSubstr("ebb.cpu")));
 }
 
-// Captures every log line (info and above) while alive; restores the level and the callback.
-class CapturedLog {
- public:
-  CapturedLog() : level_(GetLogLevel()) {
-    SetLogLevel(LogLevel::Info);
-    SetLogCallback([this](LogLevel, std::string_view m) {
-      std::lock_guard<std::mutex> lock(mu_);
-      text_ += std::string(m) + "\n";
-    });
-  }
-  ~CapturedLog() {
-    SetLogCallback(nullptr);
-    SetLogLevel(level_);
-  }
-  std::string Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string t;
-    t.swap(text_);
-    return t;
-  }
-
- private:
-  LogLevel level_;
-  std::mutex mu_;
-  std::string text_;
-};
-
-// Loads `dir` with `o` while the next `skip` mappings of a file succeed and the one after fails
-// with ENOMEM (platform/vm.h's seam; the plan's mapping of model.onnx is a load's first).
-std::shared_ptr<Model> LoadWithAMappingRefused(const fs::path& dir, const ModelOptions& o,
-                                               int skip) {
-  platform::testing::FailAfter(platform::testing::Op::kMapFile, skip, ENOMEM, 1);
-  std::shared_ptr<Model> m;
-  try {
-    m = ebb::LoadModel(dir, o);
-  } catch (...) {
-    platform::testing::ClearFailures();
-    throw;
-  }
-  platform::testing::ClearFailures();
-  return m;
+// cpu_ops=auto with the compiled-model cache in `cache`.
+ModelOptions CachedIn(const fs::path& cache) {
+  ModelOptions o = Uncached("auto");
+  o.Set("model_cache.dir", cache.string());
+  return o;
 }
 
 // The cache folder's entries (not its temp folders or lock files).
@@ -725,17 +690,16 @@ TEST(CpuOps, ALoadThatCannotReadTheGraphBuildsNoEntryButLoadsOne) {
   TempDir d;
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
   const fs::path cache = d.path() / "cache";
-  ModelOptions cached = Uncached("auto");
-  cached.Set("model_cache.dir", cache.string());
+  const ModelOptions cached = CachedIn(cache);
   auto plain = ebb::LoadModel(src, Uncached("off"));
   auto moved = ebb::LoadModel(src, Uncached("auto"));
   const std::string kernels = moved->info().kernels;
   ASSERT_THAT(kernels, HasSubstr("ebb.cpu."));
-  CapturedLog log;
+  LogCapture log;
 
   // No entry yet: the load runs on ORT's kernels and builds none.
   {
-    auto unread = LoadWithAMappingRefused(src, cached, 0);
+    auto unread = LoadWithFailures(src, cached, platform::testing::Op::kMapFile, 0);
     EXPECT_THAT(unread->info().kernels, ::testing::Not(HasSubstr("ebb.cpu")));
     EXPECT_EQ(testing::WaitForCacheBuild(*unread).cache, "skipped");
     EXPECT_EQ(TeacherForced(plain, unread, 8).max_diff_rel, 0.0) << "not ORT's kernels";
@@ -756,7 +720,7 @@ TEST(CpuOps, ALoadThatCannotReadTheGraphBuildsNoEntryButLoadsOne) {
   const auto built_at = fs::last_write_time(entry / "manifest.json");
   log.Take();
   // A load that cannot read the graph maps that entry and runs ebb's kernels from it.
-  auto from_entry = LoadWithAMappingRefused(src, cached, 0);
+  auto from_entry = LoadWithFailures(src, cached, platform::testing::Op::kMapFile, 0);
   text = log.Take();
   EXPECT_THAT(text, HasSubstr("cannot map the file: Cannot allocate memory"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("rebuilding")));
@@ -778,12 +742,11 @@ TEST(CpuOps, ACacheBuildWhoseRewriteTheSystemStoppedWritesNoEntry) {
   TempDir d;
   const fs::path src = testing::TestModelsDir() / "llama-tiny-int4-b32";
   const fs::path cache = d.path() / "cache";
-  ModelOptions cached = Uncached("auto");
-  cached.Set("model_cache.dir", cache.string());
+  const ModelOptions cached = CachedIn(cache);
   const std::string kernels = ebb::LoadModel(src, Uncached("auto"))->info().kernels;
-  CapturedLog log;
+  LogCapture log;
   {
-    auto model = LoadWithAMappingRefused(src, cached, 1);
+    auto model = LoadWithFailures(src, cached, platform::testing::Op::kMapFile, 1);
     EXPECT_EQ(model->runtime().Stats().weights.cache, "skipped");
     EXPECT_EQ(model->info().kernels, kernels);
     EXPECT_TRUE(model->info().last_position_logits);

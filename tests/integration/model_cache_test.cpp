@@ -34,6 +34,7 @@
 #include "ebb/model_controls.h"
 #include "ebb/model_manager.h"
 #include "ebb/runtime.h"
+#include "log_capture.h"
 #include "model/model_views.h"
 #include "model/prepack_chunks.h"
 #include "model/prepacked_align.h"
@@ -49,34 +50,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using testing::LogCapture;
 using ::testing::Not;
-
-// Captures every log line (info and above) while alive.
-class LogCapture {
- public:
-  LogCapture() : level_(GetLogLevel()) {
-    SetLogLevel(LogLevel::Info);
-    SetLogCallback([this](LogLevel, std::string_view msg) {
-      std::lock_guard<std::mutex> lock(mu_);
-      text_ += std::string(msg) + "\n";
-    });
-  }
-  ~LogCapture() {
-    SetLogCallback(nullptr);
-    SetLogLevel(level_);
-  }
-  std::string Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string t;
-    t.swap(text_);
-    return t;
-  }
-
- private:
-  LogLevel level_;
-  std::mutex mu_;
-  std::string text_;
-};
 
 // A private copy of a test model under a fresh temp folder, removed at the end.
 class ModelCopy {
@@ -1025,13 +1000,14 @@ TEST(ModelCache, AModelFileThatCannotBeReadForTheKeyLeavesTheEntries) {
   const fs::path entry = Entries(m.cache_root())[0];
   LogCapture logs;
   {
-    // The key's fingerprint opens the model files first: the first open of ModelCache::Plan.
-    platform::testing::FailNext(platform::testing::Op::kOpen, EMFILE, 1);
     const ModelOptions o = AutoCache();
     const internal::EffectiveSessionOptions session({}, o);
-    internal::ModelCache c =
-        internal::ModelCache::Plan(m.dir() / "model.onnx", "auto", session, {}, o);
-    platform::testing::ClearFailures();
+    const internal::ModelCache c = [&] {
+      // The key's fingerprint opens the model files first: the first open of ModelCache::Plan.
+      const platform::testing::ClearFailuresOnExit disarm;
+      platform::testing::FailNext(platform::testing::Op::kOpen, EMFILE, 1);
+      return internal::ModelCache::Plan(m.dir() / "model.onnx", "auto", session, {}, o);
+    }();
     EXPECT_EQ(c.action(), internal::ModelCache::Action::kOff);
     EXPECT_TRUE(c.build_skipped());
   }

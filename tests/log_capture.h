@@ -1,0 +1,45 @@
+// tests/log_capture.h — capturing ebb's log in a test: every line at info and above while the
+// capture lives, so a test can assert what a load said (and why it did something).
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "ebb/log.h"
+
+namespace ebb::testing {
+
+// Sets the log level to info and takes the log callback for its life; restores the level and
+// removes the callback when it goes (also on an early ASSERT return). One at a time per process.
+class LogCapture {
+ public:
+  LogCapture() : level_(GetLogLevel()) {
+    SetLogLevel(LogLevel::Info);
+    SetLogCallback([this](LogLevel, std::string_view msg) {
+      std::lock_guard<std::mutex> lock(mu_);
+      text_ += std::string(msg) + "\n";
+    });
+  }
+  ~LogCapture() {
+    SetLogCallback(nullptr);
+    SetLogLevel(level_);
+  }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  // The lines captured since the last Take, one per line; the capture starts over.
+  std::string Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string t;
+    t.swap(text_);
+    return t;
+  }
+
+ private:
+  LogLevel level_;
+  std::mutex mu_;
+  std::string text_;
+};
+
+}  // namespace ebb::testing
