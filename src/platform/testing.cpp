@@ -35,6 +35,11 @@ void ClearFailures() {
   }
 }
 
+int FailuresLeft(Op op) {
+  const int i = static_cast<int>(op);
+  return i < 0 || i >= kOps ? 0 : g_count[i].load();
+}
+
 int TakeInjectedFailure(Op op) {
   const int i = static_cast<int>(op);
   if (i < 0 || i >= kOps) return 0;

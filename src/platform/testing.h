@@ -31,6 +31,10 @@ void FailAfter(Op op, int skip, int err, int count = 1);
 // Disarms every op.
 void ClearFailures();
 
+// The armed failures of `op` not yet taken: after a FailAfter(op, n, ...), nonzero when fewer
+// than n + 1 calls of `op` ran (a test that refuses each call of a sequence in turn stops there).
+int FailuresLeft(Op op);
+
 // Calls ClearFailures when it goes: a test that arms a hook disarms it on every way out.
 struct ClearFailuresOnExit {
   ClearFailuresOnExit() = default;

@@ -1019,6 +1019,75 @@ TEST(ModelCache, AModelFileThatCannotBeReadForTheKeyLeavesTheEntries) {
   EXPECT_EQ(model->runtime().Stats().weights.cache, "loaded");
 }
 
+// Each file ebb opens while loading from a cache entry, refused in turn for want of descriptors
+// (EMFILE at the n-th open of the platform seam, for n = 0, 1, ... until a load makes fewer
+// opens): the entry is never removed nor rebuilt, and each load either fails with an error that
+// names the cause or computes the uncached tokens, from the entry or from the model file. Among
+// those opens are the key's fingerprint ("not used for this load"), the entry's checksums
+// (VerifyEntry: "cannot check ... now"), which once called an entry they could not read corrupt
+// and rebuilt it, and the int4 kernels' pack files, which a kernel then repacks into anonymous
+// memory (said). Unarmed, the next load maps the entry.
+TEST(ModelCache, EachOpenOfALoadFromTheEntryRefusedInTurnLeavesTheEntry) {
+  ModelCopy m("llama-int4-extdata");
+  const std::vector<int32_t> want = Uncached(m.dir());
+  {
+    auto model = ebb::LoadModel(m.dir(), AutoCache());
+    ASSERT_EQ(testing::WaitForCacheBuild(*model).cache, "built");
+  }
+  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  const fs::path entry = Entries(m.cache_root())[0];
+  const auto manifest_mtime = fs::last_write_time(entry / "manifest.json");
+  LogCapture logs;
+  int refused = 0;
+  bool keyed = false, checked = false, repacked = false;
+  for (int n = 0; n < 500; ++n) {
+    std::string error, state;
+    std::vector<int32_t> tokens;
+    bool taken = false;
+    {
+      const platform::testing::ClearFailuresOnExit disarm;
+      platform::testing::FailAfter(platform::testing::Op::kOpen, n, EMFILE, 1);
+      std::shared_ptr<Model> model;
+      try {
+        model = ebb::LoadModel(m.dir(), AutoCache());
+        state = testing::WaitForCacheBuild(*model).cache;
+      } catch (const Error& e) {
+        error = e.what();
+      }
+      taken = platform::testing::FailuresLeft(platform::testing::Op::kOpen) == 0;
+      platform::testing::ClearFailures();
+      if (model) tokens = Greedy(model);
+    }
+    const std::string text = logs.Take();
+    if (!taken) break;  // the load made n opens or fewer: every one has been refused
+    ++refused;
+    SCOPED_TRACE("open " + std::to_string(n) + " refused; the load's log:\n" + text);
+    if (!error.empty()) {
+      EXPECT_THAT(error, HasSubstr("Too many open files"));
+    } else {
+      EXPECT_THAT(state, ::testing::AnyOf("loaded", "skipped")) << "a build started";
+      EXPECT_EQ(tokens, want);
+    }
+    EXPECT_THAT(text, Not(HasSubstr("rebuilding")));
+    ASSERT_EQ(Entries(m.cache_root()), std::vector<fs::path>{entry});
+    ASSERT_EQ(fs::last_write_time(entry / "manifest.json"), manifest_mtime);
+    keyed |= text.find("model cache: not used for this load") != std::string::npos;
+    checked |=
+        text.find("model cache: cannot check " + entry.string() + " now (") != std::string::npos;
+    repacked |= text.find("packs were not mapped from " + entry.string()) != std::string::npos;
+  }
+  EXPECT_GE(refused, 3) << "the load opens the model files and the entry's";
+  EXPECT_TRUE(keyed) << "no open of the key's fingerprint was refused";
+  EXPECT_TRUE(checked) << "no open of the entry's check was refused";
+  // The entry holds pack files where ebb's int4 matmul ran (a CPU with AVX2 + FMA).
+  if (internal::ModelCache::WeightFiles(entry).size() > 1) {
+    EXPECT_TRUE(repacked) << "no pack file's open was refused, or it was not said";
+  }
+  auto model = ebb::LoadModel(m.dir(), AutoCache());
+  EXPECT_EQ(model->runtime().Stats().weights.cache, "loaded");
+  EXPECT_EQ(Greedy(model), want);
+}
+
 TEST(ModelCache, TheKeyNamesTheIsaLevelAndOrtVersion) {
   const std::string isa = internal::IsaLevel();
 #if defined(__x86_64__)

@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -17,6 +16,7 @@
 #include "ebb/log.h"
 #include "ebb/model.h"
 #include "ebb/runtime.h"
+#include "log_capture.h"
 #include "memory/shrink_controller.h"
 #include "model/genai_config.h"
 #include "model/model_views.h"
@@ -283,34 +283,16 @@ TEST(Options, MisspelledEbbKeyFailsWithASuggestion) {
   EXPECT_NO_THROW(o.Set("session_options.enable_cpu_mem_arena", "False")) << "one bool spelling";
 }
 
-// Captures log lines at warn and above while alive.
-class LogCapture {
- public:
-  LogCapture() {
-    SetLogCallback([this](LogLevel, std::string_view msg) {
-      std::lock_guard<std::mutex> lock(mu_);
-      text_ += std::string(msg) + "\n";
-    });
-  }
-  ~LogCapture() { SetLogCallback(nullptr); }
-  std::string text() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return text_;
-  }
-
- private:
-  std::mutex mu_;
-  std::string text_;
-};
+using testing::LogCapture;
 
 TEST(Options, MisspelledSessionKeyLoadsWithAWarningNamingTheKnownKey) {
-  LogCapture logs;
+  LogCapture logs(LogLevel::Warn);  // ORT's own keys are said at info, and must not be warned of
   ModelOptions o;
   o.Set("session_options.enable_cpu_mem_arna", "0");
   o.Set("session_options.max_mem", "1GiB");
   o.Set("session_options.session.disable_prepacking", "0");  // documented by ORT: no warning
   auto m = ebb::LoadModel(Tiny(), o);
-  const std::string text = logs.text();
+  const std::string text = logs.Text();
   EXPECT_THAT(text, HasSubstr("'enable_cpu_mem_arna'"));
   EXPECT_THAT(text, HasSubstr("did you mean 'enable_cpu_mem_arena'"));
   EXPECT_THAT(text, HasSubstr("did you mean 'arena.max_mem'"));
