@@ -414,14 +414,16 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
   mi.repacked_anon_bytes = ledger.anon_bytes();
   if (!mi.weights_entry.empty() && mi.repacked_anon_bytes > 0) {
     // The entry's build wrote each kernel's pack file (cpu_ops/pack_file.h), so a kernel repacks
-    // only when it could not open or map its file now (OpenPack: out of descriptors or memory),
-    // or when the build could not write it (WritePack: the disk filled). Said, because the
-    // weights then hold anonymous memory that a load from the entry does not otherwise take.
+    // only when it could not open or map its file now (OpenPack: out of descriptors, address
+    // space or mappings), or when the file is missing or does not match (the build could not
+    // write it, or an ebb from before pack files built the entry). Said, because the weights
+    // then hold anonymous memory that a load from the entry does not otherwise take.
     EBB_LOG_WARN(
         "model cache: {} of ebb's int4 matmul packs were not mapped from {} and were repacked "
         "into anonymous memory (counted in the weights): a pack file could not be opened or "
-        "mapped now (raise `ulimit -n` or the memory limit), or the entry's build could not "
-        "write it (if this repeats on every load, remove the entry: the next load rebuilds it)",
+        "mapped now (raise `ulimit -n`, `ulimit -v` or vm.max_map_count), or it is missing or "
+        "does not match (if this repeats on every load, remove the entry: the next load "
+        "rebuilds it)",
         FormatBytes(mi.repacked_anon_bytes), mi.weights_entry.string());
   }
   if (mi.device) {

@@ -262,12 +262,15 @@ def signal_and_wait(pid, sig, timeout=5.0):
     `pid`: all stopped ("T"), or all exited (zombie, dead or gone). kill() returns as soon as the
     signal is queued; each thread stops or exits only when it next runs, and on a loaded 2-core
     machine that was seen to take long enough for the victim to answer a request sent after
-    kill() returned (CI, stop 51: headers from a SIGSTOPped instance 0.6 ms after the kill)."""
+    kill() returned (CI, stop 51: a SIGSTOPped instance wrote the headers of a request whose
+    client began 0.6 ms after the time taken before the kill)."""
     os.kill(pid, sig)
-    done = {"T", "t"} if sig == signal.SIGSTOP else {"Z", "X"}
+    stop = sig == signal.SIGSTOP
+    done = {"T", "t"} if stop else {"Z", "X"}
     end = time.monotonic() + timeout
     while True:
         states = thread_states(pid)
+        assert states or not stop, f"process {pid} exited instead of stopping"
         if all(st in done for st in states):
             return
         assert time.monotonic() < end, f"{sig.name} not in effect after {timeout} s: {states}"
@@ -705,9 +708,10 @@ def test_b_sigkill_mid_stream_fails_only_what_was_in_flight_there(cluster):
     load = Load(cluster.lb_port, seed=200).start()
     assert wait_until(lambda: load.count() >= 8, 30), "no load"
     pid = cluster.pid(victim)
-    # The check and the kill under one hold of the load's lock: a stream seen in flight cannot
-    # be marked ended before the SIGKILL (it was, once, between a separate check and the kill),
-    # and no client registers a new request until every thread of the victim has exited. So
+    # The check and the kill under one hold of the load's lock: a stream seen in flight is not
+    # taken out of `inflight` before the SIGKILL (it was, once, between a separate check and the
+    # kill; a client may still mark it ended, hence the 0.05 s below), and no client registers a
+    # new request until every thread of the victim has exited. So
     # `in_flight` (every request registered then, whichever instance it went to: one whose
     # headers were on their way has no server yet) holds every request the victim could answer.
     killed_at = time.monotonic() + 20
@@ -768,11 +772,11 @@ def test_c_a_wedged_instance_leaves_rotation_and_a_restart_recovers_it(cluster):
     pid = cluster.pid(victim)
     # As in (b): no client registers a request until every thread of the victim has stopped, so
     # `in_flight` holds every request the victim could have begun answering.
-    with load.lock:
-        signal_and_wait(pid, signal.SIGSTOP)
-        t_stop = time.monotonic()
-        in_flight = list(load.inflight.values())
     try:
+        with load.lock:
+            signal_and_wait(pid, signal.SIGSTOP)
+            t_stop = time.monotonic()
+            in_flight = list(load.inflight.values())
         down, st = ha.wait_status(victim, is_down, 20, step=0.02)
         check = ha.stats()[victim]["check_status"]
     except BaseException:

@@ -47,7 +47,7 @@ fs::path WithConfigRunOptions(const testing::TempDir& d, const nlohmann::json& r
 }
 
 TEST(Issue39, MisspelledLoadTimeRunOptionWarnsDidYouMeanInCpp) {
-  LogCapture logs;
+  LogCapture logs(LogLevel::Warn);
   ModelOptions o;
   o.Set(std::string("run_options.") + kTypo, "cpu:0");
   auto m = ebb::LoadModel(Tiny(), o);
@@ -55,7 +55,7 @@ TEST(Issue39, MisspelledLoadTimeRunOptionWarnsDidYouMeanInCpp) {
 }
 
 TEST(Issue39, MisspelledLoadTimeRunOptionWarnsDidYouMeanThroughTheCAbi) {
-  LogCapture logs;
+  LogCapture logs(LogLevel::Warn);
   ebb_runtime* rt = nullptr;
   ASSERT_EQ(ebb_runtime_create(nullptr, &rt), nullptr);
   ebb_model_options* o = nullptr;
@@ -74,7 +74,7 @@ TEST(Issue39, MisspelledLoadTimeRunOptionWarnsDidYouMeanThroughTheCAbi) {
 
 TEST(Issue39, MisspelledRunOptionInGenaiConfigWarnsDidYouMean) {
   testing::TempDir d("issue39");
-  LogCapture logs;
+  LogCapture logs(LogLevel::Warn);
   auto m = ebb::LoadModel(WithConfigRunOptions(d, {{kTypo, "cpu:0"}}));
   EXPECT_THAT(logs.Text(), HasSubstr(kHint));
 }
@@ -156,7 +156,7 @@ TEST(Issue39, ATokenizerWithIdsPastTheGraphsVocabularyIsFoundAtLoadNamingBothSiz
                                  {"normalized", false},
                                  {"special", true}});
   std::ofstream(m / "tokenizer.json") << tok.dump();
-  LogCapture logs;
+  LogCapture logs(LogLevel::Warn);
   auto model = ebb::LoadModel(m);  // said at load, not refused (tiny-random models do this)
   const std::string said = logs.Text();
   EXPECT_THAT(said, HasSubstr("but the model's vocabulary (genai_config.json's vocab_size, the "

@@ -1039,8 +1039,8 @@ TEST(ModelCache, EachOpenOfALoadFromTheEntryRefusedInTurnLeavesTheEntry) {
   const auto manifest_mtime = fs::last_write_time(entry / "manifest.json");
   LogCapture logs;
   int refused = 0;
-  bool keyed = false, checked = false, repacked = false;
-  for (int n = 0; n < 500; ++n) {
+  bool keyed = false, checked = false, repacked = false, swept = false;
+  for (int n = 0; n < 500 && !swept; ++n) {
     std::string error, state;
     std::vector<int32_t> tokens;
     bool taken = false;
@@ -1059,7 +1059,8 @@ TEST(ModelCache, EachOpenOfALoadFromTheEntryRefusedInTurnLeavesTheEntry) {
       if (model) tokens = Greedy(model);
     }
     const std::string text = logs.Take();
-    if (!taken) break;  // the load made n opens or fewer: every one has been refused
+    swept = !taken;  // the load made n opens or fewer: every one has been refused
+    if (swept) break;
     ++refused;
     SCOPED_TRACE("open " + std::to_string(n) + " refused; the load's log:\n" + text);
     if (!error.empty()) {
@@ -1076,6 +1077,7 @@ TEST(ModelCache, EachOpenOfALoadFromTheEntryRefusedInTurnLeavesTheEntry) {
         text.find("model cache: cannot check " + entry.string() + " now (") != std::string::npos;
     repacked |= text.find("packs were not mapped from " + entry.string()) != std::string::npos;
   }
+  ASSERT_TRUE(swept) << "a load made 500 opens or more";
   EXPECT_GE(refused, 3) << "the load opens the model files and the entry's";
   EXPECT_TRUE(keyed) << "no open of the key's fingerprint was refused";
   EXPECT_TRUE(checked) << "no open of the entry's check was refused";
