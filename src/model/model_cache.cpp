@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "cpu_ops/pack_file.h"
+#include "cpu_ops/pack_ledger.h"
 #include "ebb/error.h"
 #include "ebb/version.h"
 #include "model/prepack_chunks.h"
@@ -625,7 +626,17 @@ bool ModelCache::BuildEntry(BuildJob& job) {
       // the probe from those files, which every later load of the entry maps (pack_file.h).
       so.AddConfigEntry(ebb_cpu_ops::kPackDirKey, temp_.c_str());
       so.AddConfigEntry(ebb_cpu_ops::kPackWriteKey, "1");
+      // A kernel whose pack file could not be written (or read back) runs from anonymous memory
+      // and says nothing (cpu_ops/int4_rows_op.cpp); its own ledger finds it. Such an entry
+      // would lack that file and every load of it would repack the weights again.
+      const ebb_cpu_ops::PackLedger unwritten;
+      so.AddConfigEntry(ebb_cpu_ops::kPackLedgerKey, unwritten.id().c_str());
       Ort::Session probe_session(OrtEnvironment(), (temp_ / kGraphFile).c_str(), so);
+      if (unwritten.anon_bytes() > 0) {
+        throw std::runtime_error(FormatBytes(unwritten.anon_bytes()) +
+                                 " of ebb's int4 matmul packs could not be written into the "
+                                 "entry or read back (is the disk full?)");
+      }
       const std::vector<float> got = job.probe(probe_session);
       const std::vector<float> want = job.reference();
       const std::string diff = CompareProbeOutputs(want, got);

@@ -1090,6 +1090,58 @@ TEST(ModelCache, EachOpenOfALoadFromTheEntryRefusedInTurnLeavesTheEntry) {
   EXPECT_EQ(Greedy(model), want);
 }
 
+// Each write of a cache build refused in turn (ENOSPC at the n-th File::WriteAll of the platform
+// seam, as a disk that fills; ORT's own writes of the graph are not refused), for n = 0, 1, ...
+// until a build makes fewer writes: the load computes the uncached tokens, and either no entry is
+// committed or the committed entry is whole: a load from it maps every pack file (no "were not
+// mapped") and computes the same tokens. Before, a pack file that could not be written left a
+// committed entry without it, and every load of that entry repacked the weights again.
+TEST(ModelCache, EachWriteOfABuildRefusedInTurnCommitsNoPartialEntry) {
+  ModelCopy m("llama-int4-extdata");
+  const std::vector<int32_t> want = Uncached(m.dir());
+  LogCapture logs;
+  int refused = 0;
+  bool swept = false, packs_refused = false;
+  for (int n = 0; n < 500 && !swept; ++n) {
+    fs::remove_all(m.cache_root());  // a new build each time
+    bool taken = false;
+    {
+      const platform::testing::ClearFailuresOnExit disarm;
+      platform::testing::FailAfter(platform::testing::Op::kWrite, n, ENOSPC, 1);
+      auto model = ebb::LoadModel(m.dir(), AutoCache());
+      testing::WaitForCacheBuild(*model);
+      taken = platform::testing::FailuresLeft(platform::testing::Op::kWrite) == 0;
+      platform::testing::ClearFailures();
+      EXPECT_EQ(Greedy(model), want) << "write " << n << " refused";
+    }
+    const std::string text = logs.Take();
+    swept = !taken;  // the build made n writes or fewer: every one has been refused
+    if (swept) break;
+    ++refused;
+    SCOPED_TRACE("write " + std::to_string(n) + " refused; the build's log:\n" + text);
+    packs_refused |= text.find("packs could not be written into the entry") != std::string::npos;
+    if (!Entries(m.cache_root()).empty()) {
+      auto again = ebb::LoadModel(m.dir(), AutoCache());
+      EXPECT_EQ(again->runtime().Stats().weights.cache, "loaded");
+      EXPECT_THAT(logs.Take(), Not(HasSubstr("packs were not mapped")));
+      EXPECT_EQ(Greedy(again), want);
+    }
+  }
+  ASSERT_TRUE(swept) << "a build made 500 writes or more";
+  EXPECT_GE(refused, 1) << "the build writes its manifest at least";
+  // Unarmed: the entry is built; where it holds pack files (ebb's int4 matmul ran: AVX2 + FMA),
+  // the sweep refused their writes and the build said so.
+  fs::remove_all(m.cache_root());
+  {
+    auto model = ebb::LoadModel(m.dir(), AutoCache());
+    ASSERT_EQ(testing::WaitForCacheBuild(*model).cache, "built");
+  }
+  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  if (internal::ModelCache::WeightFiles(Entries(m.cache_root())[0]).size() > 1) {
+    EXPECT_TRUE(packs_refused) << "no pack file's write was refused, or it was not said";
+  }
+}
+
 TEST(ModelCache, TheKeyNamesTheIsaLevelAndOrtVersion) {
   const std::string isa = internal::IsaLevel();
 #if defined(__x86_64__)
