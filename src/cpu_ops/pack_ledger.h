@@ -12,9 +12,12 @@
 // How: the load creates a PackLedger and names it in the session config entry kPackLedgerKey; each
 // kernel of that session that packs into its own memory finds the ledger's count by that id, adds
 // its bytes, and takes them back when it is destroyed (a session ORT refused frees its kernels).
-// The load reads anon_bytes() once its session exists. The registry is per copy of these
-// sources: libebb_cpu_ops.so (a folder naming the library) has its own, which no load fills, so
-// its kernels are not counted (the key is set only on sessions with libebb's built-in domain).
+// The load reads anon_bytes() once its session exists; a model-cache build's check session has a
+// ledger of its own, and commits no entry when a kernel there packed into its own memory (its
+// pack file not written). The registry is per copy of these sources: libebb_cpu_ops.so (a folder
+// naming the library) has its own, which no load fills, so its kernels are not counted (a load
+// sets the key only on sessions with libebb's built-in domain; a build's check sets it always,
+// and finds nothing from the library's kernels).
 //
 // Thread-safety: the registry is guarded by a mutex; the counts are atomics, shared between the
 // ledger and the kernels (shared_ptr), so a kernel may outlive its ledger.

@@ -413,11 +413,12 @@ void CreateSession(ModelImpl& mi, const EffectiveSessionOptions& session,
   }
   mi.repacked_anon_bytes = ledger.anon_bytes();
   if (!mi.weights_entry.empty() && mi.repacked_anon_bytes > 0) {
-    // The entry's build wrote each kernel's pack file (cpu_ops/pack_file.h), so a kernel repacks
-    // only when it could not open or map its file now (OpenPack: out of descriptors, address
-    // space or mappings), or when the file is missing or does not match (the build could not
-    // write it, or an ebb from before pack files built the entry). Said, because the weights
-    // then hold anonymous memory that a load from the entry does not otherwise take.
+    // The entry's build wrote each kernel's pack file (cpu_ops/pack_file.h; a build that could
+    // not is not committed), so a kernel repacks only when it could not open or map its file now
+    // (OpenPack: out of descriptors, address space or mappings), or when the file is missing or
+    // does not match (an ebb from before pack files built the entry, or a folder naming
+    // libebb_cpu_ops.so, whose build is not checked). Said, because the weights then hold
+    // anonymous memory that a load from the entry does not otherwise take.
     EBB_LOG_WARN(
         "model cache: {} of ebb's int4 matmul packs were not mapped from {} and were repacked "
         "into anonymous memory (counted in the weights): a pack file could not be opened or "

@@ -626,16 +626,20 @@ bool ModelCache::BuildEntry(BuildJob& job) {
       // the probe from those files, which every later load of the entry maps (pack_file.h).
       so.AddConfigEntry(ebb_cpu_ops::kPackDirKey, temp_.c_str());
       so.AddConfigEntry(ebb_cpu_ops::kPackWriteKey, "1");
-      // A kernel whose pack file could not be written (or read back) runs from anonymous memory
-      // and says nothing (cpu_ops/int4_rows_op.cpp); its own ledger finds it. Such an entry
-      // would lack that file and every load of it would repack the weights again.
+      // A kernel whose pack file could not be written, or mapped back once written, runs from
+      // anonymous memory and says nothing (cpu_ops/int4_rows_op.cpp); this ledger counts it.
+      // Such an entry could lack the file, and every load of it would repack the weights again,
+      // so it is not committed. The ledger is libebb's: a folder that names libebb_cpu_ops.so
+      // runs that library's copy of the kernels, whose registry does not know it, so this check
+      // covers the option cpu_ops only (pack_ledger.h).
       const ebb_cpu_ops::PackLedger unwritten;
       so.AddConfigEntry(ebb_cpu_ops::kPackLedgerKey, unwritten.id().c_str());
       Ort::Session probe_session(OrtEnvironment(), (temp_ / kGraphFile).c_str(), so);
       if (unwritten.anon_bytes() > 0) {
-        throw std::runtime_error(FormatBytes(unwritten.anon_bytes()) +
-                                 " of ebb's int4 matmul packs could not be written into the "
-                                 "entry or read back (is the disk full?)");
+        throw std::runtime_error(
+            FormatBytes(unwritten.anon_bytes()) +
+            " of ebb's int4 matmul packs could not be written into the entry or mapped back "
+            "(the disk is full, or the process is out of address space or mappings)");
       }
       const std::vector<float> got = job.probe(probe_session);
       const std::vector<float> want = job.reference();

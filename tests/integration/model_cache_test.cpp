@@ -1090,12 +1090,13 @@ TEST(ModelCache, EachOpenOfALoadFromTheEntryRefusedInTurnLeavesTheEntry) {
   EXPECT_EQ(Greedy(model), want);
 }
 
-// Each write of a cache build refused in turn (ENOSPC at the n-th File::WriteAll of the platform
-// seam, as a disk that fills; ORT's own writes of the graph are not refused), for n = 0, 1, ...
-// until a build makes fewer writes: the load computes the uncached tokens, and either no entry is
-// committed or the committed entry is whole: a load from it maps every pack file (no "were not
-// mapped") and computes the same tokens. Before, a pack file that could not be written left a
-// committed entry without it, and every load of that entry repacked the weights again.
+// Each write of a load that builds the cache refused in turn (ENOSPC at the n-th File::WriteAll of
+// the platform seam, as a disk that fills; ORT's own writes of the graph and the manifest's
+// std::ofstream are not refused), for n = 0, 1, ... until a build makes fewer writes: the load
+// computes the uncached tokens, and either no entry is committed or the committed entry is whole: a
+// load from it maps every pack file (no "were not mapped") and computes the same tokens. Before, a
+// pack file that could not be written left a committed entry without it, and every load of that
+// entry repacked the weights again.
 TEST(ModelCache, EachWriteOfABuildRefusedInTurnCommitsNoPartialEntry) {
   ModelCopy m("llama-int4-extdata");
   const std::vector<int32_t> want = Uncached(m.dir());
@@ -1109,7 +1110,7 @@ TEST(ModelCache, EachWriteOfABuildRefusedInTurnCommitsNoPartialEntry) {
       const platform::testing::ClearFailuresOnExit disarm;
       platform::testing::FailAfter(platform::testing::Op::kWrite, n, ENOSPC, 1);
       auto model = ebb::LoadModel(m.dir(), AutoCache());
-      testing::WaitForCacheBuild(*model);
+      EXPECT_NE(testing::WaitForCacheBuild(*model).cache, "building");
       taken = platform::testing::FailuresLeft(platform::testing::Op::kWrite) == 0;
       platform::testing::ClearFailures();
       EXPECT_EQ(Greedy(model), want) << "write " << n << " refused";
@@ -1120,6 +1121,7 @@ TEST(ModelCache, EachWriteOfABuildRefusedInTurnCommitsNoPartialEntry) {
     ++refused;
     SCOPED_TRACE("write " + std::to_string(n) + " refused; the build's log:\n" + text);
     packs_refused |= text.find("packs could not be written into the entry") != std::string::npos;
+    EXPECT_TRUE(TempDirs(m.cache_root()).empty()) << "a failed build left its folder";
     if (!Entries(m.cache_root()).empty()) {
       auto again = ebb::LoadModel(m.dir(), AutoCache());
       EXPECT_EQ(again->runtime().Stats().weights.cache, "loaded");
@@ -1128,7 +1130,7 @@ TEST(ModelCache, EachWriteOfABuildRefusedInTurnCommitsNoPartialEntry) {
     }
   }
   ASSERT_TRUE(swept) << "a build made 500 writes or more";
-  EXPECT_GE(refused, 1) << "the build writes its manifest at least";
+  EXPECT_GE(refused, 1) << "the build writes its prepacked blobs through ebb's file layer";
   // Unarmed: the entry is built; where it holds pack files (ebb's int4 matmul ran: AVX2 + FMA),
   // the sweep refused their writes and the build said so.
   fs::remove_all(m.cache_root());
