@@ -1,9 +1,12 @@
-// tests/cache_build_wait.h — waiting, in a test, for a model's background model-cache build
+// tests/cache_build_wait.h — model-cache helpers for tests: waiting for a model's background build
 // (docs/memory.md "Compiled-model cache") to end.
 #pragma once
 
 #include <chrono>
+#include <filesystem>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "ebb/model.h"
 #include "ebb/model_controls.h"
@@ -23,6 +26,19 @@ inline WeightsMemory WaitForCacheBuild(Model& model,
     w = model.runtime().Stats().weights;
   }
   return w;
+}
+
+// The committed entries in the cache folder `root`: its folders but the builds' temporary ones
+// (".tmp-…"; the lock files are files). None when `root` does not exist.
+inline std::vector<std::filesystem::path> CacheEntries(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
+    if (e.is_directory(ec) && !e.path().filename().string().starts_with(".tmp-")) {
+      out.push_back(e.path());
+    }
+  }
+  return out;
 }
 
 }  // namespace ebb::testing

@@ -272,7 +272,7 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
     // A key from this fingerprint would miss the entries of these files, and a build would
     // remove them as stale.
     EBB_LOG_WARN("model cache: not used for this load: {}", unreadable);
-    c.build_skipped_ = true;
+    c.SkipThisLoad();
     return c;
   }
   c.key_ = Hex64(HashBytes((c.fingerprint_ + "\n" + c.inputs_).data(),
@@ -297,7 +297,7 @@ ModelCache ModelCache::Plan(const fs::path& model_path, const std::string& setti
           "model cache: cannot check {} now ({}): the process is out of memory or file "
           "descriptors; the entry is kept and this load goes on without the cache",
           entry.string(), bad);
-      c.build_skipped_ = true;
+      c.SkipThisLoad();
       return c;
     }
     EBB_LOG_WARN("model cache: rebuilding {}: {}", entry.string(), bad);
@@ -439,8 +439,7 @@ void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
         "load ({})",
         entry_.string(), EscapeForMessage(why, 400), no_build_);
     RemoveAll(entry_);
-    action_ = Action::kOff;
-    build_skipped_ = true;
+    SkipThisLoad();
     return;
   }
   EBB_LOG_WARN("model cache: rebuilding {}: ONNX Runtime could not load it ({})", entry_.string(),
@@ -449,13 +448,17 @@ void ModelCache::RebuildAfterFailedLoad(const std::string& why) {
   action_ = root_.empty() ? Action::kOff : Action::kBuild;
 }
 
+void ModelCache::SkipThisLoad() {
+  action_ = Action::kOff;
+  build_skipped_ = true;
+}
+
 void ModelCache::NoBuild(const std::string& why) {
   no_build_ = why;
   if (action_ != Action::kBuild) return;
   EBB_LOG_INFO("model cache: not building {} in this load: {}; a later load builds it",
                entry_.string(), why);
-  action_ = Action::kOff;
-  build_skipped_ = true;
+  SkipThisLoad();
 }
 
 void ModelCache::SkipAfterFailedLoad(const std::string& why) {
@@ -465,8 +468,7 @@ void ModelCache::SkipAfterFailedLoad(const std::string& why) {
       "says this, raise the limit (ulimit -v, ulimit -n; sysctl vm.max_map_count when the "
       "mappings run out), or set model_cache.dir=off",
       entry_.string(), EscapeForMessage(why, 400));
-  action_ = Action::kOff;
-  build_skipped_ = true;
+  SkipThisLoad();
 }
 
 // An advisory lock on <root>/.lock-<key>, held from the optimised graph's write to the commit.
@@ -517,16 +519,14 @@ constexpr const char* kOptimizedDir = "optimized";
 bool ModelCache::WriteOptimizedGraph(BuildJob& job) {
   if (action_ != Action::kBuild) return false;
   if (!no_build_.empty()) {
-    action_ = Action::kOff;
-    build_skipped_ = true;
+    SkipThisLoad();
     return false;
   }
   auto lock = std::make_unique<BuildLock>(root_ / (".lock-" + key_));
   if (lock->busy()) {
     EBB_LOG_INFO("model cache: another process is building {}; not building it twice",
                  entry_.string());
-    action_ = Action::kOff;
-    build_skipped_ = true;
+    SkipThisLoad();
     return false;
   }
   std::error_code ec;
@@ -536,8 +536,7 @@ bool ModelCache::WriteOptimizedGraph(BuildJob& job) {
     return false;
   }
   if (!StartBuild()) {
-    action_ = Action::kOff;
-    build_skipped_ = true;
+    SkipThisLoad();
     return false;
   }
   lock_ = std::move(lock);
@@ -569,8 +568,7 @@ bool ModelCache::WriteOptimizedGraph(BuildJob& job) {
     RemoveAll(temp_);
     temp_.clear();
     lock_.reset();
-    action_ = Action::kOff;
-    build_skipped_ = true;
+    SkipThisLoad();
     return false;
   }
 }

@@ -101,7 +101,8 @@ class ModelCache {
   std::filesystem::path cached_model() const { return entry_ / kGraphFile; }
   // kBuild after WriteOptimizedGraph wrote the graph: BuildEntry has work to do.
   bool has_optimized_graph() const { return action_ == Action::kBuild && !temp_.empty(); }
-  // WriteOptimizedGraph found a build due but could not start it (kOff since; logged).
+  // This load does not use the cache although it could have (kOff since; logged): a build due
+  // that could not start, or an entry left alone for want of memory or descriptors.
   bool build_skipped() const { return build_skipped_; }
   // What BuildEntry holds beside the live session at most (bytes; has_optimized_graph()): one
   // chunk's prepacked weights and ORT's saver's copy of one of its initializers, then the check
@@ -169,8 +170,9 @@ class ModelCache {
 
  private:
   ModelCache() = default;
-  bool StartBuild();  // creates temp_; false (logged) when the root cannot be written
-  bool Commit();      // temp_ -> entry_; false (logged) on failure
+  void SkipThisLoad();  // kOff, and build_skipped(): the caller has logged why
+  bool StartBuild();    // creates temp_; false (logged) when the root cannot be written
+  bool Commit();        // temp_ -> entry_; false (logged) on failure
   void EnforceBudget() const;
 
   Action action_ = Action::kOff;

@@ -1,6 +1,5 @@
 #include "model/proto_wire.h"
 
-#include <cstring>
 #include <string>
 
 #include "core/files.h"
@@ -13,19 +12,19 @@ Mapping::Mapping(const std::filesystem::path& path) {
   int err = 0;
   platform::File file = platform::File::Open(path, platform::OpenMode::kRead, &err);
   if (!file.is_open()) {
-    throw Malformed{"cannot open the file: " + std::string(std::strerror(err)),
+    throw Malformed{"cannot open the file: " + internal::DescribeErrno(err),
                     internal::IsResourceErrno(err)};
   }
   platform::FileInfo info;
   if (const int stat_err = file.Stat(&info); stat_err != 0) {
-    throw Malformed{"cannot stat the file: " + std::string(std::strerror(stat_err)),
+    throw Malformed{"cannot stat the file: " + internal::DescribeErrno(stat_err),
                     internal::IsResourceErrno(stat_err)};
   }
   if (info.size == 0) throw Malformed{"empty file"};
   size_ = info.size;
   const platform::MapResult m = platform::MapFileReadOnly(file, size_);
   if (m.addr == nullptr) {  // `file` closes either way
-    throw Malformed{"cannot map the file: " + std::string(std::strerror(m.err)),
+    throw Malformed{"cannot map the file: " + internal::DescribeErrno(m.err),
                     internal::IsResourceErrno(m.err)};
   }
   data_ = static_cast<const uint8_t*>(m.addr);

@@ -64,6 +64,7 @@ namespace ebb {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CacheEntries;
 using ::testing::HasSubstr;
 using testing::LogCapture;
 using testing::TempDir;
@@ -663,18 +664,6 @@ ModelOptions CachedIn(const fs::path& cache) {
   ModelOptions o = Uncached("auto");
   o.Set("model_cache.dir", cache.string());
   return o;
-}
-
-// The cache folder's entries (not its temp folders or lock files).
-std::vector<fs::path> CacheEntries(const fs::path& cache) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(cache, ec)) {
-    if (e.is_directory() && !e.path().filename().string().starts_with(".")) {
-      out.push_back(e.path());
-    }
-  }
-  return out;
 }
 
 // A load that cannot read the model file to plan the move (its mapping refused for want of

@@ -49,6 +49,7 @@ namespace ebb {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CacheEntries;
 using ::testing::HasSubstr;
 using testing::LogCapture;
 using ::testing::Not;
@@ -86,17 +87,7 @@ class ModelCopy {
   fs::path base_, dir_;
 };
 
-// Entries (folders; builders' .lock- files are not) and unfinished temp folders under `root`.
-std::vector<fs::path> Entries(const fs::path& root) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    if (e.is_directory(ec) && !e.path().filename().string().starts_with(".tmp-")) {
-      out.push_back(e.path());
-    }
-  }
-  return out;
-}
+// The unfinished temp folders under `root` (its entries: CacheEntries).
 std::vector<fs::path> TempDirs(const fs::path& root) {
   std::vector<fs::path> out;
   std::error_code ec;
@@ -200,8 +191,8 @@ TEST_P(ModelCacheTest, FirstLoadBuildsSecondLoadUsesItWithIdenticalTokens) {
   std::string log = logs.Take();
   EXPECT_THAT(log, HasSubstr("model cache: building"));
   EXPECT_THAT(log, HasSubstr("model cache: built"));
-  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
-  const fs::path entry = Entries(m.cache_root())[0];
+  ASSERT_EQ(CacheEntries(m.cache_root()).size(), 1u);
+  const fs::path entry = CacheEntries(m.cache_root())[0];
   EXPECT_TRUE(fs::exists(entry / "manifest.json"));
   EXPECT_TRUE(fs::exists(entry / "model.onnx"));
   EXPECT_TRUE(TempDirs(m.cache_root()).empty());
@@ -218,7 +209,7 @@ TEST_P(ModelCacheTest, CorruptOrTruncatedFilesAreRebuilt) {
   const auto want = Uncached(m.dir());
   LogCapture logs;
   ASSERT_EQ(LoadAndGreedy(m.dir()), want);
-  const fs::path entry = Entries(m.cache_root()).at(0);
+  const fs::path entry = CacheEntries(m.cache_root()).at(0);
   logs.Take();
 
   // Overwritten bytes (mtime changes, as with any write).
@@ -253,7 +244,7 @@ TEST_P(ModelCacheTest, CorruptOrTruncatedFilesAreRebuilt) {
 
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
-  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 1u);
 }
 
 TEST(ModelCache, ChangedModelFileIsDetectedAndTheStaleEntryRemoved) {
@@ -261,7 +252,7 @@ TEST(ModelCache, ChangedModelFileIsDetectedAndTheStaleEntryRemoved) {
   const auto want = Uncached(m.dir());
   LogCapture logs;
   ASSERT_EQ(LoadAndGreedy(m.dir()), want);
-  const fs::path old_entry = Entries(m.cache_root()).at(0);
+  const fs::path old_entry = CacheEntries(m.cache_root()).at(0);
   logs.Take();
   // touch: same bytes, new mtime.
   fs::last_write_time(m.dir() / "model.onnx.data",
@@ -272,7 +263,7 @@ TEST(ModelCache, ChangedModelFileIsDetectedAndTheStaleEntryRemoved) {
   EXPECT_THAT(log, HasSubstr("the model files changed since it was built"));
   EXPECT_THAT(log, HasSubstr("model cache: built"));
   EXPECT_FALSE(fs::exists(old_entry));
-  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 1u);
 
   // Modified: a doc_string appended to the ModelProto (a valid edit that keeps the graph).
   {
@@ -286,7 +277,7 @@ TEST(ModelCache, ChangedModelFileIsDetectedAndTheStaleEntryRemoved) {
   const std::string log2 = logs.Take();
   EXPECT_THAT(log2, HasSubstr("removing stale entry"));
   EXPECT_THAT(log2, HasSubstr("model cache: built"));
-  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 1u);
 }
 
 TEST(ModelCache, GraphOptionsHaveTheirOwnEntriesAndRuntimeOptionsShareOne) {
@@ -300,13 +291,13 @@ TEST(ModelCache, GraphOptionsHaveTheirOwnEntriesAndRuntimeOptionsShareOne) {
   basic.Set("session_options.graph_optimization_level", "basic");
   EXPECT_EQ(LoadAndGreedy(m.dir(), basic), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
-  EXPECT_EQ(Entries(m.cache_root()).size(), 2u);
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 2u);
 
   ModelOptions prepack_off = AutoCache();
   prepack_off.Set("session_options.session.disable_prepacking", "1");
   EXPECT_EQ(LoadAndGreedy(m.dir(), prepack_off), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
-  EXPECT_EQ(Entries(m.cache_root()).size(), 3u);
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 3u);
 
   // Threads change how the graph runs, not what ORT compiles.
   ModelOptions threads = AutoCache();
@@ -330,7 +321,7 @@ TEST(ModelCache, UnfinishedWritesAreNeverLoadedAndAreCleanedUp) {
   const auto want = Uncached(m.dir());
   LogCapture logs;
   ASSERT_EQ(LoadAndGreedy(m.dir()), want);
-  const fs::path entry = Entries(m.cache_root()).at(0);
+  const fs::path entry = CacheEntries(m.cache_root()).at(0);
   const std::string name = entry.filename().string();
   const std::string key = name.substr(name.rfind('-') + 1);
   fs::remove_all(entry);
@@ -346,7 +337,7 @@ TEST(ModelCache, UnfinishedWritesAreNeverLoadedAndAreCleanedUp) {
   EXPECT_THAT(log, HasSubstr("an unfinished cache write of process 99999999, which is gone"));
   EXPECT_THAT(log, HasSubstr("model cache: built"));
   EXPECT_FALSE(fs::exists(partial));
-  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 1u);
 }
 
 TEST(ModelCache, KillNineWhileWritingLeavesNothingThatLoads) {
@@ -369,7 +360,7 @@ TEST(ModelCache, KillNineWhileWritingLeavesNothingThatLoads) {
       int st = 0;
       ::waitpid(pid, &st, 0);
       killed_mid_write =
-          WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && Entries(m.cache_root()).empty();
+          WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && CacheEntries(m.cache_root()).empty();
     } else {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
@@ -406,7 +397,7 @@ TEST(ModelCache, ConcurrentBuildersLeaveOneCompleteEntry) {
   }
   EXPECT_EQ(t1, want);
   EXPECT_EQ(t2, want);
-  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 1u);
   EXPECT_TRUE(TempDirs(m.cache_root()).empty());
   LogCapture logs;
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
@@ -426,7 +417,7 @@ TEST(ModelCache, OffWritesNothingAndAnExplicitFolderIsUsed) {
   ModelOptions explicit_dir;
   explicit_dir.Set("model_cache.dir", (m.base() / "mycache").string());
   const auto want = LoadAndGreedy(m.dir(), explicit_dir);
-  EXPECT_EQ(Entries(m.base() / "mycache").size(), 1u);
+  EXPECT_EQ(CacheEntries(m.base() / "mycache").size(), 1u);
   EXPECT_FALSE(fs::exists(m.cache_root()));
   LogCapture logs;
   EXPECT_EQ(LoadAndGreedy(m.dir(), explicit_dir), want);
@@ -441,13 +432,13 @@ TEST(ModelCache, AutoUsesThePerUserFolderReadsAShippedEntryAndElseLoadsWithoutAC
   LogCapture logs;
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: built"));
-  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  ASSERT_EQ(CacheEntries(m.cache_root()).size(), 1u);
 
   // An entry shipped in the model folder's .ebb-cache is read when the per-user folder cannot
   // be written.
   const fs::path shipped = m.dir() / ".ebb-cache";
   fs::create_directories(shipped);
-  const fs::path entry = Entries(m.cache_root()).at(0);
+  const fs::path entry = CacheEntries(m.cache_root()).at(0);
   fs::rename(entry, shipped / entry.filename());
   ::setenv("XDG_CACHE_HOME", "/dev/null", 1);
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
@@ -472,12 +463,12 @@ TEST(ModelCache, DefaultIsAutoAndEbbModelCacheDirReplacesTheDefault) {
   const std::string saved = before != nullptr ? before : "";
   ::unsetenv("EBB_MODEL_CACHE_DIR");
   EXPECT_EQ(LoadAndGreedy(m.dir(), ModelOptions{}), want);
-  EXPECT_EQ(Entries(m.cache_root()).size(), 1u) << "the default is auto: the per-user folder";
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 1u) << "the default is auto: the per-user folder";
 
   const fs::path env_dir = m.base() / "from-env";
   ::setenv("EBB_MODEL_CACHE_DIR", env_dir.c_str(), 1);
   EXPECT_EQ(LoadAndGreedy(m.dir(), ModelOptions{}), want);
-  EXPECT_EQ(Entries(env_dir).size(), 1u);
+  EXPECT_EQ(CacheEntries(env_dir).size(), 1u);
   // An explicit option wins over the environment.
   ModelOptions off;
   off.Set("model_cache.dir", "off");
@@ -631,7 +622,7 @@ TEST(ModelCache, Fp32MatMulWeightsAreChunkedAndTheLoadReportsItsFigures) {
   EXPECT_EQ(w.state, WeightsState::kFileBacked);
   EXPECT_EQ(Greedy(model), want);
   // The entry holds prepacked blobs for the fp32 weights (ORT's "prepacked_N" records).
-  const fs::path entry = Entries(m.cache_root()).at(0);
+  const fs::path entry = CacheEntries(m.cache_root()).at(0);
   std::ifstream graph(entry / "model.onnx", std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(graph)),
                           std::istreambuf_iterator<char>());
@@ -651,9 +642,10 @@ TEST(ModelCache, CachedWeightsAreFileBackedReleasedOnRequestAndComeBackIdentical
     EXPECT_FALSE(r.released);
     EXPECT_THAT(r.reason, HasSubstr("anonymous copies"));
   }  // the entry is built before the model goes
-  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  ASSERT_EQ(CacheEntries(m.cache_root()).size(), 1u);
   // Every blob of the entry starts on a page.
-  EXPECT_EQ(internal::CountMisalignedRegions(Entries(m.cache_root())[0] / "model.onnx", 4096), 0u);
+  EXPECT_EQ(internal::CountMisalignedRegions(CacheEntries(m.cache_root())[0] / "model.onnx", 4096),
+            0u);
 
   Runtime rt;
   auto model = rt.Load("a", m.dir(), o);
@@ -814,8 +806,8 @@ TEST(ModelCache, DiskBudgetRemovesTheLeastRecentlyUsedEntry) {
   ModelOptions b = AutoCache();
   b.Set("session_options.graph_optimization_level", "basic");
   ASSERT_EQ(LoadAndGreedy(m.dir(), a), want);
-  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
-  const fs::path first = Entries(m.cache_root())[0];
+  ASSERT_EQ(CacheEntries(m.cache_root()).size(), 1u);
+  const fs::path first = CacheEntries(m.cache_root())[0];
   // A budget that holds one entry, not two.
   uint64_t bytes = 0;
   for (const auto& f : fs::directory_iterator(first)) bytes += f.file_size();
@@ -823,7 +815,7 @@ TEST(ModelCache, DiskBudgetRemovesTheLeastRecentlyUsedEntry) {
   LogCapture logs;
   ASSERT_EQ(LoadAndGreedy(m.dir(), b), want);
   EXPECT_THAT(logs.Take(), HasSubstr("the least recently used entry"));
-  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
+  ASSERT_EQ(CacheEntries(m.cache_root()).size(), 1u);
   EXPECT_FALSE(fs::exists(first));
   EXPECT_EQ(LoadAndGreedy(m.dir(), b), want);
   EXPECT_THAT(logs.Take(), HasSubstr("model cache: loaded"));
@@ -857,11 +849,11 @@ TEST(ModelCache, DiskFullDuringTheBuildLeavesNoEntryAndTheLoadServes) {
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << text;
   EXPECT_THAT(text, HasSubstr("model cache: not caching"));
-  EXPECT_TRUE(Entries(m.cache_root()).empty());
+  EXPECT_TRUE(CacheEntries(m.cache_root()).empty());
   EXPECT_TRUE(TempDirs(m.cache_root()).empty());
   // The next load builds it properly.
   EXPECT_EQ(LoadAndGreedy(m.dir()), want);
-  EXPECT_EQ(Entries(m.cache_root()).size(), 1u);
+  EXPECT_EQ(CacheEntries(m.cache_root()).size(), 1u);
 }
 
 // RLIMIT_AS cannot apply under a sanitizer: its shadow memory reserves terabytes of address space.
@@ -913,7 +905,7 @@ TEST(ModelCache, OutOfMemoryWhileLoadingTheEntryKeepsIt) {
     auto model = ebb::LoadModel(m.dir(), AutoCache());
     ASSERT_EQ(testing::WaitForCacheBuild(*model).cache, "built");
   }
-  const auto entries = Entries(m.cache_root());
+  const auto entries = CacheEntries(m.cache_root());
   ASSERT_EQ(entries.size(), 1u);
   const fs::path entry = entries[0];
   const auto manifest_mtime = fs::last_write_time(entry / "manifest.json");
@@ -996,8 +988,8 @@ TEST(ModelCache, AModelFileThatCannotBeReadForTheKeyLeavesTheEntries) {
     auto model = ebb::LoadModel(m.dir(), AutoCache());
     ASSERT_EQ(testing::WaitForCacheBuild(*model).cache, "built");
   }
-  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
-  const fs::path entry = Entries(m.cache_root())[0];
+  ASSERT_EQ(CacheEntries(m.cache_root()).size(), 1u);
+  const fs::path entry = CacheEntries(m.cache_root())[0];
   LogCapture logs;
   {
     const ModelOptions o = AutoCache();
@@ -1014,7 +1006,7 @@ TEST(ModelCache, AModelFileThatCannotBeReadForTheKeyLeavesTheEntries) {
   const std::string text = logs.Take();
   EXPECT_THAT(text, HasSubstr("model cache: not used for this load"));
   EXPECT_THAT(text, HasSubstr("model.onnx cannot be read (Too many open files)"));
-  ASSERT_EQ(Entries(m.cache_root()), std::vector<fs::path>{entry});
+  ASSERT_EQ(CacheEntries(m.cache_root()), std::vector<fs::path>{entry});
   auto model = ebb::LoadModel(m.dir(), AutoCache());
   EXPECT_EQ(model->runtime().Stats().weights.cache, "loaded");
 }
@@ -1034,8 +1026,8 @@ TEST(ModelCache, EachOpenOfALoadFromTheEntryRefusedInTurnLeavesTheEntry) {
     auto model = ebb::LoadModel(m.dir(), AutoCache());
     ASSERT_EQ(testing::WaitForCacheBuild(*model).cache, "built");
   }
-  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
-  const fs::path entry = Entries(m.cache_root())[0];
+  ASSERT_EQ(CacheEntries(m.cache_root()).size(), 1u);
+  const fs::path entry = CacheEntries(m.cache_root())[0];
   const auto manifest_mtime = fs::last_write_time(entry / "manifest.json");
   LogCapture logs;
   int refused = 0;
@@ -1070,7 +1062,7 @@ TEST(ModelCache, EachOpenOfALoadFromTheEntryRefusedInTurnLeavesTheEntry) {
       EXPECT_EQ(tokens, want);
     }
     EXPECT_THAT(text, Not(HasSubstr("rebuilding")));
-    ASSERT_EQ(Entries(m.cache_root()), std::vector<fs::path>{entry});
+    ASSERT_EQ(CacheEntries(m.cache_root()), std::vector<fs::path>{entry});
     ASSERT_EQ(fs::last_write_time(entry / "manifest.json"), manifest_mtime);
     keyed |= text.find("model cache: not used for this load") != std::string::npos;
     checked |=
@@ -1122,7 +1114,7 @@ TEST(ModelCache, EachWriteOfABuildRefusedInTurnCommitsNoPartialEntry) {
     SCOPED_TRACE("write " + std::to_string(n) + " refused; the build's log:\n" + text);
     packs_refused |= text.find("packs could not be written into the entry") != std::string::npos;
     EXPECT_TRUE(TempDirs(m.cache_root()).empty()) << "a failed build left its folder";
-    if (!Entries(m.cache_root()).empty()) {
+    if (!CacheEntries(m.cache_root()).empty()) {
       auto again = ebb::LoadModel(m.dir(), AutoCache());
       EXPECT_EQ(again->runtime().Stats().weights.cache, "loaded");
       EXPECT_THAT(logs.Take(), Not(HasSubstr("packs were not mapped")));
@@ -1138,8 +1130,8 @@ TEST(ModelCache, EachWriteOfABuildRefusedInTurnCommitsNoPartialEntry) {
     auto model = ebb::LoadModel(m.dir(), AutoCache());
     ASSERT_EQ(testing::WaitForCacheBuild(*model).cache, "built");
   }
-  ASSERT_EQ(Entries(m.cache_root()).size(), 1u);
-  if (internal::ModelCache::WeightFiles(Entries(m.cache_root())[0]).size() > 1) {
+  ASSERT_EQ(CacheEntries(m.cache_root()).size(), 1u);
+  if (internal::ModelCache::WeightFiles(CacheEntries(m.cache_root())[0]).size() > 1) {
     EXPECT_TRUE(packs_refused) << "no pack file's write was refused, or it was not said";
   }
 }
@@ -1151,7 +1143,7 @@ TEST(ModelCache, TheKeyNamesTheIsaLevelAndOrtVersion) {
 #endif
   ModelCopy m("llama-tiny-fp32");
   LoadAndGreedy(m.dir());
-  const fs::path entry = Entries(m.cache_root()).at(0);
+  const fs::path entry = CacheEntries(m.cache_root()).at(0);
   std::ifstream f(entry / "manifest.json");
   const std::string manifest((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_THAT(manifest, HasSubstr("isa=" + isa));
@@ -1171,7 +1163,7 @@ TEST(ModelCache, EntryTruncatedUnderARunningModelFailsTheRequestNotTheProcess) {
   LoadAndGreedy(m.dir());  // builds the entry
   auto model = ebb::LoadModel(m.dir(), AutoCache());
   ASSERT_EQ(model->runtime().Stats().weights.state, WeightsState::kFileBacked);
-  const fs::path data = Entries(m.cache_root()).at(0) / "model.onnx.data";
+  const fs::path data = CacheEntries(m.cache_root()).at(0) / "model.onnx.data";
   // Drop the pages too, so that every read faults on the truncated file.
   model->runtime().ReleaseWeights();
   ::truncate(data.c_str(), 0);
@@ -1199,7 +1191,7 @@ TEST(ModelCache, TheManagerReleasesIdleWeightsBeforeEvictingAndReloadsABrokenMod
   ModelCopy m("llama-tiny-fp32");
   const auto want = Uncached(m.dir());
   LoadAndGreedy(m.dir());  // builds the entry
-  const fs::path data = Entries(m.cache_root()).at(0) / "model.onnx.data";
+  const fs::path data = CacheEntries(m.cache_root()).at(0) / "model.onnx.data";
   Runtime rt;
   ModelManagerOptions o;
   for (const char* id : {"a", "b"}) o.models[id].path = m.dir();
